@@ -1,0 +1,55 @@
+"""The engine: values, the function table, tapes and the gradient APIs. It knows nothing
+of text, sympy or terminals."""
+from __future__ import annotations
+
+import operator as _operator
+
+from . import ops
+from .api import (custom_gradient, gradients_function, implicit_gradients,
+                  implicit_value_and_gradients, stop_gradient, value_and_gradients_function)
+from .ops import CONSTANTS, FUNCTIONS, apply
+from .tape import GradientTape
+from .tensor import Tensor, Variable, as_value, constant
+
+
+def _install_operators() -> None:
+    """Python operators on tensors, each one table entry."""
+    reg = ops.REGISTRY
+
+    def binary(op):
+        return lambda self, other: apply(op, (self, other))
+
+    def reflected(op):
+        return lambda self, other: apply(op, (other, self))
+
+    for name, entry in (("add", "add"), ("sub", "subtract"), ("mul", "multiply"),
+                        ("truediv", "divide"), ("pow", "power"), ("matmul", "matmul")):
+        setattr(Tensor, f"__{name}__", binary(reg[entry]))
+        setattr(Tensor, f"__r{name}__", reflected(reg[entry]))
+    for name, entry in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
+                        ("ge", "greater_equal"), ("eq", "equal"), ("ne", "not_equal")):
+        setattr(Tensor, f"__{name}__", binary(reg[entry]))
+    negative, absolute, getitem = reg["negative"], reg["abs"], ops.INTERNAL["getitem"]
+    Tensor.__neg__ = lambda self: apply(negative, (self,))
+    Tensor.__pos__ = lambda self: self
+    Tensor.__abs__ = lambda self: apply(absolute, (self,))
+    Tensor.__getitem__ = lambda self, index: apply(getitem, (self,), {"index": _index(index)})
+    Tensor.T = property(lambda self: FUNCTIONS["transpose"](self))
+
+
+def _index(index):
+    """Indices as plain Python/numpy values (tensors used as indices are read)."""
+    if isinstance(index, tuple):
+        return tuple(_index(i) for i in index)
+    if isinstance(index, Tensor):
+        value = index.numpy()
+        return value if value.dtype == bool else value.astype(int)
+    return index
+
+
+_install_operators()
+
+__all__ = ["Tensor", "Variable", "constant", "as_value", "GradientTape", "gradients_function",
+           "value_and_gradients_function", "implicit_gradients",
+           "implicit_value_and_gradients", "custom_gradient", "stop_gradient", "CONSTANTS",
+           "FUNCTIONS", "apply", "ops"]

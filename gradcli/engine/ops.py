@@ -1,0 +1,615 @@
+"""The function table: every operation of gradcli, one entry each.
+
+An entry holds the forward numpy computation, one backward rule (VJP) per input, the
+sympy counterpart, and a description (see ``table.Op``). Rules are written against a
+namespace ``m``: on the fast path ``m`` is ``NP`` (each entry's raw numpy forward), and
+when an outer tape is recording ``m`` is ``ENGINE`` (each entry's differentiable
+wrapper), so one rule gives first derivatives quickly and higher derivatives exactly.
+
+Adding a function is adding one ``register(Op(...))`` below; the Python API
+(``gradcli.sin``), the expression language, ``gradcli functions``, the sympy check and
+the tests all read it.
+"""
+from __future__ import annotations
+
+import math
+import operator
+from types import SimpleNamespace
+
+import numpy as np
+
+from ..errors import ShapeError
+from . import state
+from .table import ORDER, REGISTRY, Op, lookup, register
+from .tensor import Tensor, Variable, _make, as_value
+
+EMPTY: dict = {}
+_recording = state.recording
+
+CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "inf": math.inf}
+
+# Internal entries serve the backward rules (broadcast_to, sum_to, getitem, scatter, ...);
+# they are differentiable like any entry but are not part of the language.
+INTERNAL: dict[str, Op] = {}
+
+
+# ---------------------------------------------------------------------------------------
+# Running an entry
+# ---------------------------------------------------------------------------------------
+def apply(op: Op, inputs, params=EMPTY) -> Tensor:
+    """Run a table entry on tensors or array-likes and, when a tape watches one of the
+    inputs, record it. For variadic entries ``inputs`` is the sequence of tensors."""
+    values = [x._value if isinstance(x, Tensor) else
+              (x if type(x) is float or type(x) is int else as_value(x)) for x in inputs]
+    try:
+        ans = op.forward(*values, **params)
+    except (ValueError, IndexError, TypeError) as err:
+        raise _shape_error(op, values, params, err) from None
+    if type(ans) is float or type(ans) is int:
+        ans = np.float64(ans)
+    out = _make(ans)
+    if _recording:
+        _record(op, out, inputs, values, params)
+    return out
+
+
+def _record(op: Op, out: Tensor, inputs, values, params) -> None:
+    tapes = ()
+    for trace in _recording:
+        traced = False
+        for x in inputs:
+            if isinstance(x, Tensor):
+                if x.__class__ is Variable and x._trainable and trace.watch_accessed:
+                    trace.tape._watch_variable(x)
+                if not traced and trace in x._tapes:
+                    traced = True
+        if traced:
+            tapes += (trace,)
+    if tapes and op.differentiable:
+        out._op = op
+        # Keep tensors as they are (higher-order rules need them); plain numbers as values.
+        out._inputs = tuple(x if isinstance(x, Tensor) else v for x, v in zip(inputs, values))
+        out._params = params
+        out._tapes = out._recorded = tapes
+
+
+def _shape_error(op: Op, values, params, err: Exception) -> ShapeError:
+    shapes = [np.shape(v) for v in values]
+    if op.name == "matmul" or op.name == "dot":
+        what = f"{shapes[0]} @ {shapes[1]}"
+    elif len(shapes) == 2:
+        what = f"{shapes[0]} and {shapes[1]}"
+    elif shapes:
+        what = ", ".join(str(s) for s in shapes)
+    else:
+        what = ", ".join(f"{k}={v!r}" for k, v in params.items())
+    detail = str(err).split("\n")[0]
+    return ShapeError(f"shape mismatch in {op.name}: {what} ({detail})")
+
+
+def _function(op: Op):
+    """The Python API function for an entry: ``sin(x)``, ``sum(x, axis=None, ...)``."""
+    n_inputs = len(op.inputs)
+    defaults = dict(op.params)
+    names = [name for name, _ in op.params]
+
+    if op.variadic:
+        def fn(xs, *args, **kwargs):
+            return apply(op, tuple(xs), _bind(op, names, defaults, args, kwargs))
+    elif not op.params and n_inputs == 1:
+        def fn(x):
+            return apply(op, (x,), EMPTY)
+    elif not op.params and n_inputs == 2:
+        def fn(x, y):
+            return apply(op, (x, y), EMPTY)
+    else:
+        def fn(*args, **kwargs):
+            if len(args) < n_inputs:
+                raise TypeError(f"{op.name}() takes {n_inputs} input(s) "
+                                f"({', '.join(op.inputs)}), got {len(args)}")
+            return apply(op, args[:n_inputs], _bind(op, names, defaults, args[n_inputs:], kwargs))
+    fn.__name__ = fn.__qualname__ = op.name
+    fn.__doc__ = f"{op.doc}\n\nDerivative: {op.derivative or 'none'}. Domain: {op.domain}."
+    return fn
+
+
+def _bind(op, names, defaults, args, kwargs) -> dict:
+    if len(args) > len(names):
+        raise TypeError(f"{op.name}() got too many arguments")
+    params = dict(defaults)
+    params.update(zip(names, args))
+    for key, value in kwargs.items():
+        if key not in defaults:
+            raise TypeError(f"{op.name}() got an unexpected keyword argument {key!r}")
+        params[key] = value
+    return params
+
+
+# ---------------------------------------------------------------------------------------
+# Helpers the rules share
+# ---------------------------------------------------------------------------------------
+def _shape(x) -> tuple:
+    return x.shape if isinstance(x, Tensor) else np.shape(x)
+
+
+def _norm_axes(axis, ndim: int) -> tuple:
+    if axis is None:
+        return tuple(range(ndim))
+    axes = axis if isinstance(axis, tuple) else (axis,)
+    return tuple(sorted(a % ndim if ndim else a for a in axes))
+
+
+def _keep_shape(shape: tuple, axis) -> tuple:
+    """The shape a reduction over ``axis`` has with keepdims=True."""
+    axes = _norm_axes(axis, len(shape))
+    return tuple(1 if i in axes else n for i, n in enumerate(shape))
+
+
+def _expand(m, g, shape, axis, keepdims):
+    """Broadcast a reduction's upstream gradient back to the input's shape."""
+    if not keepdims:
+        g = m.reshape(g, shape=_keep_shape(shape, axis))
+    return m.broadcast_to(g, shape=shape)
+
+
+def _reduced(m, ans, shape, axis, keepdims):
+    """The reduction's result reshaped so it broadcasts against the input."""
+    return ans if keepdims else m.reshape(ans, shape=_keep_shape(shape, axis))
+
+
+def _count(shape, axis) -> int:
+    return int(np.prod([shape[a] for a in _norm_axes(axis, len(shape))], dtype=np.int64))
+
+
+def _sum_to(g, shape):
+    """Sum a broadcast gradient back to ``shape`` (the one place un-broadcasting happens)."""
+    gshape = np.shape(g)
+    if gshape == shape:
+        return g
+    lead = len(gshape) - len(shape)
+    axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
+                                      if n == 1 and gshape[lead + i] != 1)
+    out = np.sum(g, axis=axes, keepdims=False) if axes else g
+    return np.reshape(out, shape)
+
+
+def _getitem(x, index):
+    return x[index]
+
+
+def _scatter(g, index, shape):
+    """Zeros of ``shape`` with ``g`` added at ``index`` (the adjoint of indexing)."""
+    out = np.zeros(shape, dtype=np.result_type(g, np.float32))
+    if any(isinstance(i, (np.ndarray, list)) for i in (index if isinstance(index, tuple) else (index,))):
+        np.add.at(out, index, g)  # repeated integer indices must accumulate
+    else:
+        out[index] = g
+    return out
+
+
+def _swap_last(m, a):
+    nd = len(_shape(a))
+    if nd == 2:
+        return m.transpose(a)
+    return m.transpose(a, axes=tuple(range(nd - 2)) + (nd - 1, nd - 2))
+
+
+def _matmul_vjp_x(m, g, ans, x, y):
+    xs, ys = _shape(x), _shape(y)
+    if len(xs) == 1 and len(ys) == 1:
+        return g * y
+    if len(ys) == 1:                    # (..., m, n) @ (n,) -> (..., m)
+        return m.reshape(g, shape=_shape(g) + (1,)) * y
+    if len(xs) == 1:                    # (n,) @ (..., n, k) -> (..., k)
+        col = m.matmul(y, m.reshape(g, shape=_shape(g) + (1,)))
+        return m.reshape(col, shape=_shape(col)[:-1])
+    return m.matmul(g, _swap_last(m, y))
+
+
+def _matmul_vjp_y(m, g, ans, x, y):
+    xs, ys = _shape(x), _shape(y)
+    if len(xs) == 1 and len(ys) == 1:
+        return g * x
+    if len(ys) == 1:
+        col = m.matmul(_swap_last(m, x), m.reshape(g, shape=_shape(g) + (1,)))
+        return m.reshape(col, shape=_shape(col)[:-1])
+    if len(xs) == 1:
+        return m.reshape(x, shape=(xs[0], 1)) * m.reshape(g, shape=_shape(g)[:-1] + (1,) + _shape(g)[-1:])
+    return m.matmul(_swap_last(m, x), g)
+
+
+def _dot(x, y):
+    if np.ndim(x) > 2 or np.ndim(y) > 2:
+        raise ValueError("dot takes arrays of at most 2 dimensions; use matmul (@) for batches")
+    return np.dot(x, y)
+
+
+def _dot_vjp(which):
+    def vjp(m, g, ans, x, y):
+        if len(_shape(x)) == 0 or len(_shape(y)) == 0:
+            other = y if which == 0 else x
+            return g * other
+        return (_matmul_vjp_x if which == 0 else _matmul_vjp_y)(m, g, ans, x, y)
+    return vjp
+
+
+def _power_vjp_x(m, g, ans, x, y):
+    # Constant exponents are the common case (x**2): avoid a general power in the rule.
+    if type(y) is float or type(y) is int:
+        if y == 2:
+            return g * 2.0 * x
+        if y == 1:
+            return g
+        if y == 0:
+            return g * 0.0
+        return g * y * x ** (y - 1)
+    return g * y * x ** (y - 1)
+
+
+def _power_vjp_y(m, g, ans, x, y):
+    # d/dy x**y = x**y log x, taken as 0 where x <= 0 (as TensorFlow does).
+    safe = m.where(x > 0, x, 1.0)
+    return g * ans * m.log(safe)
+
+
+def _max_vjp(m, g, ans, x, axis=None, keepdims=False):
+    shape = _shape(x)
+    mask = x == _reduced(m, ans, shape, axis, keepdims)
+    # A tie splits the gradient equally between the tied inputs (sympy's Heaviside(0)=1/2).
+    count = m.sum(mask * 1.0, axis=axis, keepdims=True)
+    return m.where(mask, _expand(m, g, shape, axis, keepdims) / count, 0.0)
+
+
+def _prod_vjp(m, g, ans, x, axis=None, keepdims=False):
+    shape = _shape(x)
+    raw = x._value if isinstance(x, Tensor) else x
+    ge = _expand(m, g, shape, axis, keepdims)
+    if not np.any(raw == 0):
+        return ge * m.broadcast_to(_reduced(m, ans, shape, axis, keepdims), shape=shape) / x
+    # With zeros, ans / x is 0/0: form each product of the others explicitly.
+    axes = _norm_axes(axis, len(shape))
+    rest = tuple(i for i in range(len(shape)) if i not in axes)
+    perm = rest + axes
+    n = _count(shape, axis)
+    lead = tuple(shape[i] for i in rest)
+    xt = m.reshape(m.transpose(x, axes=perm), shape=lead + (1, n))
+    eye = np.eye(n, dtype=bool)
+    others = m.prod(m.where(eye, 1.0, m.broadcast_to(xt, shape=lead + (n, n))), axis=-1)
+    others = m.transpose(m.reshape(others, shape=tuple(shape[i] for i in perm)),
+                         axes=tuple(np.argsort(perm)))
+    return ge * others
+
+
+def _logsumexp(x, axis=None, keepdims=False):
+    top = np.max(x, axis=axis, keepdims=True)
+    top = np.where(np.isfinite(top), top, 0.0)
+    out = np.log(np.sum(np.exp(x - top), axis=axis, keepdims=True)) + top
+    return out if keepdims else np.reshape(out, np.shape(np.sum(x, axis=axis)))
+
+
+def _softmax(x, axis=-1):
+    z = np.exp(x - np.max(x, axis=axis, keepdims=True))
+    return z / np.sum(z, axis=axis, keepdims=True)
+
+
+def _norm(x, axis=None, keepdims=False):
+    return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))
+
+
+def _norm_vjp(m, g, ans, x, axis=None, keepdims=False):
+    shape = _shape(x)
+    denom = _reduced(m, ans, shape, axis, keepdims)
+    # Zero norm: the subgradient 0, as PyTorch gives.
+    denom = m.where(denom == 0, np.inf, denom)
+    return _expand(m, g, shape, axis, keepdims) * x / denom
+
+
+def _concat_vjp(m, g, ans, *xs, index, axis=0):
+    nd = len(_shape(ans))
+    ax = axis % nd
+    start = sum(_shape(x)[ax] for x in xs[:index])
+    sl = (slice(None),) * ax + (slice(start, start + _shape(xs[index])[ax]),)
+    return m.getitem(g, index=sl)
+
+
+def _stack_vjp(m, g, ans, *xs, index, axis=0):
+    ax = axis % len(_shape(ans))
+    return m.getitem(g, index=(slice(None),) * ax + (index,))
+
+
+def _sympy_reduce(fn):
+    """A reduction over object arrays of sympy expressions: fn(list) per output element."""
+    def build(sp, x, axis=None, keepdims=False, **_):
+        arr = np.asarray(x, dtype=object)
+        axes = _norm_axes(axis, arr.ndim)
+        rest = [i for i in range(arr.ndim) if i not in axes]
+        moved = np.transpose(arr, rest + list(axes)).reshape(
+            [arr.shape[i] for i in rest] + [-1])
+        out = np.empty(moved.shape[:-1], dtype=object)
+        for idx in np.ndindex(out.shape):
+            out[idx] = fn(sp, list(moved[idx]))
+        if keepdims:
+            out = out.reshape(_keep_shape(arr.shape, axis))
+        return out if out.ndim else out[()]
+    return build
+
+
+def _sympy_softmax(sp, x, axis=-1):
+    arr = np.asarray(x, dtype=object)
+    ex = np.vectorize(sp.exp, otypes=[object])(arr)
+    return ex / np.sum(ex, axis=axis, keepdims=True)
+
+
+def _const_array(forward):
+    return lambda sp, **params: np.vectorize(sp.Float, otypes=[object])(forward(**params))
+
+
+# ---------------------------------------------------------------------------------------
+# The table
+# ---------------------------------------------------------------------------------------
+def _unary(name, forward, vjp, sympy, doc, derivative, *, aliases=(), sample=(-2.0, 2.0),
+           domain="all reals", kind="elementwise"):
+    return register(Op(name=name, forward=forward, vjps=(vjp,), inputs=("x",), doc=doc,
+                       derivative=derivative, sympy=sympy, elementwise=True, aliases=aliases,
+                       sample=sample, domain=domain, kind=kind))
+
+
+def _binary(name, forward, vjps, sympy, doc, derivative, *, aliases=(), sample=(-2.0, 2.0),
+            domain="all reals", kind="arithmetic", inputs=("x", "y")):
+    return register(Op(name=name, forward=forward, vjps=vjps, inputs=inputs, doc=doc,
+                       derivative=derivative, sympy=sympy, elementwise=True, aliases=aliases,
+                       sample=sample, domain=domain, kind=kind))
+
+
+_AXIS = (("axis", None), ("keepdims", False))
+
+
+def _reduction(name, forward, vjp, sympy, doc, derivative, *, sample=(-2.0, 2.0)):
+    return register(Op(name=name, forward=forward, vjps=(vjp,), inputs=("x",), doc=doc,
+                       derivative=derivative, params=_AXIS, sympy=sympy, sample=sample,
+                       kind="reduction"))
+
+
+def _internal(op: Op) -> Op:
+    INTERNAL[op.name] = op
+    return op
+
+
+def _zero_vjp(m, g, ans, x):
+    return m.zeros_like(x)
+
+
+# Arithmetic
+ADD = _binary("add", operator.add, (lambda m, g, ans, x, y: g, lambda m, g, ans, x, y: g),
+              lambda sp, x, y: x + y, "x + y", "1, 1")
+SUBTRACT = _binary("subtract", operator.sub,
+                   (lambda m, g, ans, x, y: g, lambda m, g, ans, x, y: -g),
+                   lambda sp, x, y: x - y, "x - y", "1, -1")
+MULTIPLY = _binary("multiply", operator.mul,
+                   (lambda m, g, ans, x, y: g * y, lambda m, g, ans, x, y: g * x),
+                   lambda sp, x, y: x * y, "x * y", "y, x")
+DIVIDE = _binary("divide", operator.truediv,
+                 (lambda m, g, ans, x, y: g / y, lambda m, g, ans, x, y: -g * ans / y),
+                 lambda sp, x, y: x / y, "x / y", "1/y, -x/y^2", sample=(0.5, 2.0),
+                 domain="y != 0")
+POWER = _binary("power", np.power, (_power_vjp_x, _power_vjp_y), lambda sp, x, y: x ** y,
+                "x ** y (also written x ^ y)", "y*x^(y-1), x^y*log(x)", aliases=("pow",),
+                sample=(0.5, 2.0), domain="x > 0 for non-integer y")
+MATMUL = register(Op(name="matmul", forward=np.matmul, vjps=(_matmul_vjp_x, _matmul_vjp_y),
+                     inputs=("x", "y"), doc="matrix product x @ y (batched, numpy rules)",
+                     derivative="g @ y^T, x^T @ g", sympy=lambda sp, x, y: np.dot(x, y),
+                     kind="linalg"))
+NEGATIVE = _unary("negative", operator.neg, lambda m, g, ans, x: -g, lambda sp, x: -x,
+                  "-x", "-1", kind="arithmetic")
+_unary("square", np.square, lambda m, g, ans, x: g * 2.0 * x, lambda sp, x: x ** 2,
+       "x ** 2", "2x", kind="arithmetic")
+_unary("reciprocal", np.reciprocal, lambda m, g, ans, x: -g * ans * ans,
+       lambda sp, x: 1 / x, "1 / x", "-1/x^2", sample=(0.5, 2.0), domain="x != 0",
+       kind="arithmetic")
+
+# Elementwise
+_unary("abs", np.abs, lambda m, g, ans, x: g * m.sign(x), lambda sp, x: sp.Abs(x),
+       "absolute value |x|", "sign(x); 0 at x = 0", aliases=("absolute",))
+_unary("exp", np.exp, lambda m, g, ans, x: g * ans, lambda sp, x: sp.exp(x),
+       "e ** x", "exp(x)")
+_unary("expm1", np.expm1, lambda m, g, ans, x: g * (ans + 1.0), lambda sp, x: sp.exp(x) - 1,
+       "exp(x) - 1, accurate near 0", "exp(x)")
+_unary("log", np.log, lambda m, g, ans, x: g / x, lambda sp, x: sp.log(x),
+       "natural logarithm", "1/x", aliases=("ln",), sample=(0.5, 2.0), domain="x > 0")
+_unary("log1p", np.log1p, lambda m, g, ans, x: g / (1.0 + x), lambda sp, x: sp.log(1 + x),
+       "log(1 + x), accurate near 0", "1/(1+x)", sample=(-0.5, 2.0), domain="x > -1")
+_unary("log2", np.log2, lambda m, g, ans, x: g / (x * math.log(2.0)),
+       lambda sp, x: sp.log(x) / sp.log(2), "base-2 logarithm", "1/(x ln 2)",
+       sample=(0.5, 2.0), domain="x > 0")
+_unary("log10", np.log10, lambda m, g, ans, x: g / (x * math.log(10.0)),
+       lambda sp, x: sp.log(x) / sp.log(10), "base-10 logarithm", "1/(x ln 10)",
+       sample=(0.5, 2.0), domain="x > 0")
+_unary("sqrt", np.sqrt, lambda m, g, ans, x: g * 0.5 / ans, lambda sp, x: sp.sqrt(x),
+       "square root", "1/(2 sqrt(x)); inf at 0", sample=(0.5, 2.0), domain="x >= 0")
+_unary("cbrt", np.cbrt, lambda m, g, ans, x: g / (3.0 * ans * ans),
+       lambda sp, x: sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3), "real cube root",
+       "1/(3 cbrt(x)^2); inf at 0", sample=(0.5, 2.0))
+_unary("sin", np.sin, lambda m, g, ans, x: g * m.cos(x), lambda sp, x: sp.sin(x), "sine",
+       "cos(x)")
+_unary("cos", np.cos, lambda m, g, ans, x: -g * m.sin(x), lambda sp, x: sp.cos(x), "cosine",
+       "-sin(x)")
+_unary("tan", np.tan, lambda m, g, ans, x: g * (1.0 + ans * ans), lambda sp, x: sp.tan(x),
+       "tangent", "1 + tan(x)^2", sample=(-1.2, 1.2), domain="x != pi/2 + k pi")
+_unary("arcsin", np.arcsin, lambda m, g, ans, x: g / m.sqrt(1.0 - x * x),
+       lambda sp, x: sp.asin(x), "inverse sine", "1/sqrt(1-x^2)", aliases=("asin",),
+       sample=(-0.9, 0.9), domain="-1 <= x <= 1")
+_unary("arccos", np.arccos, lambda m, g, ans, x: -g / m.sqrt(1.0 - x * x),
+       lambda sp, x: sp.acos(x), "inverse cosine", "-1/sqrt(1-x^2)", aliases=("acos",),
+       sample=(-0.9, 0.9), domain="-1 <= x <= 1")
+_unary("arctan", np.arctan, lambda m, g, ans, x: g / (1.0 + x * x),
+       lambda sp, x: sp.atan(x), "inverse tangent", "1/(1+x^2)", aliases=("atan",))
+_unary("sinh", np.sinh, lambda m, g, ans, x: g * m.cosh(x), lambda sp, x: sp.sinh(x),
+       "hyperbolic sine", "cosh(x)")
+_unary("cosh", np.cosh, lambda m, g, ans, x: g * m.sinh(x), lambda sp, x: sp.cosh(x),
+       "hyperbolic cosine", "sinh(x)")
+_unary("tanh", np.tanh, lambda m, g, ans, x: g * (1.0 - ans * ans), lambda sp, x: sp.tanh(x),
+       "hyperbolic tangent", "1 - tanh(x)^2")
+_unary("arcsinh", np.arcsinh, lambda m, g, ans, x: g / m.sqrt(x * x + 1.0),
+       lambda sp, x: sp.asinh(x), "inverse hyperbolic sine", "1/sqrt(x^2+1)",
+       aliases=("asinh",))
+_unary("arccosh", np.arccosh, lambda m, g, ans, x: g / m.sqrt(x * x - 1.0),
+       lambda sp, x: sp.acosh(x), "inverse hyperbolic cosine", "1/sqrt(x^2-1)",
+       aliases=("acosh",), sample=(1.2, 3.0), domain="x >= 1")
+_unary("arctanh", np.arctanh, lambda m, g, ans, x: g / (1.0 - x * x),
+       lambda sp, x: sp.atanh(x), "inverse hyperbolic tangent", "1/(1-x^2)",
+       aliases=("atanh",), sample=(-0.9, 0.9), domain="-1 < x < 1")
+_unary("sigmoid", lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)),  # stable for large |x|
+       lambda m, g, ans, x: g * ans * (1.0 - ans), lambda sp, x: 1 / (1 + sp.exp(-x)),
+       "logistic sigmoid 1/(1+exp(-x))", "sigmoid(x) (1 - sigmoid(x))")
+_unary("relu", lambda x: np.maximum(x, 0.0), lambda m, g, ans, x: g * (x > 0),
+       lambda sp, x: sp.Max(0, x), "max(x, 0)", "1 if x > 0 else 0 (0 at x = 0)")
+_unary("softplus", lambda x: np.logaddexp(0.0, x), lambda m, g, ans, x: g * m.sigmoid(x),
+       lambda sp, x: sp.log(1 + sp.exp(x)), "log(1 + exp(x))", "sigmoid(x)")
+_unary("sign", np.sign, _zero_vjp, lambda sp, x: sp.sign(x), "-1, 0 or 1", "0")
+_unary("floor", np.floor, _zero_vjp, lambda sp, x: sp.floor(x), "largest integer <= x", "0")
+_unary("ceil", np.ceil, _zero_vjp, lambda sp, x: sp.ceiling(x), "smallest integer >= x", "0")
+
+# Two arguments
+_binary("arctan2", np.arctan2,
+        (lambda m, g, ans, y, x: g * x / (x * x + y * y),
+         lambda m, g, ans, y, x: -g * y / (x * x + y * y)),
+        lambda sp, y, x: sp.atan2(y, x), "angle of the point (x, y): arctan2(y, x)",
+        "x/(x^2+y^2), -y/(x^2+y^2)", aliases=("atan2",), inputs=("y", "x"), sample=(0.5, 2.0),
+        kind="binary")
+_binary("maximum", np.maximum,
+        (lambda m, g, ans, x, y: m.where(x > y, g, m.where(x == y, 0.5 * g, 0.0)),
+         lambda m, g, ans, x, y: m.where(y > x, g, m.where(x == y, 0.5 * g, 0.0))),
+        lambda sp, x, y: sp.Max(x, y), "elementwise larger of x and y",
+        "1 where larger; ties split 1/2", kind="binary")
+_binary("minimum", np.minimum,
+        (lambda m, g, ans, x, y: m.where(x < y, g, m.where(x == y, 0.5 * g, 0.0)),
+         lambda m, g, ans, x, y: m.where(y < x, g, m.where(x == y, 0.5 * g, 0.0))),
+        lambda sp, x, y: sp.Min(x, y), "elementwise smaller of x and y",
+        "1 where smaller; ties split 1/2", kind="binary")
+_binary("hypot", np.hypot,
+        (lambda m, g, ans, x, y: g * x / ans, lambda m, g, ans, x, y: g * y / ans),
+        lambda sp, x, y: sp.sqrt(x ** 2 + y ** 2), "sqrt(x^2 + y^2)", "x/hypot, y/hypot",
+        sample=(0.5, 2.0), kind="binary")
+
+# Comparisons: boolean results, never differentiable (usable as `where` conditions).
+for _name, _fn, _sp, _sym in (("less", operator.lt, "Lt", "<"), ("less_equal", operator.le, "Le", "<="),
+                              ("greater", operator.gt, "Gt", ">"),
+                              ("greater_equal", operator.ge, "Ge", ">="),
+                              ("equal", operator.eq, "Eq", "=="), ("not_equal", operator.ne, "Ne", "!=")):
+    _binary(_name, _fn, (None, None), (lambda s: lambda sp, x, y: getattr(sp, s)(x, y))(_sp),
+            f"x {_sym} y as booleans (a where condition)", "not differentiable",
+            kind="comparison")
+
+# Reductions
+_reduction("sum", np.sum, lambda m, g, ans, x, axis=None, keepdims=False:
+           _expand(m, g, _shape(x), axis, keepdims), _sympy_reduce(lambda sp, xs: sp.Add(*xs)),
+           "sum of elements", "1 for each element")
+_reduction("mean", np.mean, lambda m, g, ans, x, axis=None, keepdims=False:
+           _expand(m, g, _shape(x), axis, keepdims) / float(_count(_shape(x), axis)),
+           _sympy_reduce(lambda sp, xs: sp.Add(*xs) / len(xs)), "mean of elements", "1/n")
+_reduction("prod", np.prod, _prod_vjp, _sympy_reduce(lambda sp, xs: sp.Mul(*xs)),
+           "product of elements", "product of the other elements")
+_reduction("max", np.max, _max_vjp, _sympy_reduce(lambda sp, xs: sp.Max(*xs)),
+           "largest element", "1 at the maximum; ties split equally")
+_reduction("min", np.min, _max_vjp, _sympy_reduce(lambda sp, xs: sp.Min(*xs)),
+           "smallest element", "1 at the minimum; ties split equally")
+_reduction("logsumexp", _logsumexp, lambda m, g, ans, x, axis=None, keepdims=False:
+           _expand(m, g, _shape(x), axis, keepdims)
+           * m.exp(x - _reduced(m, ans, _shape(x), axis, keepdims)),
+           _sympy_reduce(lambda sp, xs: sp.log(sp.Add(*[sp.exp(v) for v in xs]))),
+           "log(sum(exp(x))), computed stably", "softmax(x)")
+_reduction("norm", _norm, _norm_vjp,
+           _sympy_reduce(lambda sp, xs: sp.sqrt(sp.Add(*[v ** 2 for v in xs]))),
+           "Euclidean (Frobenius) norm", "x / norm(x); 0 at 0")
+
+# Linear algebra and shape
+register(Op(name="dot", forward=_dot, vjps=(_dot_vjp(0), _dot_vjp(1)), inputs=("x", "y"),
+            doc="dot product (vectors, matrices; at most 2-D)", derivative="as matmul",
+            sympy=lambda sp, x, y: np.dot(x, y), kind="linalg"))
+register(Op(name="transpose", forward=lambda x, axes=None: np.transpose(x, axes),
+            vjps=(lambda m, g, ans, x, axes=None: m.transpose(
+                g, axes=None if axes is None else tuple(np.argsort(axes))),),
+            inputs=("x",), params=(("axes", None),), doc="reverse or permute the axes",
+            derivative="transpose back", sympy=lambda sp, x, axes=None: np.transpose(x, axes),
+            kind="shape"))
+register(Op(name="reshape", forward=lambda x, shape: np.reshape(x, shape),
+            vjps=(lambda m, g, ans, x, shape: m.reshape(g, shape=_shape(x)),),
+            inputs=("x",), params=(("shape", None),), doc="same elements, new shape",
+            derivative="reshape back", sympy=lambda sp, x, shape: np.reshape(x, shape),
+            kind="shape"))
+register(Op(name="concatenate", forward=lambda *xs, axis=0: np.concatenate(xs, axis=axis),
+            vjps=(_concat_vjp,), inputs=("xs",), params=(("axis", 0),), variadic=True,
+            doc="join arrays along an existing axis", derivative="slices of g",
+            sympy=lambda sp, *xs, axis=0: np.concatenate(xs, axis=axis), kind="shape"))
+register(Op(name="stack", forward=lambda *xs, axis=0: np.stack(xs, axis=axis),
+            vjps=(_stack_vjp,), inputs=("xs",), params=(("axis", 0),), variadic=True,
+            doc="join arrays along a new axis", derivative="slices of g",
+            sympy=lambda sp, *xs, axis=0: np.stack(xs, axis=axis), kind="shape"))
+register(Op(name="where", forward=np.where,
+            vjps=(None, lambda m, g, ans, c, a, b: m.where(c, g, 0.0),
+                  lambda m, g, ans, c, a, b: m.where(c, 0.0, g)),
+            inputs=("cond", "a", "b"), doc="a where cond is true, else b",
+            derivative="g where chosen, else 0", elementwise=True,
+            sympy=lambda sp, c, a, b: sp.Piecewise((a, c), (b, True)), kind="shape"))
+register(Op(name="clip", forward=np.clip,
+            vjps=(lambda m, g, ans, x, lo, hi: m.where(x < lo, 0.0, m.where(x > hi, 0.0, g)),
+                  lambda m, g, ans, x, lo, hi: m.where(x < lo, g, 0.0),
+                  lambda m, g, ans, x, lo, hi: m.where(x > hi, g, 0.0)),
+            inputs=("x", "lo", "hi"), doc="x limited to [lo, hi]",
+            derivative="1 inside [lo, hi] (bounds included), else 0", elementwise=True,
+            sympy=lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi), kind="elementwise"))
+register(Op(name="softmax", forward=_softmax,
+            vjps=(lambda m, g, ans, x, axis=-1:
+                  ans * (g - m.sum(g * ans, axis=axis, keepdims=True)),),
+            inputs=("x",), params=(("axis", -1),), doc="exp(x) / sum(exp(x)) along an axis",
+            derivative="s (g - sum(g s))", sympy=_sympy_softmax, kind="reduction"))
+STOP_GRADIENT = register(Op(name="stop_gradient", forward=lambda x: x, vjps=(None,),
+                            inputs=("x",), doc="x, with no gradient flowing through",
+                            derivative="0 (blocked)", kind="elementwise"))
+
+# Value constructors (no tensor inputs: nothing to differentiate).
+for _name, _fwd, _params, _doc in (
+        ("zeros", lambda shape: np.zeros(shape), (("shape", None),), "an array of zeros"),
+        ("ones", lambda shape: np.ones(shape), (("shape", None),), "an array of ones"),
+        ("full", lambda shape, fill_value: np.full(shape, float(fill_value)),
+         (("shape", None), ("fill_value", None)), "an array filled with a value"),
+        ("eye", lambda N, M=None: np.eye(N, M), (("N", None), ("M", None)), "identity matrix"),
+        ("linspace", lambda start, stop, num=50: np.linspace(start, stop, num),
+         (("start", None), ("stop", None), ("num", 50)), "num evenly spaced values"),
+        ("arange", lambda start, stop=None, step=1.0: np.arange(start, stop, step, dtype=float),
+         (("start", None), ("stop", None), ("step", 1.0)), "values from start to stop by step")):
+    register(Op(name=_name, forward=_fwd, vjps=(), inputs=(), params=_params, doc=_doc,
+                derivative="constant", sympy=_const_array(_fwd), kind="constructor"))
+
+# Internal entries used by the rules.
+_internal(Op(name="broadcast_to", forward=lambda x, shape: np.broadcast_to(x, shape),
+             vjps=(lambda m, g, ans, x, shape: m.sum_to(g, shape=_shape(x)),), inputs=("x",),
+             params=(("shape", None),), doc="x broadcast to shape", kind="shape"))
+_internal(Op(name="sum_to", forward=_sum_to,
+             vjps=(lambda m, g, ans, x, shape: m.broadcast_to(g, shape=_shape(x)),),
+             inputs=("x",), params=(("shape", None),), doc="sum x down to shape", kind="shape"))
+GETITEM = _internal(Op(name="getitem", forward=_getitem,
+                       vjps=(lambda m, g, ans, x, index: m.scatter(g, index=index, shape=_shape(x)),),
+                       inputs=("x",), params=(("index", None),), doc="x[index]", kind="shape"))
+_internal(Op(name="scatter", forward=_scatter,
+             vjps=(lambda m, g, ans, x, index, shape: m.getitem(g, index=index),),
+             inputs=("x",), params=(("index", None), ("shape", None)),
+             doc="zeros with x added at index", kind="shape"))
+_internal(Op(name="zeros_like", forward=np.zeros_like, vjps=(None,), inputs=("x",),
+             doc="zeros shaped like x", kind="shape"))
+
+
+# ---------------------------------------------------------------------------------------
+# Namespaces the rules compute in, and the public functions
+# ---------------------------------------------------------------------------------------
+_ALL = {**{name: REGISTRY[name] for name in ORDER}, **INTERNAL}
+NP = SimpleNamespace(**{name: op.forward for name, op in _ALL.items()})
+FUNCTIONS = {name: _function(op) for name, op in _ALL.items()}
+ENGINE = SimpleNamespace(**FUNCTIONS)
+for _op in list(REGISTRY.values()):
+    for _alias in _op.aliases:
+        FUNCTIONS.setdefault(_alias, FUNCTIONS[_op.name])
+globals().update({k: v for k, v in FUNCTIONS.items() if k not in ("sum", "max", "min", "abs", "pow")})
+
+__all__ = ["apply", "CONSTANTS", "REGISTRY", "ORDER", "INTERNAL", "lookup", "FUNCTIONS",
+           "NP", "ENGINE"]

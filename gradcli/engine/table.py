@@ -1,0 +1,70 @@
+"""The shape of one entry of the function table, and the registry that holds them.
+
+The table itself lives in ``ops.py``; this module only defines what an entry is, so that
+the language (``gradcli.lang``), the symbolic check (``gradcli.check``), the command
+``gradcli functions`` and the tests can all read the same entries.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Callable
+
+
+@dataclass(frozen=True, slots=True)
+class Op:
+    """One function of the table.
+
+    - ``forward(*values, **params)`` computes on raw numpy values.
+    - ``vjps`` has one rule per tensor input: ``vjp(m, g, ans, *inputs, **params)`` returns
+      the gradient for that input (before un-broadcasting, which the backward pass does in
+      one place). ``m`` is the namespace the rule computes in: ``numpy`` on the fast path, or
+      ``gradcli.engine.ops`` (differentiable ops on Tensors) when an outer tape records, so
+      the same rule gives higher derivatives. ``None`` marks an input that gets no gradient.
+    - ``inputs`` names the tensor inputs in order; ``params`` the static keyword parameters
+      with their defaults (``axis``, ``keepdims``, a shape, ...), which may also be passed
+      positionally after the inputs.
+    - ``sympy(sp, *inputs, **params)`` builds the symbolic counterpart once sympy is imported
+      (``sp`` is the sympy module). With ``elementwise=True`` inputs are sympy scalars and the
+      caller broadcasts; otherwise they are numpy object arrays of sympy expressions.
+    - ``variadic``: the single input is a sequence of tensors (``concatenate``, ``stack``).
+    - ``sample``: an input range for the tests that keeps the function in its domain;
+      ``domain`` says the same in words for ``gradcli functions``.
+    """
+    name: str
+    forward: Callable[..., Any]
+    vjps: tuple[Callable[..., Any] | None, ...]
+    inputs: tuple[str, ...]
+    doc: str
+    derivative: str = ""
+    params: tuple[tuple[str, Any], ...] = ()
+    sympy: Callable[..., Any] | None = None
+    elementwise: bool = False
+    aliases: tuple[str, ...] = ()
+    variadic: bool = False
+    sample: tuple[float, float] = (-2.0, 2.0)
+    domain: str = "all reals"
+    kind: str = "elementwise"  # arithmetic, elementwise, binary, reduction, linalg, shape, constructor
+
+    @property
+    def differentiable(self) -> bool:
+        return any(v is not None for v in self.vjps)
+
+
+# name or alias -> Op; filled by ops.py at import time.
+REGISTRY: dict[str, Op] = {}
+# canonical names in table order (what `gradcli functions` lists).
+ORDER: list[str] = []
+
+
+def register(op: Op) -> Op:
+    for key in (op.name, *op.aliases):
+        if key in REGISTRY:
+            raise RuntimeError(f"function table: {key!r} defined twice")
+        REGISTRY[key] = op
+    ORDER.append(op.name)
+    return op
+
+
+def lookup(name: str) -> Op | None:
+    """The entry for a name or alias, or None."""
+    return REGISTRY.get(name)

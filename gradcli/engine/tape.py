@@ -1,0 +1,338 @@
+"""``GradientTape`` and the backward pass.
+
+The backward pass walks the recorded graph iteratively (no recursion: chains of 10^5
+operations work), in reverse topological order, calling each entry's rule and summing
+each gradient back to its input's shape in one place (``_unbroadcast``).
+
+>>> from gradcli.engine.tensor import constant
+>>> x = constant(3.0)
+>>> with GradientTape() as tape:
+...     tape.watch(x)
+...     y = x * x
+>>> tape.gradient(y, x).numpy()
+np.float64(6.0)
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import ops, state
+from .tensor import Tensor, Variable, _make, as_value
+
+_recording = state.recording
+
+
+def _flatten(structure, out: list) -> list:
+    """Leaves of a nested list/tuple/dict, in order (iteratively: no recursion limits)."""
+    stack = [structure]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, dict):
+            stack.extend(reversed(list(item.values())))
+        elif isinstance(item, (list, tuple)):
+            stack.extend(reversed(item))
+        else:
+            out.append(item)
+    return out
+
+
+def _pack(structure, leaves):
+    """Rebuild ``structure`` with ``leaves`` (an iterator) in place of its leaves."""
+    if isinstance(structure, dict):
+        return {k: _pack(v, leaves) for k, v in structure.items()}
+    if isinstance(structure, (list, tuple)):
+        return type(structure)(_pack(v, leaves) for v in structure)
+    return next(leaves)
+
+
+class _Trace:
+    """What tensors hold to say "this tape traces me". ``reset`` swaps in a new one, so
+    everything recorded before is forgotten at once."""
+    __slots__ = ("tape", "watch_accessed")
+
+    def __init__(self, tape, watch_accessed: bool):
+        self.tape = tape
+        self.watch_accessed = watch_accessed
+
+
+class GradientTape:
+    """Record operations to differentiate them, as ``tf.GradientTape`` in TensorFlow 2.
+
+    >>> from gradcli.engine.tensor import Variable
+    >>> w = Variable(2.0)
+    >>> with GradientTape() as tape:
+    ...     y = w * 5.0
+    >>> tape.gradient(y, w).numpy()
+    np.float64(5.0)
+    """
+
+    def __init__(self, persistent: bool = False, watch_accessed_variables: bool = True):
+        self._persistent = bool(persistent)
+        self._watch_accessed = bool(watch_accessed_variables)
+        self._recording = False
+        self._used = False
+        self._watched_variables: list[Variable] = []
+        self._trace = _Trace(self, self._watch_accessed)
+
+    # --- recording -------------------------------------------------------------------
+    def __enter__(self) -> "GradientTape":
+        self._push()
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self._recording:
+            self._pop()
+
+    def _push(self) -> None:
+        self._recording = True
+        _recording.append(self._trace)
+
+    def _pop(self) -> None:
+        self._recording = False
+        for i in range(len(_recording) - 1, -1, -1):
+            if _recording[i] is self._trace:
+                del _recording[i]
+                break
+
+    def stop_recording(self):
+        """Context manager: operations inside are not recorded on this tape."""
+        return _Paused(self)
+
+    def reset(self) -> None:
+        """Forget everything recorded so far; recording continues if inside the block."""
+        recording = self._recording
+        if recording:
+            self._pop()
+        # A fresh trace: tensors that traced the old one no longer trace this tape.
+        self._trace = _Trace(self, self._watch_accessed)
+        self._watched_variables = []
+        self._used = False
+        if recording:
+            self._push()
+
+    def watch(self, tensor) -> None:
+        """Trace a tensor or variable (or a nested list/tuple/dict of them)."""
+        for item in _flatten(tensor, []):
+            if not isinstance(item, Tensor):
+                raise TypeError(f"GradientTape.watch takes tensors or variables, "
+                                f"got {type(item).__name__}")
+            if isinstance(item, Variable):
+                self._watch_variable(item)
+            elif not self._traces(item):
+                item._tapes = item._tapes + (self._trace,)
+
+    def _watch_variable(self, variable: Variable) -> None:
+        if not self._traces(variable):
+            variable._tapes = variable._tapes + (self._trace,)
+            self._watched_variables.append(variable)
+
+    def _traces(self, tensor: Tensor) -> bool:
+        return self._trace in tensor._tapes
+
+    def watched_variables(self) -> tuple:
+        """The variables this tape watches, in creation order."""
+        return tuple(sorted(self._watched_variables, key=lambda v: v._order))
+
+    # --- differentiating -------------------------------------------------------------
+    def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
+        """Gradients of ``target`` (summed over its elements, and over several targets)
+        with respect to ``sources``, in the structure of ``sources``.
+
+        A source not connected to the target gives None, or zeros with
+        ``unconnected_gradients="zero"``."""
+        if unconnected_gradients not in ("none", "zero"):
+            raise ValueError(f"unconnected_gradients must be 'none' or 'zero', "
+                             f"got {unconnected_gradients!r}")
+        if self._used and not self._persistent:
+            raise RuntimeError("A non-persistent GradientTape can only be used to compute "
+                               "one set of gradients (or jacobians); make it with "
+                               "persistent=True to call gradient() more than once.")
+        if self._recording and not self._persistent:
+            self._pop()  # as in TensorFlow: stop recording, the tape is spent
+        self._used = True
+
+        targets = _flatten(target, [])
+        if output_gradients is None:
+            seeds = [None] * len(targets)
+        else:
+            seeds = _flatten(output_gradients, []) if isinstance(
+                output_gradients, (list, tuple, dict)) else [output_gradients]
+            if len(seeds) != len(targets):
+                raise ValueError(f"output_gradients has {len(seeds)} entries for "
+                                 f"{len(targets)} targets")
+        flat_sources = _flatten(sources, [])
+        for s in flat_sources:
+            if not isinstance(s, Tensor):
+                raise TypeError(f"gradient sources must be tensors or variables, "
+                                f"got {type(s).__name__}")
+        grads = self._backward(targets, seeds, flat_sources)
+        if unconnected_gradients == "zero":
+            grads = [g if g is not None else _zeros_like(s, bool(_recording))
+                     for g, s in zip(grads, flat_sources)]
+        return _pack(sources, iter(grads))
+
+    def _backward(self, targets, seeds, sources) -> list:
+        """The reverse pass: one gradient (or None) per source."""
+        differentiable = bool(_recording)  # an outer tape records: compute in engine ops
+        m = ops.ENGINE if differentiable else ops.NP
+        grads: dict[int, object] = {}
+        for t, seed in zip(targets, seeds):
+            if not isinstance(t, Tensor) or not self._traces(t):
+                continue
+            if seed is None:
+                seed_value = np.ones_like(t._value)
+                if seed_value.ndim == 0:
+                    seed_value = seed_value[()]
+            else:
+                seed_value = seed if differentiable and isinstance(seed, Tensor) else as_value(
+                    seed, t._value.dtype if t._value.dtype != np.bool_ else None)
+            if differentiable and not isinstance(seed_value, Tensor):
+                seed_value = _make(seed_value)
+            _accumulate(grads, t, seed_value)
+
+        keep = {id(s) for s in sources}
+        for node in _reverse_topological(targets, self):
+            key = id(node)
+            g = grads.get(key) if key in keep else grads.pop(key, None)
+            if g is None:
+                continue
+            op = node._op
+            inputs = node._inputs
+            if differentiable:
+                args, ans = inputs, node
+            else:
+                args = [x._value if isinstance(x, Tensor) else x for x in inputs]
+                ans = node._value
+            params = node._params
+            for i, x in enumerate(inputs):
+                if not isinstance(x, Tensor) or not self._traces(x):
+                    continue
+                if op.variadic:
+                    gx = op.vjps[0](m, g, ans, *args, index=i, **params)
+                else:
+                    rule = op.vjps[i]
+                    if rule is None:
+                        continue
+                    gx = rule(m, g, ans, *args, **params)
+                _accumulate(grads, x, _unbroadcast(m, gx, x.shape))
+        out = [grads.get(id(s)) for s in sources]
+        if not differentiable:
+            out = [g if g is None else _make(g) for g in out]
+        return out
+
+    # --- jacobians -------------------------------------------------------------------
+    def jacobian(self, target, sources, unconnected_gradients="none"):
+        """d target / d source for every element: shape ``target.shape + source.shape``."""
+        if not isinstance(target, Tensor):
+            raise TypeError(f"jacobian target must be a tensor, got {type(target).__name__}")
+        if self._used and not self._persistent:
+            raise RuntimeError("A non-persistent GradientTape can only be used to compute "
+                               "one set of gradients (or jacobians).")
+        if self._recording and not self._persistent:
+            self._pop()
+        self._used = True
+        flat_sources = _flatten(sources, [])
+        tshape = target.shape
+        n = int(np.prod(tshape, dtype=np.int64))
+        rows = [[] for _ in flat_sources]
+        for k in range(n):
+            seed = np.zeros(n, dtype=target.dtype)
+            seed[k] = 1.0
+            seed = seed.reshape(tshape)
+            grads = self._backward([target], [seed[()] if seed.ndim == 0 else seed], flat_sources)
+            for j, g in enumerate(grads):
+                rows[j].append(g)
+        results = []
+        for src, row in zip(flat_sources, rows):
+            if all(g is None for g in row):
+                results.append(None if unconnected_gradients == "none"
+                               else _make(np.zeros(tshape + src.shape, dtype=src.dtype)))
+                continue
+            parts = [g if g is not None else _zeros_like(src, bool(_recording)) for g in row]
+            if bool(_recording):
+                stacked = ops.FUNCTIONS["stack"](parts)
+                results.append(ops.FUNCTIONS["reshape"](stacked, tshape + src.shape))
+            else:
+                values = [p._value for p in parts]
+                results.append(_make(np.reshape(np.stack(values), tshape + src.shape)))
+        return _pack(sources, iter(results))
+
+    def batch_jacobian(self, target, source, unconnected_gradients="none"):
+        """Per-example jacobian: target ``[b, y...]``, source ``[b, x...]`` gives
+        ``[b, y..., x...]`` (examples are assumed independent, as in TensorFlow)."""
+        tshape, sshape = target.shape, source.shape
+        if not tshape or not sshape:
+            raise ValueError("batch_jacobian needs a leading batch axis on target and source")
+        if tshape[0] != sshape[0]:
+            raise ValueError(f"batch_jacobian: target batch size {tshape[0]} does not match "
+                             f"source batch size {sshape[0]}")
+        full = self.jacobian(target, source, unconnected_gradients)
+        if full is None:
+            return None
+        b = tshape[0]
+        value = full._value.reshape((b, -1, b, int(np.prod(sshape[1:], dtype=np.int64))))
+        diag = np.stack([value[i, :, i, :] for i in range(b)])
+        return _make(diag.reshape(tshape + sshape[1:]))
+
+
+class _Paused:
+    __slots__ = ("tape",)
+
+    def __init__(self, tape: GradientTape):
+        self.tape = tape
+
+    def __enter__(self):
+        if not self.tape._recording:
+            raise RuntimeError("Trying to stop recording a tape which is not recording.")
+        self.tape._pop()
+
+    def __exit__(self, *exc):
+        self.tape._push()
+
+
+def _accumulate(grads: dict, x, g) -> None:
+    key = id(x)
+    prev = grads.get(key)
+    grads[key] = g if prev is None else prev + g
+
+
+def _unbroadcast(m, g, shape):
+    """Sum a gradient back to its input's shape: the one place broadcasting is undone."""
+    gshape = g.shape if isinstance(g, Tensor) else np.shape(g)
+    if gshape == shape:
+        return g
+    if len(gshape) < len(shape) or any(a != b and b != 1 for a, b in
+                                       zip(gshape[len(gshape) - len(shape):], shape)):
+        g = m.broadcast_to(g, shape=np.broadcast_shapes(gshape, shape))
+        gshape = np.broadcast_shapes(gshape, shape)
+    out = m.sum_to(g, shape=shape)
+    assert (out.shape if isinstance(out, Tensor) else np.shape(out)) == shape, (gshape, shape)
+    return out
+
+
+def _zeros_like(source: Tensor, differentiable: bool):
+    return _make(np.zeros(source.shape, dtype=source.dtype)[()] if source.ndim == 0
+                 else np.zeros(source.shape, dtype=source.dtype))
+
+
+def _reverse_topological(targets, tape: GradientTape) -> list:
+    """Nodes recorded by ``tape`` that lead to ``targets``, targets first (iterative DFS)."""
+    trace = tape._trace
+    order: list = []
+    seen: set = set()
+    stack = [(t, False) for t in targets if isinstance(t, Tensor)]
+    while stack:
+        node, done = stack.pop()
+        if done:
+            order.append(node)
+            continue
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        stack.append((node, True))
+        if node._op is not None and trace in node._recorded:
+            for x in node._inputs:
+                if isinstance(x, Tensor) and id(x) not in seen:
+                    stack.append((x, False))
+    order.reverse()
+    return [n for n in order if n._op is not None and trace in n._recorded]

@@ -1,0 +1,180 @@
+"""Values: the immutable ``Tensor`` and the mutable, named ``Variable``.
+
+A tensor holds a numpy value (an ``ndarray`` or a numpy scalar such as ``np.float64``;
+numpy scalars keep scalar arithmetic fast) and, when a tape recorded the operation that
+made it, the graph node: the table entry ``_op``, its ``_inputs`` and static ``_params``,
+and the tapes that trace it. Keeping the node on the tensor itself (``__slots__``, no
+separate node object) keeps per-operation overhead small.
+
+>>> x = constant(3.0)
+>>> (x * x).numpy()
+np.float64(9.0)
+"""
+from __future__ import annotations
+
+import itertools
+
+import numpy as np
+
+_PY_SCALARS = (float, int)
+
+
+def as_value(x, dtype=None):
+    """Convert anything array-like to the engine's value type.
+
+    Floats become float64 unless float32 is asked for (or the data already is float32);
+    Python and numpy integers become float64 (a calculator user who types 3 means 3.0);
+    booleans stay boolean and are never differentiable. Scalars are numpy scalars.
+    """
+    if isinstance(x, Tensor):
+        x = x._value
+    arr = np.asarray(x)
+    if arr.dtype == np.bool_ and dtype is None:
+        return arr[()] if arr.ndim == 0 else arr
+    if dtype is None:
+        dtype = np.float32 if arr.dtype == np.float32 else np.float64
+    else:
+        dtype = np.dtype(dtype)
+        if dtype not in (np.float32, np.float64):
+            raise TypeError(f"dtype must be float32 or float64, got {dtype}")
+    if arr.dtype.kind not in "biuf":
+        raise TypeError(f"cannot make a tensor from {type(x).__name__} of dtype {arr.dtype}")
+    arr = arr.astype(dtype, copy=False)
+    return arr[()] if arr.ndim == 0 else arr
+
+
+class Tensor:
+    """An immutable numpy-backed value that tapes can record operations on."""
+
+    __slots__ = ("_value", "_op", "_inputs", "_params", "_tapes", "_recorded")
+    # numpy must hand `ndarray * tensor` to Tensor.__rmul__ instead of converting us.
+    __array_ufunc__ = None
+
+    def __init__(self, value, dtype=None):
+        self._value = as_value(value, dtype)
+        self._op = None
+        self._inputs = None
+        self._params = None
+        self._tapes = ()      # tapes that watch this tensor or recorded the op making it
+        self._recorded = ()   # tapes that recorded the op making it (subset of _tapes)
+
+    # --- reading ---------------------------------------------------------------------
+    def numpy(self):
+        """The value as numpy (a numpy scalar for shape ``()``)."""
+        return self._value
+
+    @property
+    def shape(self) -> tuple:
+        return np.shape(self._value)
+
+    @property
+    def dtype(self):
+        return self._value.dtype
+
+    @property
+    def ndim(self) -> int:
+        return np.ndim(self._value)
+
+    @property
+    def size(self) -> int:
+        return int(np.size(self._value))
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return len(self._value)
+
+    def __float__(self) -> float:
+        return float(self._value)
+
+    def __bool__(self) -> bool:
+        return bool(self._value)
+
+    def __array__(self, dtype=None, copy=None):
+        arr = np.asarray(self._value)
+        return arr if dtype is None else arr.astype(dtype)
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def __repr__(self) -> str:
+        kind = type(self).__name__
+        return f"<gradcli.{kind} shape={self.shape} dtype={self.dtype} numpy={self._value!r}>"
+
+    __hash__ = object.__hash__
+
+
+def _make(value) -> Tensor:
+    """A fresh, unrecorded tensor around an engine value (no conversion: the hot path)."""
+    t = object.__new__(Tensor)
+    t._value = value
+    t._op = None
+    t._inputs = None
+    t._params = None
+    t._tapes = ()
+    t._recorded = ()
+    return t
+
+
+_creation = itertools.count()
+
+
+class Variable(Tensor):
+    """A named, mutable value. Reading a trainable variable under a tape makes the tape
+    watch it (unless the tape was made with ``watch_accessed_variables=False``).
+
+    >>> w = Variable(2.0, name="w")
+    >>> w.assign_add(1.0).numpy()
+    np.float64(3.0)
+    """
+
+    __slots__ = ("_trainable", "_name", "_order")
+
+    def __init__(self, initial_value, trainable: bool = True, name: str | None = None,
+                 dtype=None):
+        if isinstance(initial_value, Variable):
+            initial_value = initial_value._value
+        super().__init__(initial_value, dtype)
+        if self._value.dtype == np.bool_:
+            raise TypeError("a Variable must hold floats, not booleans")
+        self._trainable = bool(trainable)
+        self._order = next(_creation)
+        self._name = name if name is not None else f"Variable:{self._order}"
+
+    @property
+    def trainable(self) -> bool:
+        return self._trainable
+
+    @property
+    def name(self) -> str:
+        return self._name
+
+    def assign(self, value):
+        """Replace the value (same shape; converted to this variable's dtype). Returns self.
+
+        Gradients use the value at the time ``gradient`` runs, so assign after taking the
+        gradient, as an optimizer step does."""
+        new = as_value(value, self._value.dtype)
+        if np.shape(new) != self.shape:
+            raise ValueError(f"cannot assign a value of shape {np.shape(new)} "
+                             f"to variable {self._name!r} of shape {self.shape}")
+        self._value = new
+        return self
+
+    def assign_add(self, delta):
+        return self.assign(self._value + as_value(delta, self._value.dtype))
+
+    def assign_sub(self, delta):
+        return self.assign(self._value - as_value(delta, self._value.dtype))
+
+    def __repr__(self) -> str:
+        return (f"<gradcli.Variable {self._name!r} shape={self.shape} dtype={self.dtype} "
+                f"trainable={self._trainable} numpy={self._value!r}>")
+
+
+def constant(value, dtype=None) -> Tensor:
+    """A tensor from a Python number, list or numpy array (float64 unless float32 asked)."""
+    if isinstance(value, Tensor) and dtype is None:
+        return _make(value._value)
+    return Tensor(value, dtype)

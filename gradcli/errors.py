@@ -1,0 +1,80 @@
+"""One error hierarchy for everything a user can get wrong.
+
+Every error carries what the command line needs to print a caret under the place:
+the source text, a 1-based line, a 0-based column and the width of the span. The
+CLI turns any ``GradcliError`` into exit code 2 with ``err.render()`` on stderr.
+
+>>> err = UnknownNameError("unknown function 'tnah' (did you mean 'tanh'?)",
+...                        source="tnah(x) * 2", line=1, col=0, width=4)
+>>> print(err.render())
+error: unknown function 'tnah' (did you mean 'tanh'?)
+  1 | tnah(x) * 2
+    | ^^^^
+"""
+from __future__ import annotations
+
+
+class GradcliError(Exception):
+    """Base of every error gradcli reports to a user (exit code 2 on the command line)."""
+
+    def __init__(self, message: str, *, source: str | None = None, line: int | None = None,
+                 col: int | None = None, width: int = 1) -> None:
+        super().__init__(message)
+        self.message = message
+        self.source = source
+        self.line = line
+        self.col = col
+        self.width = max(1, width)
+
+    def at(self, source: str | None, line: int | None, col: int | None, width: int = 1):
+        """Attach a position unless one is already known; returns self for ``raise e.at(...)``."""
+        if self.line is None and line is not None:
+            self.source, self.line, self.col, self.width = source, line, col, max(1, width)
+        return self
+
+    def render(self) -> str:
+        text = f"error: {self.message}"
+        if self.source is None or self.line is None:
+            return text
+        lines = self.source.splitlines() or [""]
+        if not 1 <= self.line <= len(lines):
+            return text
+        src_line = lines[self.line - 1]
+        # Long lines are cut around the caret so a 200,000-character program prints one screen.
+        col = self.col or 0
+        start = max(0, col - 60)
+        shown = src_line[start:start + 120]
+        prefix = "..." if start > 0 else ""
+        suffix = "..." if start + 120 < len(src_line) else ""
+        width = max(1, min(self.width, len(shown) - (col - start) if shown else 1))
+        gutter = str(self.line)
+        caret_pad = " " * (len(prefix) + col - start)
+        return (f"{text}\n  {gutter} | {prefix}{shown}{suffix}\n"
+                f"  {' ' * len(gutter)} | {caret_pad}{'^' * width}")
+
+    def __str__(self) -> str:
+        return self.message
+
+
+class ParseError(GradcliError):
+    """Text that is not a program of the language (syntax, unsupported constructs)."""
+
+
+class UnknownNameError(GradcliError):
+    """An unknown function, keyword, or an undeclared name."""
+
+
+class ArgumentError(GradcliError):
+    """A call with the wrong number, kind or keywords of arguments."""
+
+
+class ShapeError(GradcliError, ValueError):
+    """Shapes that do not fit an operation; the message names the operation and both shapes."""
+
+
+class LimitError(GradcliError):
+    """An input beyond one of the safety limits; the message names the limit and its value."""
+
+
+class InputError(GradcliError):
+    """A bad declaration, option value or file (missing, unreadable, pickled, not numbers)."""

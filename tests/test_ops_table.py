@@ -1,0 +1,161 @@
+"""Every entry of the function table: gradients and second derivatives against finite
+differences over scalar, vector, matrix and broadcast shapes, and the kink conventions."""
+import numpy as np
+import pytest
+
+import gradcli as gc
+from gradcli.engine.table import ORDER, REGISTRY
+from gradcli.testing import check_grads
+
+SHAPES = [(), (3,), (2, 3)]
+PAIRS = [((), ()), ((3,), (3,)), ((2, 3), (2, 3)), ((2, 3), (3,)), ((2, 3), (1, 3)),
+         ((3,), ())]
+F = gc.FUNCTIONS
+
+
+def sample(op, shape, rng):
+    lo, hi = op.sample
+    return rng.uniform(lo, hi, size=shape)
+
+
+def cases():
+    """(test id, function, args) for every differentiable entry."""
+    rng = np.random.default_rng(1)
+    out = []
+    for name in ORDER:
+        op = REGISTRY[name]
+        fn = F[name]
+        if op.kind in ("elementwise", "arithmetic", "binary") and op.elementwise \
+                and name not in ("clip", "stop_gradient"):
+            if len(op.inputs) == 1:
+                for shape in SHAPES:
+                    out.append((f"{name}{shape}", fn, [sample(op, shape, rng)]))
+            else:
+                for a, b in PAIRS:
+                    out.append((f"{name}{a}{b}", fn, [sample(op, a, rng), sample(op, b, rng)]))
+        elif op.kind == "reduction" and name != "softmax":
+            for shape, axis, keep in [((3,), None, False), ((2, 3), None, False),
+                                      ((2, 3), 0, False), ((2, 3), -1, True),
+                                      ((2, 3, 2), (0, 2), False)]:
+                out.append((f"{name}{shape}axis{axis}keep{keep}",
+                            (lambda f, a, k: lambda x: f(x, axis=a, keepdims=k))(fn, axis, keep),
+                            [sample(op, shape, rng)]))
+    X = lambda *s: rng.uniform(-1, 1, size=s)
+    out += [
+        ("softmax-1", lambda x: F["softmax"](x), [X(2, 3)]),
+        ("softmax0", lambda x: F["softmax"](x, axis=0), [X(2, 3)]),
+        ("matmul22", F["matmul"], [X(2, 3), X(3, 4)]),
+        ("matmul11", F["matmul"], [X(3), X(3)]),
+        ("matmul21", F["matmul"], [X(2, 3), X(3)]),
+        ("matmul12", F["matmul"], [X(3), X(3, 2)]),
+        ("matmul-batched", F["matmul"], [X(2, 2, 3), X(3, 4)]),
+        ("dot11", F["dot"], [X(3), X(3)]),
+        ("dot22", F["dot"], [X(2, 3), X(3, 2)]),
+        ("dot-scalar", F["dot"], [X(), X(3)]),
+        ("transpose", F["transpose"], [X(2, 3)]),
+        ("transpose-axes", lambda x: F["transpose"](x, axes=(1, 0, 2)), [X(2, 3, 2)]),
+        ("reshape", lambda x: F["reshape"](x, (3, 2)), [X(2, 3)]),
+        ("concatenate", lambda a, b: F["concatenate"]([a, b], axis=0), [X(2, 3), X(1, 3)]),
+        ("concatenate-1", lambda a, b: F["concatenate"]([a, b], axis=-1), [X(2, 3), X(2, 1)]),
+        ("stack", lambda a, b: F["stack"]([a, b]), [X(3), X(3)]),
+        ("stack1", lambda a, b: F["stack"]([a, b], axis=1), [X(2, 3), X(2, 3)]),
+        ("where", lambda a, b: F["where"](np.array([True, False, True]), a, b), [X(3), X(2, 3)]),
+        ("clip", lambda x, lo, hi: F["clip"](x, lo, hi), [np.array([-0.9, 0.1, 0.8]),
+                                                          np.array(-0.5), np.array(0.5)]),
+        ("prod-with-zero", lambda x: F["prod"](x), [np.array([0.0, 2.0, 3.0])]),
+        ("prod-axis-zero", lambda x: F["prod"](x, axis=1), [np.array([[0.0, 2.0], [1.5, 3.0]])]),
+        ("getitem", lambda x: x[1:, 0], [X(3, 2)]),
+    ]
+    return out
+
+
+CASES = cases()
+
+
+@pytest.mark.parametrize("fn,args", [(f, a) for _, f, a in CASES], ids=[c[0] for c in CASES])
+def test_entry_first_and_second_order(fn, args):
+    check_grads(fn, args, order=2)
+
+
+NOT_DIFFERENTIABLE = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
+                      "stop_gradient", "zeros", "ones", "full", "eye", "linspace", "arange"}
+
+
+def test_every_entry_is_covered():
+    covered = {name for name in ORDER if any(c[0].startswith(name) for c in CASES)}
+    assert set(ORDER) - covered - NOT_DIFFERENTIABLE == set()
+
+
+def test_every_entry_has_a_description_and_a_sympy_form_or_reason():
+    for name in ORDER:
+        op = REGISTRY[name]
+        assert op.doc, name
+        assert op.sympy is not None or name == "stop_gradient", name
+
+
+@pytest.mark.parametrize("name", sorted(NOT_DIFFERENTIABLE - {"stop_gradient"}))
+def test_non_differentiable_entries_compute(name):
+    op = REGISTRY[name]
+    fn = F[name]
+    if op.kind == "comparison":
+        out = fn(gc.constant([1.0, 2.0]), 1.5)
+        assert out.dtype == np.bool_
+    else:
+        args = {"zeros": ((2, 3),), "ones": ((2,),), "full": ((2,), 7.0), "eye": (3,),
+                "linspace": (0.0, 1.0, 5), "arange": (0.0, 3.0)}[name]
+        expected = getattr(np, name)(*args)
+        np.testing.assert_array_equal(fn(*args).numpy(), expected)
+
+
+def grad(f, x):
+    return gc.gradients_function(f)(x)[0].numpy()
+
+
+def test_kink_conventions():
+    assert grad(F["abs"], 0.0) == 0.0
+    assert grad(F["relu"], 0.0) == 0.0
+    assert grad(F["sign"], 0.5) == 0.0
+    assert grad(F["floor"], 0.5) == 0.0
+    assert grad(F["ceil"], 0.5) == 0.0
+    with np.errstate(divide="ignore"):
+        assert grad(F["sqrt"], 0.0) == np.inf
+
+
+def test_ties_split_the_gradient_equally():
+    gx, gy = gc.gradients_function(F["maximum"])(1.0, 1.0)
+    assert (gx.numpy(), gy.numpy()) == (0.5, 0.5)
+    gx, gy = gc.gradients_function(F["minimum"])(2.0, 2.0)
+    assert (gx.numpy(), gy.numpy()) == (0.5, 0.5)
+    np.testing.assert_array_equal(grad(F["max"], np.array([3.0, 1.0, 3.0])), [0.5, 0.0, 0.5])
+    np.testing.assert_array_equal(grad(F["min"], np.array([1.0, 1.0, 1.0, 2.0])),
+                                  [1 / 3, 1 / 3, 1 / 3, 0.0])
+
+
+def test_aliases_are_the_same_functions():
+    assert gc.asin is gc.arcsin and gc.ln is gc.log and gc.atan2 is gc.arctan2
+    assert gc.pow is gc.power
+
+
+def test_large_array_gradient_makes_no_python_loop():
+    x = np.linspace(-1, 1, 10 ** 5)
+    g = grad(lambda t: gc.sum(gc.sin(t) * gc.exp(-t ** 2)), x)
+    expected = np.exp(-x ** 2) * (np.cos(x) - 2 * x * np.sin(x))
+    np.testing.assert_allclose(g, expected, rtol=1e-12, atol=1e-15)
+
+
+def test_check_grads_catches_a_wrong_rule():
+    @gc.custom_gradient
+    def wrong_square(x):
+        return x * x, lambda dy: dy * 3.0  # the true derivative is 2x
+    with pytest.raises(AssertionError, match="disagree"):
+        check_grads(wrong_square, [1.0])
+
+
+def test_check_grads_catches_a_wrong_second_derivative():
+    @gc.custom_gradient
+    def cube(x):
+        # First derivative right at x=1 (3x^2), but constant in x: the second order is wrong.
+        return x * x * x, lambda dy: dy * 3.0 * gc.stop_gradient(x * x)
+    check_grads(cube, [1.0], order=1)
+    with pytest.raises(AssertionError, match="order 2"):
+        check_grads(cube, [1.0], order=2)
