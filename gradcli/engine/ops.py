@@ -37,15 +37,17 @@ INTERNAL: dict[str, Op] = {}
 # Running an entry
 # ---------------------------------------------------------------------------------------
 def apply(op: Op, inputs, params=EMPTY) -> Tensor:
-    """Run a table entry on tensors or array-likes and, when a tape watches one of the
+    """Run a table entry on tensors or array-likes and, when a tape traces one of the
     inputs, record it. For variadic entries ``inputs`` is the sequence of tensors."""
+    # Python numbers stay Python numbers: numpy treats them as weak scalars, so float32
+    # tensors stay float32, and scalar arithmetic stays fast.
     values = [x._value if isinstance(x, Tensor) else
-              (x if type(x) is float or type(x) is int else as_value(x)) for x in inputs]
+              x if x.__class__ is float or x.__class__ is int else as_value(x) for x in inputs]
     try:
         ans = op.forward(*values, **params)
     except (ValueError, IndexError, TypeError) as err:
         raise _shape_error(op, values, params, err) from None
-    if type(ans) is float or type(ans) is int:
+    if ans.__class__ is float or ans.__class__ is int:
         ans = np.float64(ans)
     out = _make(ans)
     if _recording:
@@ -56,21 +58,26 @@ def apply(op: Op, inputs, params=EMPTY) -> Tensor:
 def _record(op: Op, out: Tensor, inputs, values, params) -> None:
     tapes = ()
     for trace in _recording:
+        watched = trace.watched
         traced = False
         for x in inputs:
-            if isinstance(x, Tensor):
-                if x.__class__ is Variable and x._trainable and trace.watch_accessed:
+            cls = x.__class__
+            if cls is Tensor:
+                if not traced and (trace in x._tapes or id(x) in watched):
+                    traced = True
+            elif cls is Variable:
+                if x._trainable and trace.watch_accessed and id(x) not in watched:
                     trace.tape._watch_variable(x)
-                if not traced and trace in x._tapes:
+                if not traced and id(x) in watched:
                     traced = True
         if traced:
             tapes += (trace,)
     if tapes and op.differentiable:
         out._op = op
-        # Keep tensors as they are (higher-order rules need them); plain numbers as values.
-        out._inputs = tuple(x if isinstance(x, Tensor) else v for x, v in zip(inputs, values))
+        out._inputs = inputs
+        out._values = values
         out._params = params
-        out._tapes = out._recorded = tapes
+        out._tapes = tapes
 
 
 def _shape_error(op: Op, values, params, err: Exception) -> ShapeError:
@@ -392,7 +399,8 @@ DIVIDE = _binary("divide", operator.truediv,
                  (lambda m, g, ans, x, y: g / y, lambda m, g, ans, x, y: -g * ans / y),
                  lambda sp, x, y: x / y, "x / y", "1/y, -x/y^2", sample=(0.5, 2.0),
                  domain="y != 0")
-POWER = _binary("power", np.power, (_power_vjp_x, _power_vjp_y), lambda sp, x, y: x ** y,
+# operator.pow, not np.power: ndarray ** 2 takes numpy's fast square path.
+POWER = _binary("power", operator.pow, (_power_vjp_x, _power_vjp_y), lambda sp, x, y: x ** y,
                 "x ** y (also written x ^ y)", "y*x^(y-1), x^y*log(x)", aliases=("pow",),
                 sample=(0.5, 2.0), domain="x > 0 for non-integer y")
 MATMUL = register(Op(name="matmul", forward=np.matmul, vjps=(_matmul_vjp_x, _matmul_vjp_y),

@@ -44,10 +44,11 @@ class Op:
     sample: tuple[float, float] = (-2.0, 2.0)
     domain: str = "all reals"
     kind: str = "elementwise"  # arithmetic, elementwise, binary, reduction, linalg, shape, constructor
+    differentiable: bool = field(init=False, default=False)
 
-    @property
-    def differentiable(self) -> bool:
-        return any(v is not None for v in self.vjps)
+    def __post_init__(self) -> None:
+        # Read on every recorded operation: computed once here.
+        object.__setattr__(self, "differentiable", any(v is not None for v in self.vjps))
 
 
 # name or alias -> Op; filled by ops.py at import time.

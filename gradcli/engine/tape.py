@@ -46,13 +46,17 @@ def _pack(structure, leaves):
 
 
 class _Trace:
-    """What tensors hold to say "this tape traces me". ``reset`` swaps in a new one, so
-    everything recorded before is forgotten at once."""
-    __slots__ = ("tape", "watch_accessed")
+    """One recording session of a tape. Tensors made by a recorded operation hold it in
+    ``_tapes``; watched tensors and variables are in ``watched`` (by id, kept alive in
+    ``keep``), so long-lived variables never accumulate references to spent tapes.
+    ``reset`` swaps in a new trace: everything recorded before is forgotten at once."""
+    __slots__ = ("tape", "watch_accessed", "watched", "keep")
 
     def __init__(self, tape, watch_accessed: bool):
         self.tape = tape
         self.watch_accessed = watch_accessed
+        self.watched: set[int] = set()
+        self.keep: list = []
 
 
 class GradientTape:
@@ -118,16 +122,18 @@ class GradientTape:
                                 f"got {type(item).__name__}")
             if isinstance(item, Variable):
                 self._watch_variable(item)
-            elif not self._traces(item):
-                item._tapes = item._tapes + (self._trace,)
+            elif id(item) not in self._trace.watched:
+                self._trace.watched.add(id(item))
+                self._trace.keep.append(item)
 
     def _watch_variable(self, variable: Variable) -> None:
-        if not self._traces(variable):
-            variable._tapes = variable._tapes + (self._trace,)
+        if id(variable) not in self._trace.watched:
+            self._trace.watched.add(id(variable))
+            self._trace.keep.append(variable)
             self._watched_variables.append(variable)
 
     def _traces(self, tensor: Tensor) -> bool:
-        return self._trace in tensor._tapes
+        return self._trace in tensor._tapes or id(tensor) in self._trace.watched
 
     def watched_variables(self) -> tuple:
         """The variables this tape watches, in creation order."""
@@ -172,49 +178,62 @@ class GradientTape:
         return _pack(sources, iter(grads))
 
     def _backward(self, targets, seeds, sources) -> list:
-        """The reverse pass: one gradient (or None) per source."""
+        """The reverse pass: one gradient (or None) per source.
+
+        Kahn's algorithm over the recorded graph: count how often each node feeds another,
+        then process a node once every consumer has passed its gradient down. Iterative,
+        so a chain of 10^5 operations needs no recursion, and linear in the graph size."""
         differentiable = bool(_recording)  # an outer tape records: compute in engine ops
         m = ops.ENGINE if differentiable else ops.NP
+        trace = self._trace
+        watched = trace.watched
         grads: dict[int, object] = {}
         for t, seed in zip(targets, seeds):
-            if not isinstance(t, Tensor) or not self._traces(t):
-                continue
-            if seed is None:
-                seed_value = np.ones_like(t._value)
-                if seed_value.ndim == 0:
-                    seed_value = seed_value[()]
-            else:
-                seed_value = seed if differentiable and isinstance(seed, Tensor) else as_value(
-                    seed, t._value.dtype if t._value.dtype != np.bool_ else None)
-            if differentiable and not isinstance(seed_value, Tensor):
-                seed_value = _make(seed_value)
-            _accumulate(grads, t, seed_value)
+            if isinstance(t, Tensor) and self._traces(t):
+                _accumulate(grads, t, _seed(t, seed, differentiable))
 
+        pending = _consumer_counts(targets, trace)
+        ready = []
+        for t in targets:
+            if isinstance(t, Tensor) and trace in t._tapes and id(t) not in pending:
+                pending[id(t)] = 0
+                ready.append(t)
         keep = {id(s) for s in sources}
-        for node in _reverse_topological(targets, self):
+        while ready:
+            node = ready.pop()
             key = id(node)
             g = grads.get(key) if key in keep else grads.pop(key, None)
-            if g is None:
-                continue
-            op = node._op
-            inputs = node._inputs
+            op, inputs, params = node._op, node._inputs, node._params
             if differentiable:
-                args, ans = inputs, node
+                args = [x if isinstance(x, Tensor) else v for x, v in zip(inputs, node._values)]
+                ans = node
             else:
-                args = [x._value if isinstance(x, Tensor) else x for x in inputs]
-                ans = node._value
-            params = node._params
+                args, ans = node._values, node._value
+            vjps = op.vjps
             for i, x in enumerate(inputs):
-                if not isinstance(x, Tensor) or not self._traces(x):
+                cls = x.__class__
+                if cls is not Tensor and cls is not Variable:
+                    continue
+                recorded = trace in x._tapes
+                if recorded:
+                    left = pending[id(x)] - 1
+                    pending[id(x)] = left
+                    if left == 0:
+                        ready.append(x)
+                if g is None or not (recorded or id(x) in watched):
                     continue
                 if op.variadic:
-                    gx = op.vjps[0](m, g, ans, *args, index=i, **params)
+                    gx = vjps[0](m, g, ans, *args, index=i, **params)
                 else:
-                    rule = op.vjps[i]
+                    rule = vjps[i]
                     if rule is None:
                         continue
                     gx = rule(m, g, ans, *args, **params)
-                _accumulate(grads, x, _unbroadcast(m, gx, x.shape))
+                if gx.shape != (x.shape if differentiable else np.shape(args[i])):
+                    gx = _unbroadcast(m, gx, x.shape)
+                k = id(x)
+                prev = grads.get(k)
+                grads[k] = gx if prev is None else prev + gx
         out = [grads.get(id(s)) for s in sources]
         if not differentiable:
             out = [g if g is None else _make(g) for g in out]
@@ -315,24 +334,33 @@ def _zeros_like(source: Tensor, differentiable: bool):
                  else np.zeros(source.shape, dtype=source.dtype))
 
 
-def _reverse_topological(targets, tape: GradientTape) -> list:
-    """Nodes recorded by ``tape`` that lead to ``targets``, targets first (iterative DFS)."""
-    trace = tape._trace
-    order: list = []
-    seen: set = set()
-    stack = [(t, False) for t in targets if isinstance(t, Tensor)]
+def _consumer_counts(targets, trace) -> dict:
+    """For each node recorded on ``trace`` that leads to the targets: how many recorded
+    operations on the way consume it (one per use)."""
+    counts: dict[int, int] = {}
+    stack = [t for t in targets if isinstance(t, Tensor) and trace in t._tapes]
+    seen = {id(t) for t in stack}
     while stack:
-        node, done = stack.pop()
-        if done:
-            order.append(node)
-            continue
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        stack.append((node, True))
-        if node._op is not None and trace in node._recorded:
-            for x in node._inputs:
-                if isinstance(x, Tensor) and id(x) not in seen:
-                    stack.append((x, False))
-    order.reverse()
-    return [n for n in order if n._op is not None and trace in n._recorded]
+        node = stack.pop()
+        for x in node._inputs:
+            if (x.__class__ is Tensor or x.__class__ is Variable) and trace in x._tapes:
+                k = id(x)
+                counts[k] = counts.get(k, 0) + 1
+                if k not in seen:
+                    seen.add(k)
+                    stack.append(x)
+    return counts
+
+
+def _seed(target: Tensor, seed, differentiable: bool):
+    value = target._value
+    if seed is None:
+        seed = np.ones_like(value) if value.ndim else value.dtype.type(1)
+    elif not (differentiable and isinstance(seed, Tensor)):
+        seed = as_value(seed, value.dtype if value.dtype != np.bool_ else None)
+        if np.shape(seed) != np.shape(value):
+            raise ValueError(f"output_gradients shape {np.shape(seed)} does not match the "
+                             f"target's shape {np.shape(value)}")
+    if differentiable and not isinstance(seed, Tensor):
+        seed = _make(seed)
+    return seed

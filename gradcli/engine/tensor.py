@@ -46,17 +46,17 @@ def as_value(x, dtype=None):
 class Tensor:
     """An immutable numpy-backed value that tapes can record operations on."""
 
-    __slots__ = ("_value", "_op", "_inputs", "_params", "_tapes", "_recorded")
+    __slots__ = ("_value", "_op", "_inputs", "_values", "_params", "_tapes")
     # numpy must hand `ndarray * tensor` to Tensor.__rmul__ instead of converting us.
     __array_ufunc__ = None
 
     def __init__(self, value, dtype=None):
         self._value = as_value(value, dtype)
-        self._op = None
-        self._inputs = None
+        self._op = None       # the table entry that made it, when a tape recorded that
+        self._inputs = None   # the inputs as given (tensors kept for higher derivatives)
+        self._values = None   # their numpy values at that time (the fast backward path)
         self._params = None
-        self._tapes = ()      # tapes that watch this tensor or recorded the op making it
-        self._recorded = ()   # tapes that recorded the op making it (subset of _tapes)
+        self._tapes = ()      # traces of the tapes that recorded the op making it
 
     # --- reading ---------------------------------------------------------------------
     def numpy(self):
@@ -110,10 +110,7 @@ def _make(value) -> Tensor:
     t = object.__new__(Tensor)
     t._value = value
     t._op = None
-    t._inputs = None
-    t._params = None
     t._tapes = ()
-    t._recorded = ()
     return t
 
 
