@@ -78,3 +78,8 @@ class LimitError(GradcliError):
 
 class InputError(GradcliError):
     """A bad declaration, option value or file (missing, unreadable, pickled, not numbers)."""
+
+
+class ModeError(GradcliError):
+    """What the chosen gradient API refuses, e.g. implicit_gradients on a program that
+    reads no trainable variable (TensorFlow's ValueError, as a user error)."""

@@ -1,0 +1,4 @@
+"""``python -m gradcli`` runs the command line."""
+from .cli.app import main
+
+main()

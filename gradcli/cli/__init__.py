@@ -1,0 +1,1 @@
+"""The command line: thin typer commands (app.py) and their output (render.py)."""

@@ -1,0 +1,323 @@
+"""The ``gradcli`` command: each command parses, evaluates in a mode, checks if asked,
+and renders. All math lives below this layer.
+
+Errors a user can make become one message on standard error and exit code 2, with
+nothing on standard output; a ``--check`` mismatch is exit code 1.
+"""
+from __future__ import annotations
+
+import inspect
+import sys
+from dataclasses import dataclass
+from typing import Annotated, List, Optional
+
+import typer
+
+from .. import __version__
+from ..errors import GradcliError, LimitError
+
+app = typer.Typer(
+    name="gradcli", no_args_is_help=True, add_completion=True,
+    pretty_exceptions_enable=False, rich_markup_mode=None,
+    help="Gradients from the command line: TensorFlow 1.x's four eager gradient APIs "
+         "(GradientTape, gradients_function, implicit_gradients, "
+         "implicit_value_and_gradients) on typed-in programs, cross-checked with sympy and "
+         "finite differences.",
+    epilog="Example: gradcli value-grad 'w1*x1 + w2*x2' --var w1=2 --var w2=3 "
+           "--arg x1=5 --arg x2=7")
+
+
+def _version(value: bool) -> None:
+    if value:
+        print(f"gradcli {__version__}")
+        raise typer.Exit()
+
+
+@app.callback()
+def _main(version: Annotated[Optional[bool], typer.Option(
+        "--version", callback=_version, is_eager=True,
+        help="Print the version and exit.")] = None) -> None:
+    """gradcli: gradients of typed-in programs."""
+
+
+# ---------------------------------------------------------------------------------------
+# Options, declared once and composed into each command's signature
+# ---------------------------------------------------------------------------------------
+_KW = inspect.Parameter.KEYWORD_ONLY
+
+
+def _opt(name: str, annotation, default) -> inspect.Parameter:
+    return inspect.Parameter(name, _KW, default=default, annotation=annotation)
+
+
+PROGRAM = inspect.Parameter(
+    "program", inspect.Parameter.POSITIONAL_OR_KEYWORD, annotation=Annotated[str, typer.Argument(
+        metavar="PROGRAM", show_default=False,
+        help="The program: its text, '-' for standard input, or @path for a file.")])
+
+DECLARATIONS = [
+    _opt("var", Annotated[Optional[List[str]], typer.Option(
+        "--var", metavar="NAME=VALUE", show_default=False,
+        help="A trainable variable (repeatable). VALUE: 2, [1, 2], linspace(0, 1, 5), "
+             "or @file.npy/.csv/.txt.")], None),
+    _opt("frozen", Annotated[Optional[List[str]], typer.Option(
+        "--frozen", metavar="NAME=VALUE", show_default=False,
+        help="A variable with trainable=False (repeatable).")], None),
+    _opt("arg", Annotated[Optional[List[str]], typer.Option(
+        "--arg", metavar="NAME=VALUE", show_default=False,
+        help="An argument of the function, in the order given (repeatable).")], None),
+    _opt("target", Annotated[Optional[str], typer.Option(
+        "--target", metavar="NAME", show_default=False,
+        help="Differentiate this named value instead of the last statement.")], None),
+]
+
+OUTPUT = [
+    _opt("json_out", Annotated[bool, typer.Option(
+        "--json", help="Print one JSON object.")], False),
+    _opt("plain", Annotated[bool, typer.Option(
+        "--plain", help="Print bare numbers: the value (if any), then one line per "
+                        "gradient.")], False),
+    _opt("precision", Annotated[Optional[int], typer.Option(
+        "--precision", min=1, max=17, metavar="N", show_default=False,
+        help="Significant digits in human and plain output (default: shortest exact).")],
+        None),
+    _opt("dtype", Annotated[str, typer.Option(
+        "--dtype", metavar="float64|float32", help="Precision of the computation.")],
+        "float64"),
+]
+
+CHECK = [
+    _opt("check", Annotated[bool, typer.Option(
+        "--check", help="Cross-check every gradient with sympy and finite differences; "
+                        "exit 1 on a mismatch.")], False),
+    _opt("symbolic", Annotated[bool, typer.Option(
+        "--symbolic", help="Also print each symbolic derivative (sympy).")], False),
+    _opt("rtol", Annotated[Optional[float], typer.Option(
+        "--rtol", min=0.0, show_default=False,
+        help="Relative tolerance of --check.")], None),
+    _opt("atol", Annotated[Optional[float], typer.Option(
+        "--atol", min=0.0, show_default=False,
+        help="Absolute tolerance of --check.")], None),
+    _opt("check_timeout", Annotated[float, typer.Option(
+        "--check-timeout", min=0.1, max=3600.0, metavar="SECONDS",
+        help="Time allowed for sympy; past it the symbolic check is skipped.")], 5.0),
+]
+
+TAPE = [
+    _opt("wrt", Annotated[Optional[List[str]], typer.Option(
+        "--wrt", metavar="NAME[,NAME...]", show_default=False,
+        help="The sources (default: every watched value, in declaration order). Any name "
+             "of the program, intermediate assignments included.")], None),
+    _opt("watch", Annotated[Optional[List[str]], typer.Option(
+        "--watch", metavar="NAME", show_default=False,
+        help="Watch an argument or a frozen variable (repeatable).")], None),
+    _opt("no_watch_accessed", Annotated[bool, typer.Option(
+        "--no-watch-accessed",
+        help="Watch only what --watch names (watch_accessed_variables=False).")], False),
+    _opt("unconnected", Annotated[str, typer.Option(
+        "--unconnected", metavar="none|zero",
+        help="Gradient of a source the target does not reach: null, or zeros.")], "none"),
+]
+
+GRAD = [
+    _opt("params", Annotated[Optional[List[str]], typer.Option(
+        "--params", metavar="NAME[,NAME...]", show_default=False,
+        help="The arguments to differentiate, by names or indices (default: all, in "
+             "order).")], None),
+]
+
+EXAMPLES = {
+    "tape": ("gradcli tape 'w1*x1 + w2*x2' --var w1=2 --var w2=3 --arg x1=5 --arg x2=7 "
+             "--wrt w1   # 5.0"),
+    "grad": "gradcli grad 'w1*x1 + w2*x2' --var w1=2 --var w2=3 --arg x1=5 --arg x2=7  # 2.0 3.0",
+    "implicit": ("gradcli implicit 'w1*x1 + w2*x2' --frozen w1=2 --var w2=3 --arg x1=5 "
+                 "--arg x2=7   # w2: 7.0"),
+    "value-grad": ("gradcli value-grad 'w1*x1 + w2*x2' --var w1=2 --var w2=3 --arg x1=5 "
+                   "--arg x2=7 --json"),
+    "compare": "gradcli compare 'w1*x1 + w2*x2' --var w1=2 --var w2=3 --arg x1=5 --arg x2=7",
+}
+
+HELP = {
+    "tape": "tf.GradientTape: the gradient of the target with respect to the watched "
+            "values (trainable variables read, --watch) or the --wrt sources; prints the "
+            "target's value too.",
+    "grad": "tfe.gradients_function: the gradient with respect to the program's arguments "
+            "(--arg), or the --params subset; variables are constants here; no value.",
+    "implicit": "tfe.implicit_gradients: (gradient, variable) pairs for every trainable "
+                "variable the program read, in declaration order; no value.",
+    "value-grad": "tfe.implicit_value_and_gradients: the value, then the (gradient, "
+                  "variable) pairs.",
+    "compare": "All four APIs side by side on the same program: what each returns.",
+}
+
+
+@dataclass
+class _Settings:
+    program: str
+    var: list
+    frozen: list
+    arg: list
+    target: str | None
+    json_out: bool
+    plain: bool
+    precision: int | None
+    dtype: str
+    check: bool = False
+    symbolic: bool = False
+    rtol: float | None = None
+    atol: float | None = None
+    check_timeout: float = 5.0
+    wrt: list | None = None
+    watch: list | None = None
+    no_watch_accessed: bool = False
+    unconnected: str = "none"
+    params: list | None = None
+
+
+def _split(values: list | None) -> list | None:
+    """``--wrt a,b --wrt c`` -> ['a', 'b', 'c']."""
+    if values is None:
+        return None
+    return [part.strip() for v in values for part in v.split(",") if part.strip()]
+
+
+def _fail(err: GradcliError) -> None:
+    sys.stderr.write(err.render() + "\n")
+    raise typer.Exit(2)
+
+
+def _prepare(s: _Settings):
+    """Text and declarations -> a built model (every user error is a GradcliError)."""
+    from ..lang.evaluate import build
+    from ..lang.parser import parse_program
+    from ..lang.source import read_program
+    from ..lang.values import Declarations
+    if s.json_out and s.plain:
+        raise GradcliError("--json and --plain cannot be used together")
+    text = read_program(s.program)
+    program = parse_program(text)
+    decls = Declarations.from_options(var=s.var or (), frozen=s.frozen or (), arg=s.arg or ())
+    return build(program, decls, dtype=s.dtype, target=s.target)
+
+
+def _mode_options(s: _Settings):
+    from ..modes import ModeOptions
+    return ModeOptions(wrt=_split(s.wrt), watch=_split(s.watch) or [],
+                       watch_accessed=not s.no_watch_accessed, unconnected=s.unconnected,
+                       params=_split(s.params))
+
+
+def _guarded(work):
+    """Run ``work()``; user errors -> exit 2 with the caret message; never a traceback."""
+    import numpy as np
+    try:
+        with np.errstate(all="ignore"):
+            return work()
+    except GradcliError as err:
+        _fail(err)
+    except (MemoryError, RecursionError) as err:
+        _fail(LimitError(f"the program is too large to evaluate ({type(err).__name__})"))
+    except typer.Exit:
+        raise
+    except Exception as err:  # a bug or an unforeseen input: still one clear line
+        _fail(GradcliError(f"could not evaluate the program: {type(err).__name__}: {err}"))
+
+
+def _run_mode(mode: str, s: _Settings) -> None:
+    from ..modes import run_mode
+
+    def work():
+        model = _prepare(s)
+        outcome = run_mode(mode, model, _mode_options(s))
+        check = _check(s, model, outcome) if s.check else None
+        symbolic = _symbolic(s, model, outcome) if s.symbolic else None
+        return model, outcome, check, symbolic
+
+    model, outcome, check, symbolic = _guarded(work)
+    from . import render
+    if s.json_out:
+        render.print_json(render.outcome_json(outcome, check, symbolic))
+    elif s.plain:
+        sys.stdout.write("".join(line + "\n" for line in render.plain_lines(outcome, s.precision)))
+    else:
+        render.print_human(outcome, s.precision, check=check, symbolic=symbolic,
+                           target=model.target_name)
+    if check is not None and not check["passed"]:
+        raise typer.Exit(1)
+
+
+def _check(s: _Settings, model, outcome) -> dict:
+    from ..check.compare import check_outcome
+    return check_outcome(model, outcome, rtol=s.rtol, atol=s.atol, timeout=s.check_timeout)
+
+
+def _symbolic(s: _Settings, model, outcome) -> dict:
+    from ..check.compare import symbolic_texts
+    return symbolic_texts(model, outcome, timeout=s.check_timeout)
+
+
+def _run_compare(s: _Settings) -> None:
+    from ..modes import MODES, run_mode
+
+    def work():
+        model = _prepare(s)
+        results = {}
+        for mode in MODES:
+            try:
+                results[mode] = run_mode(mode, model, _mode_options(s))
+            except GradcliError as err:
+                results[mode] = err.message
+        return results
+
+    results = _guarded(work)
+    from . import render
+    if s.json_out:
+        render.print_json(render.compare_json(results))
+    elif s.plain:
+        for mode, result in results.items():
+            if isinstance(result, str):
+                sys.stdout.write(f"{mode} error: {result}\n")
+            else:
+                for line in render.plain_lines(result, s.precision):
+                    sys.stdout.write(f"{mode} {line}\n")
+    else:
+        render.print_compare_human(results, s.precision)
+
+
+def _command(name: str, extra: list, runner):
+    def command(**kwargs):
+        runner(_Settings(**kwargs))
+    params = [PROGRAM] + DECLARATIONS + extra + OUTPUT
+    command.__signature__ = inspect.Signature(params)
+    command.__annotations__ = {p.name: p.annotation for p in params}
+    command.__name__ = name.replace("-", "_")
+    app.command(name, help=HELP[name], epilog=f"Example: {EXAMPLES[name]}")(command)
+
+
+for _mode, _extra in (("tape", TAPE), ("grad", GRAD), ("implicit", []), ("value-grad", [])):
+    _command(_mode, _extra + CHECK, (lambda m: lambda s: _run_mode(m, s))(_mode))
+_command("compare", TAPE + GRAD, _run_compare)
+
+
+@app.command("functions", help="The function table: name, aliases, derivative, domain.",
+             epilog="Example: gradcli functions --json")
+def functions(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False
+              ) -> None:
+    from ..engine.ops import CONSTANTS
+    from ..engine.table import ORDER, REGISTRY
+    from . import render
+    entries = [REGISTRY[name] for name in ORDER]
+    if json_out:
+        render.print_json({"functions": render.functions_json(entries),
+                           "constants": {k: render.json_number(v) for k, v in CONSTANTS.items()}})
+    else:
+        render.print_functions_human(entries, CONSTANTS)
+
+
+def main() -> None:
+    """The console script."""
+    try:
+        app()
+    except KeyboardInterrupt:
+        sys.stderr.write("interrupted\n")
+        sys.exit(130)

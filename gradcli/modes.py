@@ -1,0 +1,192 @@
+"""The four TensorFlow eager APIs run on a built program: what each command computes.
+
+This layer sits between the language and the command line: it knows the engine and the
+``Model`` of ``gradcli.lang``, and nothing of terminals. Each mode returns an ``Outcome``
+that mirrors what its API returns — a value only for ``tape`` and ``value-grad``, the
+gradients in the API's order, ``None`` for a source the target does not reach.
+
+>>> from gradcli.lang import parse_program, Declarations, build
+>>> decls = Declarations.from_options(var=["w1=2", "w2=3"], arg=["x1=5", "x2=7"])
+>>> model = build(parse_program("w1 * x1 + w2 * x2"), decls)
+>>> out = run_mode("value-grad", model)
+>>> float(out.value), [(g.name, float(g.gradient)) for g in out.gradients]
+(31.0, [('w1', 5.0), ('w2', 7.0)])
+"""
+from __future__ import annotations
+
+import difflib
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from . import engine as gc
+from .engine.api import NO_VARIABLES
+from .errors import InputError, ModeError, UnknownNameError
+
+MODES = ("tape", "grad", "implicit", "value-grad")
+
+#: What each mode is, in TensorFlow's words (shown by `compare` and in --help).
+API_CALLS = {
+    "tape": "tf.GradientTape: tape.gradient(target, sources)",
+    "grad": "tfe.gradients_function(f, params)(*args)",
+    "implicit": "tfe.implicit_gradients(f)(*args)",
+    "value-grad": "tfe.implicit_value_and_gradients(f)(*args)",
+}
+
+
+@dataclass
+class Gradient:
+    """One returned gradient: the source's name, its gradient (None when the source does
+    not reach the target), and the source tensor (for the cross-check)."""
+    name: str
+    gradient: np.ndarray | None
+    source: object = None
+    kind: str = ""  # "variable", "frozen", "argument" or "intermediate"
+
+
+@dataclass
+class Outcome:
+    mode: str
+    value: np.ndarray | None
+    gradients: list[Gradient] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+
+
+@dataclass
+class ModeOptions:
+    """The mode options of the command line (all optional)."""
+    wrt: list[str] | None = None          # tape: the sources
+    watch: list[str] = field(default_factory=list)   # tape: arguments/frozen to watch
+    watch_accessed: bool = True           # tape: watch trainable variables read
+    unconnected: str = "none"             # tape: "none" or "zero"
+    params: list[str] | None = None       # grad: names or indices of arguments
+
+
+def run_mode(mode: str, model, options: ModeOptions | None = None) -> Outcome:
+    """Run one mode on a built program."""
+    options = options or ModeOptions()
+    if mode == "tape":
+        return _tape(model, options)
+    if mode == "grad":
+        return _grad(model, options)
+    if mode in ("implicit", "value-grad"):
+        return _implicit(model, with_value=mode == "value-grad")
+    raise InputError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+
+
+def _numpy(t):
+    return None if t is None else np.asarray(t.numpy())
+
+
+def _kind(model, name: str) -> str:
+    if name in model.variables:
+        return "variable" if model.variables[name].trainable else "frozen"
+    if name in model.arg_names:
+        return "argument"
+    return "intermediate"
+
+
+def _unknown(name: str, known, what: str) -> UnknownNameError:
+    close = difflib.get_close_matches(name, list(known), n=1)
+    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    listing = ", ".join(known) if known else "none"
+    return UnknownNameError(f"unknown {what} '{name}'{hint}; known: {listing}")
+
+
+def _tape(model, options: ModeOptions) -> Outcome:
+    if options.unconnected not in ("none", "zero"):
+        raise InputError(f"--unconnected must be 'none' or 'zero', got {options.unconnected!r}")
+    outside = list(model.variables) + list(model.arg_names)
+    watch_objects = []
+    for name in options.watch:
+        if name in model.variables:
+            watch_objects.append(model.variables[name])
+        elif name in model.arg_names:
+            watch_objects.append(model.arg_values[model.arg_names.index(name)])
+        elif name in model.names:
+            raise InputError(f"--watch {name}: only arguments and variables can be watched; "
+                             f"'{name}' is computed by the program, so it is recorded when "
+                             "computed from watched values (give it to --wrt instead)")
+        else:
+            raise _unknown(name, outside, "name to watch")
+    with gc.GradientTape(watch_accessed_variables=options.watch_accessed) as tape:
+        for obj in watch_objects:
+            tape.watch(obj)
+        target = model.function(*model.arg_values)
+    values = model.values
+    if options.wrt is None:
+        watched_ids = {id(v) for v in tape.watched_variables()} | {id(o) for o in watch_objects}
+        names = [n for n in model.names if n in values and id(values[n]) in watched_ids]
+    else:
+        names = list(options.wrt)
+        for name in names:
+            if name not in values:
+                raise _unknown(name, list(values), "source")
+    sources = [values[n] for n in names]
+    grads = tape.gradient(target, sources, unconnected_gradients=options.unconnected) \
+        if sources else []
+    out = Outcome("tape", _numpy(target))
+    for name, source, g in zip(names, sources, grads):
+        out.gradients.append(Gradient(name, _numpy(g), source, _kind(model, name)))
+        if g is None and name in model.arg_names and name not in options.watch:
+            out.notes.append(f"'{name}' is an argument the tape did not watch: "
+                             f"add --watch {name} to differentiate with respect to it")
+    if not names:
+        out.notes.append("the tape watched nothing: no trainable variable was read "
+                         "(use --watch NAME for an argument or a frozen variable)")
+    return out
+
+
+def _grad(model, options: ModeOptions) -> Outcome:
+    if not model.arg_names:
+        raise ModeError("grad differentiates with respect to the program's arguments, and "
+                        "it has none: declare them with --arg NAME=VALUE")
+    params = options.params
+    if params is None:
+        indices = list(range(len(model.arg_names)))
+    else:
+        is_index = [p.lstrip("-").isdigit() for p in params]
+        if any(is_index) and not all(is_index):
+            raise InputError("--params must be all argument names or all indices, not a mix")
+        if all(is_index):
+            indices = []
+            for p in params:
+                i = int(p)
+                if not -len(model.arg_names) <= i < len(model.arg_names):
+                    raise InputError(f"--params index {i} is out of range: the program has "
+                                     f"{len(model.arg_names)} arguments "
+                                     f"({', '.join(model.arg_names)})")
+                indices.append(i % len(model.arg_names))
+        else:
+            indices = []
+            for p in params:
+                if p not in model.arg_names:
+                    raise _unknown(p, model.arg_names, "argument")
+                indices.append(model.arg_names.index(p))
+    value, grads = gc.value_and_gradients_function(model.function, params=indices)(
+        *model.arg_values)
+    out = Outcome("grad", None)
+    for i, g in zip(indices, grads):
+        name = model.arg_names[i]
+        out.gradients.append(Gradient(name, _numpy(g), model.arg_values[i], "argument"))
+    return out
+
+
+def _implicit(model, with_value: bool) -> Outcome:
+    try:
+        if with_value:
+            value, pairs = gc.implicit_value_and_gradients(model.function)(*model.arg_values)
+        else:
+            value, pairs = None, gc.implicit_gradients(model.function)(*model.arg_values)
+    except ValueError as err:
+        if str(err) == NO_VARIABLES:
+            raise ModeError(NO_VARIABLES + " (declare one with --var NAME=VALUE, or "
+                            "Variable(...) in the program)") from None
+        raise
+    names = {id(v): n for n, v in model.variables.items()}
+    out = Outcome("value-grad" if with_value else "implicit",
+                  _numpy(value) if with_value else None)
+    for g, variable in pairs:
+        out.gradients.append(Gradient(names.get(id(variable), variable.name), _numpy(g),
+                                      variable, "variable"))
+    return out
