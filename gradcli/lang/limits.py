@@ -1,0 +1,43 @@
+"""Safety limits of the language, checked before the work they protect.
+
+Users type programs at a shell and scripts feed them from files and pipes, so no input
+may hang gradcli, exhaust memory or crash it. Each limit below is enforced at the
+cheapest point that still comes *before* the costly step (the length before tokenizing,
+the nesting depth while tokenizing, a constructor's element count before allocating),
+and each refusal is a ``LimitError`` whose message names the limit and its value.
+"""
+from __future__ import annotations
+
+from ..errors import LimitError
+
+#: Characters in a program (or in one ``--var``/``--arg`` value written as an expression).
+MAX_PROGRAM_CHARS = 100_000
+#: Brackets ``( [`` open at once; each level costs a few Python frames in the parser.
+MAX_NESTING = 100
+#: Unary ``+``/``-`` in a row (``- - - x``); more is never meant and only deepens trees.
+MAX_UNARY_RUN = 100
+#: Digits in one number literal; numbers become floats at once, this keeps parsing cheap.
+MAX_LITERAL_DIGITS = 400
+#: Nodes in a parsed program (bounds the work of every later pass, the sympy one too).
+MAX_NODES = 50_000
+#: Elements of any one array: made by a constructor, read from a file, or the result of
+#: a broadcast or a matrix product. Checked before the array is allocated.
+MAX_ELEMENTS = 10_000_000
+#: Elements produced by all operations of one evaluation together (the tape keeps them).
+MAX_TOTAL_ELEMENTS = 100_000_000
+#: Bytes of a file named by ``@path`` in a declaration.
+MAX_FILE_BYTES = 100_000_000
+
+
+def check_elements(count: float, what: str) -> None:
+    """Refuse an array of ``count`` elements before it is made.
+
+    >>> check_elements(10**12, "zeros")
+    Traceback (most recent call last):
+    ...
+    gradcli.errors.LimitError: zeros would make 1,000,000,000,000 elements, over the array size limit (10,000,000 elements)
+    """
+    if count > MAX_ELEMENTS:
+        shown = f"{int(count):,}" if count < 1e30 else f"{count:.3g}"
+        raise LimitError(f"{what} would make {shown} elements, over the array size limit "
+                         f"({MAX_ELEMENTS:,} elements)")
