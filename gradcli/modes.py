@@ -42,6 +42,7 @@ class Gradient:
     gradient: np.ndarray | None
     source: object = None
     kind: str = ""  # "variable", "frozen", "argument" or "intermediate"
+    connected: bool = True  # False: the target does not reach it (zeros with "zero")
 
 
 @dataclass
@@ -123,11 +124,14 @@ def _tape(model, options: ModeOptions) -> Outcome:
             if name not in values:
                 raise _unknown(name, list(values), "source")
     sources = [values[n] for n in names]
-    grads = tape.gradient(target, sources, unconnected_gradients=options.unconnected) \
-        if sources else []
+    grads = tape.gradient(target, sources) if sources else []
     out = Outcome("tape", _numpy(target))
     for name, source, g in zip(names, sources, grads):
-        out.gradients.append(Gradient(name, _numpy(g), source, _kind(model, name)))
+        gradient = _numpy(g)
+        if g is None and options.unconnected == "zero":
+            gradient = np.zeros(source.shape, dtype=source.dtype)
+        out.gradients.append(Gradient(name, gradient, source, _kind(model, name),
+                                      connected=g is not None))
         if g is None and name in model.arg_names and name not in options.watch:
             out.notes.append(f"'{name}' is an argument the tape did not watch: "
                              f"add --watch {name} to differentiate with respect to it")

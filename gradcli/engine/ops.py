@@ -405,7 +405,7 @@ POWER = _binary("power", operator.pow, (_power_vjp_x, _power_vjp_y), lambda sp, 
                 sample=(0.5, 2.0), domain="x > 0 for non-integer y")
 MATMUL = register(Op(name="matmul", forward=np.matmul, vjps=(_matmul_vjp_x, _matmul_vjp_y),
                      inputs=("x", "y"), doc="matrix product x @ y (batched, numpy rules)",
-                     derivative="g @ y^T, x^T @ g", sympy=lambda sp, x, y: np.dot(x, y),
+                     derivative="g @ y^T, x^T @ g", sympy=lambda sp, x, y: np.matmul(x, y),
                      kind="linalg"))
 NEGATIVE = _unary("negative", operator.neg, lambda m, g, ans, x: -g, lambda sp, x: -x,
                   "-x", "-1", kind="arithmetic")
