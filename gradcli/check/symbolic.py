@@ -60,7 +60,7 @@ import math
 import sys
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, fields, is_dataclass
+from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -73,6 +73,7 @@ from ..lang.tree import (
     Compare,
     Declare,
     ExprStatement,
+    Node,
     Index,
     Name,
     Number,
@@ -154,9 +155,9 @@ def _walk(root) -> list:
         node = stack.pop()
         if isinstance(node, tuple):
             stack.extend(node)
-        elif is_dataclass(node):
+        elif isinstance(node, Node):
             out.append(node)
-            stack.extend(getattr(node, f.name) for f in fields(node) if f.name != "pos")
+            stack.extend(getattr(node, name) for name in node.fields)
     return out
 
 

@@ -171,18 +171,23 @@ class GradientTape:
             if not isinstance(s, Tensor):
                 raise TypeError(f"gradient sources must be tensors or variables, "
                                 f"got {type(s).__name__}")
-        grads = self._backward(targets, seeds, flat_sources)
+        grads = self._backward(targets, seeds, flat_sources, release=not self._persistent)
         if unconnected_gradients == "zero":
             grads = [g if g is not None else _zeros_like(s, bool(_recording))
                      for g, s in zip(grads, flat_sources)]
         return _pack(sources, iter(grads))
 
-    def _backward(self, targets, seeds, sources) -> list:
+    def _backward(self, targets, seeds, sources, release: bool = False) -> list:
         """The reverse pass: one gradient (or None) per source.
 
         Kahn's algorithm over the recorded graph: count how often each node feeds another,
         then process a node once every consumer has passed its gradient down. Iterative,
-        so a chain of 10^5 operations needs no recursion, and linear in the graph size."""
+        so a chain of 10^5 operations needs no recursion, and linear in the graph size.
+
+        With ``release`` (a spent non-persistent tape) each node forgets its inputs once
+        processed, as TensorFlow frees a tape's resources: intermediates are freed during
+        the pass instead of living as long as the returned value, which lowers peak
+        memory and spares the allocator fresh pages for every gradient array."""
         differentiable = bool(_recording)  # an outer tape records: compute in engine ops
         m = ops.ENGINE if differentiable else ops.NP
         trace = self._trace
@@ -199,6 +204,7 @@ class GradientTape:
                 pending[id(t)] = 0
                 ready.append(t)
         keep = {id(s) for s in sources}
+        release = release and not differentiable
         while ready:
             node = ready.pop()
             key = id(node)
@@ -234,6 +240,9 @@ class GradientTape:
                 k = id(x)
                 prev = grads.get(k)
                 grads[k] = gx if prev is None else prev + gx
+            if release and len(node._tapes) == 1:  # recorded by this tape alone
+                node._op = node._inputs = node._values = node._params = None
+                node._tapes = ()
         out = [grads.get(id(s)) for s in sources]
         if not differentiable:
             out = [g if g is None else _make(g) for g in out]
