@@ -392,8 +392,18 @@ ADD = _binary("add", operator.add, (lambda m, g, ans, x, y: g, lambda m, g, ans,
 SUBTRACT = _binary("subtract", operator.sub,
                    (lambda m, g, ans, x, y: g, lambda m, g, ans, x, y: -g),
                    lambda sp, x, y: x - y, "x - y", "1, -1")
+def _times(m, g, other):
+    """``g * other``, skipping the pass when g is a broadcast 1 (the upstream gradient of
+    ``sum(x * y)``, the most common loss shape): multiplying by ones only copies."""
+    if (m is NP and g.__class__ is np.ndarray and g.size > 1 and not any(g.strides)
+            and other.__class__ is np.ndarray and other.shape == g.shape
+            and other.dtype == g.dtype and g[(0,) * g.ndim] == 1.0):
+        return other
+    return g * other
+
+
 MULTIPLY = _binary("multiply", operator.mul,
-                   (lambda m, g, ans, x, y: g * y, lambda m, g, ans, x, y: g * x),
+                   (lambda m, g, ans, x, y: _times(m, g, y), lambda m, g, ans, x, y: _times(m, g, x)),
                    lambda sp, x, y: x * y, "x * y", "y, x")
 DIVIDE = _binary("divide", operator.truediv,
                  (lambda m, g, ans, x, y: g / y, lambda m, g, ans, x, y: -g * ans / y),

@@ -14,6 +14,8 @@ np.float64(6.0)
 """
 from __future__ import annotations
 
+import sys
+
 import numpy as np
 
 from . import ops, state
@@ -239,13 +241,23 @@ class GradientTape:
                     gx = _unbroadcast(m, gx, x.shape)
                 k = id(x)
                 prev = grads.get(k)
-                grads[k] = gx if prev is None else prev + gx
+                if prev is None:
+                    grads[k] = gx
+                elif not differentiable and _exclusive(prev, 2) and prev.dtype == gx.dtype:
+                    prev += gx  # nobody else holds this sum: add in place
+                else:
+                    grads[k] = prev + gx
             if release and len(node._tapes) == 1:  # recorded by this tape alone
                 node._op = node._inputs = node._values = node._params = None
                 node._tapes = ()
         out = [grads.get(id(s)) for s in sources]
+        grads.clear()
         if not differentiable:
-            out = [g if g is None else _make(g) for g in out]
+            # A gradient may be a forward value or a broadcast view (see ops._times and the
+            # reductions' rules); what the user receives is always an array of its own.
+            out = [g if g is None else _make(
+                g if g.__class__ is not np.ndarray or _exclusive(g, 2) else g.copy())
+                for g in out]
         return out
 
     # --- jacobians -------------------------------------------------------------------
@@ -316,6 +328,19 @@ class _Paused:
 
     def __exit__(self, *exc):
         self.tape._push()
+
+
+# Reference counts tell whether an array is shared. CPython 3.14 may leave references
+# held by the interpreter's stack uncounted, so there the answer is always "shared".
+_REFCOUNTS_EXACT = sys.version_info < (3, 14)
+
+
+def _exclusive(array, holders: int) -> bool:
+    """True when ``array`` owns its memory and only the caller's ``holders`` references
+    hold it, so changing it or handing it out cannot be observed elsewhere."""
+    return (_REFCOUNTS_EXACT and array.__class__ is np.ndarray and array.base is None
+            and array.flags.writeable
+            and sys.getrefcount(array) <= holders + 2)  # + this call's argument and getrefcount's
 
 
 def _accumulate(grads: dict, x, g) -> None:
