@@ -32,6 +32,9 @@ API_CALLS = {
     "implicit": "tfe.implicit_gradients(f)(*args)",
     "value-grad": "tfe.implicit_value_and_gradients(f)(*args)",
 }
+API_NAMES = {"tape": "tf.GradientTape", "grad": "tfe.gradients_function",
+             "implicit": "tfe.implicit_gradients",
+             "value-grad": "tfe.implicit_value_and_gradients"}
 
 
 @dataclass

@@ -10,7 +10,7 @@ import sys
 
 import numpy as np
 
-from ..modes import API_CALLS, Outcome
+from ..modes import API_CALLS, API_NAMES, Outcome
 
 
 # ---------------------------------------------------------------------------------------
@@ -213,13 +213,13 @@ def print_compare_human(results: dict, precision: int | None) -> None:
     table.add_column("gradients (in the API's order)")
     for mode, result in results.items():
         if isinstance(result, str):
-            table.add_row(mode, API_CALLS[mode], "-", f"[red]error:[/red] {result}")
+            table.add_row(mode, API_NAMES[mode], "-", f"[red]error:[/red] {result}")
             continue
         value = (array_text(result.value, precision)
                  if mode in ("tape", "value-grad") else "[dim]not returned[/dim]")
         grads = "\n".join(f"{g.name}: {array_text(g.gradient, precision)}"
                           for g in result.gradients) or "[dim](none)[/dim]"
-        table.add_row(mode, API_CALLS[mode], value, grads)
+        table.add_row(mode, API_NAMES[mode], value, grads)
     out.print(table)
     out.print("[dim]tape: w.r.t. what the tape watched (trainable variables read, --watch); "
               "grad: w.r.t. the arguments, variables are constants; implicit: w.r.t. the "

@@ -82,7 +82,7 @@ def _record(op: Op, out: Tensor, inputs, values, params) -> None:
 
 def _shape_error(op: Op, values, params, err: Exception) -> ShapeError:
     shapes = [np.shape(v) for v in values]
-    if op.name == "matmul" or op.name == "dot":
+    if op.name in ("matmul", "dot") and len(shapes) == 2:
         what = f"{shapes[0]} @ {shapes[1]}"
     elif len(shapes) == 2:
         what = f"{shapes[0]} and {shapes[1]}"
@@ -91,6 +91,10 @@ def _shape_error(op: Op, values, params, err: Exception) -> ShapeError:
     else:
         what = ", ".join(f"{k}={v!r}" for k, v in params.items())
     detail = str(err).split("\n")[0]
+    if "broadcast" in detail:
+        detail = "the shapes do not broadcast together"
+    elif "core dimension" in detail or "not aligned" in detail:
+        detail = "the inner dimensions differ"
     return ShapeError(f"shape mismatch in {op.name}: {what} ({detail})")
 
 
