@@ -207,8 +207,8 @@ def print_compare_human(results: dict, precision: int | None) -> None:
     out = console()
     table = Table(title="the four gradient APIs on one program", show_lines=True,
                   header_style="bold")
-    table.add_column("mode")
-    table.add_column("TensorFlow API")
+    table.add_column("mode", no_wrap=True)
+    table.add_column("TensorFlow API", no_wrap=True)
     table.add_column("value")
     table.add_column("gradients (in the API's order)")
     for mode, result in results.items():
