@@ -1,0 +1,1099 @@
+#!/usr/bin/env python
+"""Speed and memory benchmark of gradcli (SPEC §5, issue 5).
+
+    python benchmarks/run.py                  # full run, ~1-3 minutes
+    python benchmarks/run.py --quick          # fewer repetitions, < 30 s
+    python benchmarks/run.py --only big,mlp   # some workloads only
+    python benchmarks/run.py --repeat 21      # more repetitions (median of N)
+    python benchmarks/run.py --json out.json  # also write every sample as JSON
+    python benchmarks/run.py --profile chain  # cProfile of gradcli on one workload
+    python benchmarks/run.py --wait-idle 300  # wait for a quiet machine before each workload
+
+Every workload computes a value AND its gradient in float64, on:
+
+- ``numpy``    hand-written value and gradient (the limit);
+- ``gradcli``  this project's tape engine;
+- ``autograd`` HIPS autograd, when installed;
+- ``torch``    PyTorch eager on the CPU, float64, ``torch.set_num_threads(1)``, when installed.
+
+numpy keeps its BLAS threads as they are (OpenBLAS' default, i.e. every core); that only
+matters for the matmuls of ``mlp``, where gradcli and the hand-written numpy use the same
+BLAS. The optional peers install with ``pip install -e '.[bench]'``.
+
+Method: each implementation is checked once against the hand-written result, warmed up,
+then timed with ``time.perf_counter`` in batches long enough to be measurable; the batches
+of the implementations of one workload are interleaved (round-robin, rotating the order)
+so that drifts of the machine hit them alike, and the table shows the median per call.
+Each ratio is the median of per-round ratios (the two samples of a round are taken back to
+back), which resists the machine's changes of speed better than a ratio of medians. The garbage collector stays on, as
+in a user's program. Peak memory of ``big`` is measured with ``tracemalloc`` (numpy reports
+its buffers to it) in a fresh child process per implementation, on the second call; ``deep``
+also runs in a fresh process that imports only gradcli (see ``deep_child``). ``cli`` times
+whole processes (``subprocess.run``) with .pyc files allowed, as after a real install.
+Each workload also reports how much CPU other processes used meanwhile, and warns when
+the machine was busy (``--wait-idle`` waits for a quiet moment before each workload).
+
+Only the standard library, numpy and gradcli are needed; nothing here is imported by tests.
+"""
+from __future__ import annotations
+
+import argparse
+import gc as _pygc
+import json
+import math
+import os
+import platform
+import shutil
+import statistics
+import subprocess
+import sys
+import time
+import traceback
+from pathlib import Path
+from typing import Any, Callable
+
+import numpy as np
+
+ROOT = Path(__file__).resolve().parent.parent
+if str(ROOT) not in sys.path:
+    sys.path.insert(0, str(ROOT))
+
+IMPLS = ("numpy", "gradcli", "autograd", "torch")
+WORKLOADS = ("weighted", "chain", "big", "mlp", "deep", "cli")
+
+# ---------------------------------------------------------------------------------------
+# optional libraries
+
+
+def _import_gradcli():
+    try:
+        import gradcli as gc  # noqa: F401
+    except Exception as exc:  # noqa: BLE001 - report anything, the library may be half-written
+        return None, f"{type(exc).__name__}: {exc}"
+    if not hasattr(gc, "implicit_value_and_gradients"):
+        return None, "gradcli does not export implicit_value_and_gradients yet"
+    return gc, None
+
+
+def _import_autograd():
+    try:
+        import autograd
+        import autograd.numpy as anp
+
+        return (autograd, anp), None
+    except ImportError:
+        return None, "not installed"
+
+
+def _import_torch():
+    try:
+        import torch
+
+        torch.set_num_threads(1)
+        try:
+            torch.set_num_interop_threads(1)
+        except RuntimeError:
+            pass
+        return torch, None
+    except ImportError:
+        return None, "not installed"
+
+
+# ---------------------------------------------------------------------------------------
+# converting results for the correctness check
+
+
+def to_np(x: Any) -> np.ndarray:
+    if hasattr(x, "detach"):  # torch
+        x = x.detach()
+    if hasattr(x, "numpy"):  # gradcli Tensor / torch
+        x = x.numpy()
+    return np.asarray(x, dtype=np.float64)
+
+
+def same(result, reference, rtol=1e-9, atol=1e-12) -> str:
+    """'ok' when (value, [grads]) agrees with the hand-written reference."""
+    value, grads = result
+    ref_value, ref_grads = reference
+    try:
+        pairs = [(value, ref_value)] + list(zip(grads, ref_grads, strict=True))
+        for got, want in pairs:
+            got, want = to_np(got), to_np(want)
+            if got.shape != want.shape:
+                return f"shape {got.shape} != {want.shape}"
+            if not np.allclose(got, want, rtol=rtol, atol=atol):
+                err = float(np.max(np.abs(got - want)))
+                return f"MISMATCH (max abs err {err:.3g})"
+    except Exception as exc:  # noqa: BLE001
+        return f"MISMATCH ({type(exc).__name__}: {exc})"
+    return "ok"
+
+
+# ---------------------------------------------------------------------------------------
+# workloads: each builder returns ({impl: zero-argument callable -> (value, [grads])},
+# reference (value, [grads]) from the hand-written numpy); a peer that is not installed
+# is passed as None and left out
+
+
+def build_weighted(gc, ag, torch):
+    x1, x2 = 5.0, 7.0
+    impls: dict[str, Any] = {}
+
+    w1n, w2n = 2.0, 3.0
+
+    def numpy_hand():
+        return w1n * x1 + w2n * x2, [x1, x2]
+
+    impls["numpy"] = numpy_hand
+
+    if gc is not None:
+        w1 = gc.Variable(2.0)
+        w2 = gc.Variable(3.0)
+
+        def weighted_sum(a, b):
+            return w1 * a + w2 * b
+
+        def gradcli_run():
+            # the literal SPEC call, wrapper creation included (it is what a user writes)
+            value, pairs = gc.implicit_value_and_gradients(weighted_sum)(5.0, 7.0)
+            return value, [g for g, _ in pairs]
+
+        impls["gradcli"] = gradcli_run
+
+    if ag is not None:
+        autograd, _ = ag
+
+        def f(a1, a2, b1, b2):
+            return a1 * b1 + a2 * b2
+
+        def autograd_run():
+            value, grads = autograd.value_and_grad(f, argnum=(0, 1))(2.0, 3.0, 5.0, 7.0)
+            return value, list(grads)
+
+        impls["autograd"] = autograd_run
+
+    if torch is not None:
+        tw1 = torch.tensor(2.0, dtype=torch.float64, requires_grad=True)
+        tw2 = torch.tensor(3.0, dtype=torch.float64, requires_grad=True)
+
+        def torch_run():
+            tw1.grad = None
+            tw2.grad = None
+            s = tw1 * x1 + tw2 * x2
+            s.backward()
+            return s, [tw1.grad, tw2.grad]
+
+        impls["torch"] = torch_run
+
+    reference = (31.0, [5.0, 7.0])
+    return impls, reference
+
+
+CHAIN_STEPS = 1000
+CHAIN_X0 = 0.5
+
+
+def build_chain(gc, ag, torch):
+    n = CHAIN_STEPS
+    impls: dict[str, Any] = {}
+
+    def numpy_hand():
+        # scalar work is fastest on Python floats: numpy's scalar ufuncs cost ~10x more
+        x = CHAIN_X0
+        cosines = []
+        for _ in range(n):
+            cosines.append(math.cos(x))
+            x = math.sin(x) * 1.01 + 0.1
+        grad = 1.0
+        for c in reversed(cosines):
+            grad *= c * 1.01
+        return x, [grad]
+
+    impls["numpy"] = numpy_hand
+
+    if gc is not None:
+
+        def f(x):
+            for _ in range(n):
+                x = gc.sin(x) * 1.01 + 0.1
+            return x
+
+        vg = gc.value_and_gradients_function(f)
+
+        def gradcli_run():
+            value, grads = vg(CHAIN_X0)
+            return value, list(grads)
+
+        impls["gradcli"] = gradcli_run
+
+    if ag is not None:
+        autograd, anp = ag
+
+        def fa(x):
+            for _ in range(n):
+                x = anp.sin(x) * 1.01 + 0.1
+            return x
+
+        avg = autograd.value_and_grad(fa)
+
+        def autograd_run():
+            value, grad = avg(CHAIN_X0)
+            return value, [grad]
+
+        impls["autograd"] = autograd_run
+
+    if torch is not None:
+        tx0 = torch.tensor(CHAIN_X0, dtype=torch.float64, requires_grad=True)
+
+        def torch_run():
+            tx0.grad = None
+            x = tx0
+            for _ in range(n):
+                x = torch.sin(x) * 1.01 + 0.1
+            x.backward()
+            return x, [tx0.grad]
+
+        impls["torch"] = torch_run
+
+    return impls, numpy_hand()
+
+
+BIG_N = 10**6
+
+
+def big_input() -> np.ndarray:
+    # on [0, 3] every term is positive, so the value does not cancel to rounding noise
+    return np.linspace(0.0, 3.0, BIG_N)
+
+
+def big_numpy_hand(x: np.ndarray):
+    """sum(sin(x) * exp(-x**2)) and its gradient exp(-x^2) * (cos(x) - 2 x sin(x))."""
+    s = np.sin(x)
+    e = np.exp(-(x * x))
+    value = float(s @ e)
+    grad = np.cos(x)
+    s *= x
+    s *= 2.0
+    grad -= s
+    grad *= e
+    return value, [grad]
+
+
+def build_big_impls(gc, ag, torch, x: np.ndarray, which=IMPLS):
+    impls: dict[str, Any] = {}
+    if "numpy" in which:
+        impls["numpy"] = lambda: big_numpy_hand(x)
+
+    if gc is not None and "gradcli" in which:
+
+        def f(t):
+            return gc.sum(gc.sin(t) * gc.exp(-t**2))
+
+        vg = gc.value_and_gradients_function(f)
+
+        def gradcli_run():
+            value, grads = vg(x)
+            return value, list(grads)
+
+        impls["gradcli"] = gradcli_run
+
+    if ag is not None and "autograd" in which:
+        autograd, anp = ag
+
+        def fa(t):
+            return anp.sum(anp.sin(t) * anp.exp(-(t**2)))
+
+        avg = autograd.value_and_grad(fa)
+
+        def autograd_run():
+            value, grad = avg(x)
+            return value, [grad]
+
+        impls["autograd"] = autograd_run
+
+    if torch is not None and "torch" in which:
+        tx = torch.tensor(x, dtype=torch.float64, requires_grad=True)
+
+        def torch_run():
+            tx.grad = None
+            y = torch.sum(torch.sin(tx) * torch.exp(-(tx**2)))
+            y.backward()
+            return y, [tx.grad]
+
+        impls["torch"] = torch_run
+    return impls
+
+
+def build_big(gc, ag, torch):
+    x = big_input()
+    return build_big_impls(gc, ag, torch, x), big_numpy_hand(x)
+
+
+def mlp_data():
+    rng = np.random.default_rng(0)
+    W = rng.standard_normal((256, 256)) / 16.0
+    X = rng.standard_normal((256, 512))
+    Y = rng.standard_normal((256, 512))
+    b = rng.standard_normal((256, 1))
+    return W, X, Y, b
+
+
+def mlp_numpy_hand(W, X, Y, b):
+    Z = W @ X
+    Z += b
+    A = np.tanh(Z)
+    D = A - Y
+    value = float(np.vdot(D, D))
+    # dL/dZ = 2 D (1 - A^2), computed in place in Z's buffer
+    np.multiply(A, A, out=Z)
+    np.subtract(1.0, Z, out=Z)
+    Z *= D
+    Z *= 2.0
+    dW = Z @ X.T
+    db = Z.sum(axis=1, keepdims=True)
+    return value, [dW, db]
+
+
+def build_mlp(gc, ag, torch):
+    W, X, Y, b = mlp_data()
+    impls: dict[str, Any] = {"numpy": lambda: mlp_numpy_hand(W, X, Y, b)}
+
+    if gc is not None:
+        Xc, Yc = gc.constant(X), gc.constant(Y)
+
+        def f(w, bias):
+            return gc.sum((gc.tanh(w @ Xc + bias) - Yc) ** 2)
+
+        vg = gc.value_and_gradients_function(f)
+
+        def gradcli_run():
+            value, grads = vg(W, b)
+            return value, list(grads)
+
+        impls["gradcli"] = gradcli_run
+
+    if ag is not None:
+        autograd, anp = ag
+
+        def fa(w, bias, x, y):
+            return anp.sum((anp.tanh(w @ x + bias) - y) ** 2)
+
+        avg = autograd.value_and_grad(fa, argnum=(0, 1))
+
+        def autograd_run():
+            value, grads = avg(W, b, X, Y)
+            return value, list(grads)
+
+        impls["autograd"] = autograd_run
+
+    if torch is not None:
+        tW = torch.tensor(W, requires_grad=True)
+        tb = torch.tensor(b, requires_grad=True)
+        tX, tY = torch.tensor(X), torch.tensor(Y)
+
+        def torch_run():
+            tW.grad = None
+            tb.grad = None
+            y = torch.sum((torch.tanh(tW @ tX + tb) - tY) ** 2)
+            y.backward()
+            return y, [tW.grad, tb.grad]
+
+        impls["torch"] = torch_run
+
+    return impls, mlp_numpy_hand(W, X, Y, b)
+
+
+DEEP_SIZES = (10**4, 10**5)
+
+
+def deep_gradcli(gc, n_ops: int):
+    """A chain of n_ops scalar operations: n_ops/2 steps of x = x*1.0001 + 0.0001."""
+    steps = n_ops // 2
+
+    def f(x):
+        for _ in range(steps):
+            x = x * 1.0001 + 0.0001
+        return x
+
+    vg = gc.value_and_gradients_function(f)
+
+    def run():
+        value, grads = vg(1.0)
+        return value, list(grads)
+
+    grad = 1.0001**steps
+    value = 1.0
+    for _ in range(steps):
+        value = value * 1.0001 + 0.0001
+    return run, (value, [grad])
+
+
+# ---------------------------------------------------------------------------------------
+# timing
+
+
+def timed_batches(fns: dict[str, Callable], repeat: int, min_batch: float) -> dict[str, list[float]]:
+    """Median-ready per-call times: interleaved batches, calibrated to last >= min_batch s."""
+    number = {}
+    for name, fn in fns.items():
+        fn()  # warm-up
+        t0 = time.perf_counter()
+        fn()
+        one = time.perf_counter() - t0
+        number[name] = max(1, math.ceil(min_batch / max(one, 1e-9)))
+        if number[name] > 1:  # a few more warm-up calls for the cheap ones
+            for _ in range(min(number[name], 50)):
+                fn()
+    samples: dict[str, list[float]] = {name: [] for name in fns}
+    names = list(fns)
+    _pygc.collect()
+    for r in range(repeat):
+        order = names[r % len(names):] + names[: r % len(names)]
+        for name in order:
+            fn, k = fns[name], number[name]
+            t0 = time.perf_counter()
+            for _ in range(k):
+                fn()
+            samples[name].append((time.perf_counter() - t0) / k)
+    return samples
+
+
+def fmt_time(t: float | None) -> str:
+    if t is None:
+        return "n/a"
+    if t < 1e-6:
+        return f"{t * 1e9:.0f} ns"
+    if t < 1e-3:
+        return f"{t * 1e6:.1f} µs"
+    if t < 1.0:
+        return f"{t * 1e3:.2f} ms"
+    return f"{t:.2f} s"
+
+
+def fmt_ratio(r: float | None) -> str:
+    if r is None:
+        return "n/a"
+    if r >= 100:
+        return f"{r:.0f}x"
+    if r >= 10:
+        return f"{r:.1f}x"
+    return f"{r:.3f}x"  # three decimals: 0.504x must not read as a passing 0.50x
+
+
+def fmt_bytes(n: float | None) -> str:
+    return "n/a" if n is None else f"{n / 2**20:.1f} MiB"
+
+
+def ratio(a, b):
+    if a is None or b is None or b == 0:
+        return None
+    return a / b
+
+
+def paired(entry: dict, a: str, b: str) -> float | None:
+    """Ratio a/b as the median of per-round ratios: round r times every implementation once,
+    back to back, so each pair of samples saw the same state of the machine (on this shared
+    machine its speed changes by up to 2x over seconds). Falls back to the ratio of medians.
+    """
+    sa, sb = entry.get("samples", {}).get(a), entry.get("samples", {}).get(b)
+    if sa and sb and len(sa) == len(sb):
+        return statistics.median(x / y for x, y in zip(sa, sb) if y > 0)
+    return ratio(entry.get("median", {}).get(a), entry.get("median", {}).get(b))
+
+
+# ---------------------------------------------------------------------------------------
+# how busy the machine was: other processes' CPU while a workload ran (Linux /proc/stat)
+
+
+class OtherLoad:
+    """Average number of cores used by other processes between start() and stop().
+
+    Other sessions running tests on this 2-core machine distort timings badly (numpy's
+    multi-threaded BLAS in ``mlp`` slows down ~8x when a core is taken), so each workload
+    reports it and the table warns when it is above ``BUSY``."""
+
+    BUSY = 0.15  # cores
+
+    def __init__(self):
+        self._t0 = self._busy0 = self._own0 = None
+
+    @staticmethod
+    def _busy_seconds():
+        try:
+            with open("/proc/stat") as fh:
+                fields = [int(v) for v in fh.readline().split()[1:]]
+        except (OSError, ValueError):
+            return None
+        user, nice, system, _idle, _iowait, irq, softirq, steal = (fields + [0] * 8)[:8]
+        return (user + nice + system + irq + softirq + steal) / os.sysconf("SC_CLK_TCK")
+
+    @staticmethod
+    def _own_seconds():
+        import resource
+
+        total = 0.0
+        for who in (resource.RUSAGE_SELF, resource.RUSAGE_CHILDREN):
+            r = resource.getrusage(who)
+            total += r.ru_utime + r.ru_stime
+        return total
+
+    def start(self):
+        self._t0, self._busy0, self._own0 = time.perf_counter(), self._busy_seconds(), self._own_seconds()
+        return self
+
+    def stop(self) -> float | None:
+        busy = self._busy_seconds()
+        if busy is None or self._busy0 is None:
+            return None
+        wall = time.perf_counter() - self._t0
+        other = (busy - self._busy0) - (self._own_seconds() - self._own0)
+        return max(0.0, other / wall) if wall > 0 else None
+
+
+# ---------------------------------------------------------------------------------------
+# runners
+
+
+def run_timed_workload(name, builder, libs, repeat, min_batch, results):
+    gc, ag, torch = libs
+    entry: dict[str, Any] = {"median": {}, "samples": {}, "check": {}, "notes": {}}
+    results[name] = entry
+    try:
+        impls, reference = builder(gc, ag, torch)
+    except Exception as exc:  # noqa: BLE001 - most likely gradcli's part: retry without it
+        gc_error = f"error: {type(exc).__name__}: {exc}"
+        traceback.print_exc()
+        try:
+            impls, reference = builder(None, ag, torch)
+        except Exception as exc2:  # noqa: BLE001
+            entry["error"] = f"{type(exc2).__name__}: {exc2}"
+            return
+        entry["check"]["gradcli"] = gc_error
+    runnable = {}
+    for impl, fn in impls.items():
+        try:
+            status = same(fn(), reference)
+        except RecursionError:
+            status = "RecursionError"
+        except Exception as exc:  # noqa: BLE001
+            status = f"error: {type(exc).__name__}: {exc}"
+        entry["check"][impl] = status
+        if status == "ok" or status.startswith("MISMATCH"):
+            runnable[impl] = fn  # a mismatch is still timed, and flagged in the table
+    samples = timed_batches(runnable, repeat, min_batch)
+    for impl, ts in samples.items():
+        entry["samples"][impl] = ts
+        entry["median"][impl] = statistics.median(ts)
+
+
+DEEP_CHILD_FLAG = "--_deep-child"
+
+
+def deep_child(repeat: int) -> None:
+    """In a fresh process that imports only numpy and gradcli: time both chain lengths.
+
+    A fresh process because Python's cyclic garbage collector makes the cost of a 10^5-node
+    graph depend on how many objects the process already holds: with torch and autograd
+    imported (~170k tracked objects instead of ~25k) the 10^5 chain was measured ~1.6x
+    slower and the 10^4 chain not at all, so the ratio would depend on which peers happen
+    to be installed."""
+    gc, err = _import_gradcli()
+    out: dict[str, Any] = {"median": {}, "samples": {}, "check": {}}
+    if gc is None:
+        out["error"] = err
+        print(json.dumps(out))
+        return
+    fns = {}
+    for n in DEEP_SIZES:
+        key = f"gradcli_{n}"
+        try:
+            fn, reference = deep_gradcli(gc, n)
+            out["check"][key] = same(fn(), reference, rtol=1e-8)
+            fns[key] = fn
+        except RecursionError:
+            out["check"][key] = "RecursionError"
+        except Exception as exc:  # noqa: BLE001
+            out["check"][key] = f"error: {type(exc).__name__}: {exc}"
+    samples: dict[str, list[float]] = {key: [] for key in fns}
+    for _ in range(repeat):  # the sizes alternate, so that the ratio is paired per round
+        for key, fn in fns.items():
+            _pygc.collect()
+            t0 = time.perf_counter()
+            fn()
+            samples[key].append(time.perf_counter() - t0)
+    for key, ts in samples.items():
+        out["samples"][key] = ts
+        out["median"][key] = statistics.median(ts)
+    print(json.dumps(out))
+
+
+def run_deep(libs, repeat, results):
+    if libs[0] is None:
+        results["deep"] = {"median": {}, "samples": {}, "check": {},
+                           "error": "gradcli not importable"}
+        return
+    try:
+        proc = subprocess.run([sys.executable, __file__, DEEP_CHILD_FLAG, str(repeat)],
+                              capture_output=True, text=True, timeout=600, cwd=ROOT)
+        results["deep"] = json.loads(proc.stdout.strip().splitlines()[-1])
+    except Exception as exc:  # noqa: BLE001
+        results["deep"] = {"median": {}, "samples": {}, "check": {},
+                           "error": f"child process failed: {type(exc).__name__}: {exc}"}
+
+
+def gradcli_command() -> tuple[list[str], str]:
+    """The console script of this Python (not a pyenv shim, which adds its own start-up),
+    else any on PATH, else ``python -m gradcli``."""
+    here = Path(sys.executable).with_name("gradcli")
+    for exe in (str(here) if here.is_file() else None, shutil.which("gradcli")):
+        if exe and "shims" not in Path(exe).parts:
+            return [exe], exe
+    return [sys.executable, "-m", "gradcli"], f"{sys.executable} -m gradcli"
+
+
+SEED_ARGS = ["value-grad", "w1*x1 + w2*x2", "--var", "w1=2", "--var", "w2=3",
+             "--arg", "x1=5", "--arg", "x2=7"]
+
+
+def run_cli(runs, results):
+    entry: dict[str, Any] = {"median": {}, "samples": {}, "check": {}}
+    results["cli"] = entry
+    base, shown = gradcli_command()
+    entry["command"] = shown
+    env = dict(os.environ)
+    # As on a user's machine, modules are loaded from .pyc files: with this variable set
+    # gradcli (installed editable, no .pyc yet) would be compiled from source on every run
+    # while numpy's .pyc came with its wheel. The warm-up run writes gradcli/__pycache__.
+    env.pop("PYTHONDONTWRITEBYTECODE", None)
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    cmds = {
+        "import numpy": [sys.executable, "-c", "import numpy"],
+        "json": base + SEED_ARGS + ["--json"],
+        "rich": base + SEED_ARGS,
+    }
+
+    def once(cmd):
+        t0 = time.perf_counter()
+        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env,
+                              stdin=subprocess.DEVNULL, timeout=120)
+        return time.perf_counter() - t0, proc
+
+    ok = {}
+    for key, cmd in cmds.items():  # also the warm-up (disk cache, .pyc files)
+        try:
+            _, proc = once(cmd)
+        except Exception as exc:  # noqa: BLE001
+            entry["check"][key] = f"n/a ({type(exc).__name__}: {exc})"
+            continue
+        if proc.returncode != 0:
+            last = (proc.stderr.strip().splitlines() or ["?"])[-1]
+            entry["check"][key] = f"n/a (exit {proc.returncode}: {last[:120]})"
+            continue
+        status = "ok"
+        if key == "json":
+            try:
+                data = json.loads(proc.stdout)
+                got = [data["value"]] + [g["gradient"] for g in data["gradients"]]
+                if not np.allclose(got, [31.0, 5.0, 7.0]):
+                    status = f"MISMATCH {got}"
+            except Exception as exc:  # noqa: BLE001
+                status = f"MISMATCH (bad JSON: {type(exc).__name__}: {exc})"
+        elif key == "rich" and "31" not in proc.stdout:
+            status = "MISMATCH (31 not in output)"
+        entry["check"][key] = status
+        ok[key] = cmd
+    samples: dict[str, list[float]] = {k: [] for k in ok}
+    names = list(ok)
+    for r in range(runs):
+        order = names[r % len(names):] + names[: r % len(names)] if names else []
+        for key in order:
+            if key not in ok:
+                continue
+            try:
+                t, proc = once(ok[key])
+            except Exception as exc:  # noqa: BLE001 - e.g. the script was reinstalled meanwhile
+                proc, t = None, f"{type(exc).__name__}: {exc}"
+            if proc is None or proc.returncode != 0:
+                why = t if proc is None else f"exit {proc.returncode}"
+                entry["check"][key] = f"n/a (failed during the timed runs: {why})"
+                del ok[key]
+                samples.pop(key)
+                continue
+            samples[key].append(t)
+    for key, ts in samples.items():
+        entry["samples"][key] = ts
+        entry["median"][key] = statistics.median(ts)
+
+
+MEMORY_CHILD_FLAG = "--_memory-child"
+
+
+def memory_child(impl: str) -> None:
+    """In a fresh process: peak traced memory of the second call of `big` for one impl."""
+    import tracemalloc
+
+    gc = ag = torch = None
+    if impl == "gradcli":
+        gc, err = _import_gradcli()
+        if gc is None:
+            print(json.dumps({"error": err}))
+            return
+    if impl == "autograd":
+        ag, _ = _import_autograd()
+    x = big_input()
+    fn = build_big_impls(gc, ag, torch, x, which=(impl,))[impl]
+    result = fn()  # first call: lazy imports, caches
+    del result
+    _pygc.collect()
+    tracemalloc.start()
+    tracemalloc.reset_peak()
+    before = tracemalloc.get_traced_memory()[0]
+    result = fn()
+    current, peak = tracemalloc.get_traced_memory()
+    tracemalloc.stop()
+    print(json.dumps({"peak": peak - before, "retained": current - before}))
+
+
+def run_memory(results, impls=("numpy", "gradcli", "autograd")):
+    entry: dict[str, Any] = {"peak": {}, "retained": {}, "input_bytes": BIG_N * 8, "errors": {}}
+    results["big_memory"] = entry
+    for impl in impls:
+        if impl == "autograd" and _import_autograd()[0] is None:
+            continue
+        try:
+            proc = subprocess.run([sys.executable, __file__, MEMORY_CHILD_FLAG, impl],
+                                  capture_output=True, text=True, timeout=300, cwd=ROOT)
+            data = json.loads(proc.stdout.strip().splitlines()[-1])
+        except Exception as exc:  # noqa: BLE001
+            entry["errors"][impl] = f"{type(exc).__name__}: {exc}"
+            continue
+        if "error" in data:
+            entry["errors"][impl] = data["error"]
+            continue
+        entry["peak"][impl] = data["peak"]
+        entry["retained"][impl] = data["retained"]
+
+
+# ---------------------------------------------------------------------------------------
+# report
+
+# issue 5's figures, used only when a peer is not installed
+QUOTED = {"torch_weighted": 44e-6, "autograd_weighted": 77e-6, "torch_chain": 18.7e-3}
+
+
+def targets(results) -> list[tuple[str, str, str, str]]:
+    """(target, measured, limit, PASS/FAIL/n/a) rows."""
+    rows = []
+
+    def med(work, impl):
+        return results.get(work, {}).get("median", {}).get(impl)
+
+    def verdict(value, limit):
+        if value is None:
+            return "n/a"
+        return "PASS" if value <= limit else "FAIL"
+
+    if "weighted" in results:
+        g = med("weighted", "gradcli")
+        for peer in ("torch", "autograd"):
+            p = med("weighted", peer)
+            if p is None:
+                p = QUOTED[f"{peer}_weighted"]
+                r = ratio(g, p)
+                label = f"weighted: gradcli / {peer} (issue 5's {fmt_time(p)})"
+            else:
+                r = paired(results["weighted"], "gradcli", peer)
+                label = f"weighted: gradcli / {peer} ({fmt_time(g)} vs {fmt_time(p)})"
+            rows.append((label, fmt_ratio(r), "< 1x", "n/a" if r is None else ("PASS" if r < 1 else "FAIL")))
+        rows.append(("weighted: aim (not a pass/fail bar)", fmt_time(g), "~20 µs",
+                     "n/a" if g is None else ("met" if g <= 20e-6 else "not yet")))
+    if "chain" in results:
+        label = "chain: gradcli / torch"
+        r = paired(results["chain"], "gradcli", "torch")
+        if med("chain", "torch") is None:
+            label = "chain: gradcli / torch (issue 5's 18.7 ms)"
+            r = ratio(med("chain", "gradcli"), QUOTED["torch_chain"])
+        rows.append((label, fmt_ratio(r), "<= 0.5x", verdict(r, 0.5)))
+    for work in ("big", "mlp"):
+        if work in results:
+            r = paired(results[work], "gradcli", "numpy")
+            rows.append((f"{work}: gradcli / numpy", fmt_ratio(r), "<= 1.15x", verdict(r, 1.15)))
+    if "big_memory" in results:
+        peaks = results["big_memory"]["peak"]
+        r = ratio(peaks.get("gradcli"), peaks.get("numpy"))
+        rows.append(("big peak memory: gradcli / numpy", "n/a" if r is None else f"{r:.4f}x",
+                     "<= 2x", verdict(r, 2.0)))
+    if "deep" in results:
+        d = results["deep"]
+        big_key = f"gradcli_{DEEP_SIZES[1]}"
+        ok = d.get("check", {}).get(big_key) == "ok"
+        rows.append(("deep: 10^5 ops run (no RecursionError)",
+                     d.get("check", {}).get(big_key, "n/a"), "ok",
+                     "PASS" if ok else ("n/a" if "error" in d else "FAIL")))
+        r = paired(d, big_key, f"gradcli_{DEEP_SIZES[0]}")
+        rows.append(("deep: time(10^5) / time(10^4)", fmt_ratio(r), "<= 12x", verdict(r, 12.0)))
+    if "cli" in results:
+        base = med("cli", "import numpy")
+        for key, limit in (("json", 1.5), ("rich", 1.8)):
+            r = paired(results["cli"], key, "import numpy") if base is not None else None
+            label = "--json" if key == "json" else "default (rich)"
+            rows.append((f"cli {label}: gradcli / python -c 'import numpy'", fmt_ratio(r),
+                         f"<= {limit}x", verdict(r, limit)))
+    return rows
+
+
+def print_table(headers, rows):
+    widths = [max(len(str(h)), *(len(str(r[i])) for r in rows)) for i, h in enumerate(headers)]
+    line = "  ".join(str(h).ljust(w) for h, w in zip(headers, widths))
+    print(line)
+    print("  ".join("-" * w for w in widths))
+    for row in rows:
+        print("  ".join(str(c).ljust(w) for c, w in zip(row, widths)))
+
+
+def report(results, meta):
+    print()
+    print(f"gradcli benchmark — {meta['when']}")
+    print(f"python {meta['python']}, numpy {meta['numpy']}, {meta['cpus']} cpus; "
+          f"autograd {meta['autograd']}; torch {meta['torch']}")
+    print(f"median of {meta['repeat']} interleaved repetitions per cell; numpy threads as is "
+          f"(BLAS default); torch float64, 1 thread; gc enabled")
+    print()
+
+    rows = []
+    for work in ("weighted", "chain", "big", "mlp"):
+        if work not in results:
+            continue
+        e = results[work]
+        m = e.get("median", {})
+        g = m.get("gradcli")
+
+        def cell(impl):
+            if impl in m:
+                flag = "" if e["check"].get(impl) == "ok" else " (!)"
+                return fmt_time(m[impl]) + flag
+            if impl in e.get("check", {}):
+                return "error"
+            return "n/a"
+
+        rows.append([work] + [cell(i) for i in IMPLS] + [
+            fmt_ratio(paired(e, "gradcli", "numpy")),
+            fmt_ratio(paired(e, "gradcli", "torch")),
+            fmt_ratio(paired(e, "gradcli", "autograd")),
+        ])
+    if rows:
+        print_table(["workload", "numpy (hand)", "gradcli", "autograd", "torch",
+                     "gc/numpy", "gc/torch", "gc/autograd"], rows)
+        print()
+        bad = [(w, i, s) for w in ("weighted", "chain", "big", "mlp") if w in results
+               for i, s in results[w].get("check", {}).items() if s != "ok"]
+        for w, i, s in bad:
+            print(f"  (!) {w}/{i}: {s}")
+        for w in ("weighted", "chain", "big", "mlp"):
+            if w in results and results[w].get("error"):
+                print(f"  {w}: could not build: {results[w]['error']}")
+        if "chain" in results:
+            print("  numpy (hand) for chain runs on Python floats (math.sin, math.cos): "
+                  "numpy's scalar ufuncs are ~10x slower.")
+        print()
+
+    if "big_memory" in results:
+        mem = results["big_memory"]
+        print(f"big peak memory (tracemalloc, 2nd call, fresh process; input x itself is "
+              f"{fmt_bytes(mem['input_bytes'])}, not counted):")
+        for impl in ("numpy", "gradcli", "autograd"):
+            if impl in mem["peak"]:
+                print(f"  {impl:9s} peak {fmt_bytes(mem['peak'][impl]):>10s}   "
+                      f"(still held after the call: {fmt_bytes(mem['retained'][impl])})")
+            elif impl in mem["errors"]:
+                print(f"  {impl:9s} n/a ({mem['errors'][impl]})")
+        print()
+
+    if "deep" in results:
+        d = results["deep"]
+        print("deep (gradcli in a fresh process, n/2 steps of x = x*1.0001 + 0.0001, "
+              "value and d/dx0):")
+        if d.get("error"):
+            print(f"  n/a: {d['error']}")
+        for n in DEEP_SIZES:
+            key = f"gradcli_{n}"
+            t = d["median"].get(key)
+            per = f"  ({t / n * 1e6:.2f} µs/op)" if t else ""
+            print(f"  {n:>7d} ops: {fmt_time(t)}{per}   check: {d['check'].get(key, 'n/a')}")
+        print()
+
+    if "cli" in results:
+        c = results["cli"]
+        print(f"cli (one process each, median of {len(c['samples'].get('import numpy', []))}; "
+              f"gradcli = {c.get('command')}; .pyc files allowed):")
+        labels = {"import numpy": "python -c 'import numpy'",
+                  "json": "gradcli value-grad <seed> --json",
+                  "rich": "gradcli value-grad <seed>  (rich)"}
+        for key, label in labels.items():
+            t = c["median"].get(key)
+            status = c["check"].get(key, "n/a")
+            print(f"  {label:36s} {fmt_time(t):>10s}   {'' if status == 'ok' else status}")
+        print()
+
+    busy = {w: e.get("other_load") for w, e in results.items()
+            if isinstance(e, dict) and e.get("other_load") is not None}
+    if busy:
+        loaded = {w: v for w, v in busy.items() if v > OtherLoad.BUSY}
+        shown = ", ".join(f"{w} {v:.2f}" for w, v in busy.items())
+        print(f"other processes' CPU while measuring (cores): {shown}")
+        if loaded:
+            print(f"  WARNING: the machine was busy during {', '.join(loaded)}: those timings "
+                  f"and ratios are unreliable; run again on an idle machine.")
+        print()
+
+    rows = targets(results)
+    if rows:
+        print("Targets (issue 5)")
+        print_table(["target", "measured", "limit", "result"], rows)
+        print()
+    return rows
+
+
+# ---------------------------------------------------------------------------------------
+
+
+def profile(name: str, libs, calls: int, top: int) -> None:
+    import cProfile
+    import pstats
+
+    gc = libs[0]
+    if gc is None:
+        sys.exit("gradcli is not importable")
+    if name == "deep":
+        fn, _ = deep_gradcli(gc, DEEP_SIZES[1])
+        calls = 1
+    else:
+        builder = {"weighted": build_weighted, "chain": build_chain, "big": build_big,
+                   "mlp": build_mlp}.get(name)
+        if builder is None:
+            sys.exit(f"--profile: one of weighted, chain, big, mlp, deep (not {name!r})")
+        fn = builder(gc, None, None)[0]["gradcli"]
+    fn()
+    prof = cProfile.Profile()
+    prof.enable()
+    for _ in range(calls):
+        fn()
+    prof.disable()
+    print(f"cProfile of gradcli on {name!r}, {calls} call(s)")
+    for key in ("tottime", "cumulative"):
+        pstats.Stats(prof).strip_dirs().sort_stats(key).print_stats(top)
+
+
+def main(argv=None) -> int:
+    if argv is None and len(sys.argv) > 2 and sys.argv[1] == MEMORY_CHILD_FLAG:
+        memory_child(sys.argv[2])
+        return 0
+    if argv is None and len(sys.argv) > 2 and sys.argv[1] == DEEP_CHILD_FLAG:
+        deep_child(int(sys.argv[2]))
+        return 0
+    parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0],
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--quick", action="store_true", help="fewer repetitions (< 30 s)")
+    parser.add_argument("--only", default="", help=f"comma-separated subset of {','.join(WORKLOADS)}")
+    parser.add_argument("--repeat", type=int, default=None, help="repetitions per cell (median)")
+    parser.add_argument("--json", metavar="PATH", help="write all results and samples to PATH")
+    parser.add_argument("--wait-idle", type=float, default=0, metavar="SECONDS",
+                        help="before each workload, wait (up to SECONDS in all) for other processes to leave the CPU idle")
+    parser.add_argument("--profile", metavar="NAME", help="cProfile gradcli on one workload")
+    parser.add_argument("--profile-calls", type=int, default=20)
+    args = parser.parse_args(argv)
+
+    asked = [w.strip() for w in args.only.split(",") if w.strip()] or list(WORKLOADS)
+    unknown = [w for w in asked if w not in WORKLOADS]
+    if unknown:
+        parser.error(f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
+    # always the same order: a workload right after mlp's multi-threaded BLAS calls was
+    # measured ~15% slower (BLAS worker threads keep spinning for a while)
+    only = [w for w in WORKLOADS if w in asked]
+
+    gc, gc_err = _import_gradcli()
+    ag, ag_err = _import_autograd()
+    torch, torch_err = _import_torch()
+    libs = (gc, ag, torch)
+    if args.profile:
+        profile(args.profile, libs, args.profile_calls, 30)
+        return 0
+
+    repeat = args.repeat or (5 if args.quick else 41)
+    min_batch = 0.005 if args.quick else 0.01
+    deep_repeat = args.repeat or (2 if args.quick else 9)
+    cli_runs = args.repeat or (5 if args.quick else 21)
+
+    import importlib.metadata as md
+
+    def version(dist, err):
+        if err:
+            return err
+        try:
+            return md.version(dist)
+        except md.PackageNotFoundError:
+            return "?"
+
+    meta = {
+        "when": time.strftime("%Y-%m-%d %H:%M:%S"),
+        "python": platform.python_version(),
+        "numpy": np.__version__,
+        "cpus": os.cpu_count(),
+        "autograd": version("autograd", ag_err),
+        "torch": torch.__version__ if torch is not None else torch_err,
+        "gradcli": "ok" if gc is not None else gc_err,
+        "repeat": repeat,
+        "quick": args.quick,
+        "argv": sys.argv[1:],
+    }
+    if gc is None:
+        print(f"gradcli: n/a ({gc_err}); timing the peers only", file=sys.stderr)
+
+    deadline = time.perf_counter() + args.wait_idle
+
+    def wait_idle():
+        """Before each workload: wait while other processes keep the CPU busy (until the
+        --wait-idle budget is spent)."""
+        while time.perf_counter() < deadline:
+            probe = OtherLoad().start()
+            time.sleep(1.0)
+            other = probe.stop()
+            if other is None or other <= OtherLoad.BUSY:
+                return
+            print(f"waiting for an idle machine (other processes use {other:.2f} cores)",
+                  file=sys.stderr, flush=True)
+
+    results: dict[str, Any] = {}
+    t_start = time.perf_counter()
+    builders = {"weighted": build_weighted, "chain": build_chain, "big": build_big, "mlp": build_mlp}
+    for work in only:
+        _pygc.collect()
+        time.sleep(0.2)  # let the previous workload's threads and allocations settle
+        wait_idle()
+        t0 = time.perf_counter()
+        print(f"[{work}] ...", file=sys.stderr, flush=True)
+        load = OtherLoad().start()
+        if work in builders:
+            run_timed_workload(work, builders[work], libs, repeat, min_batch, results)
+        elif work == "deep":
+            run_deep(libs, deep_repeat, results)
+        elif work == "cli":
+            run_cli(cli_runs, results)
+        results[work]["other_load"] = load.stop()
+        if work == "big":
+            run_memory(results)
+        print(f"[{work}] {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
+    meta["seconds"] = round(time.perf_counter() - t_start, 1)
+
+    rows = report(results, meta)
+    print(f"total {meta['seconds']} s; command: python benchmarks/run.py {' '.join(sys.argv[1:])}".rstrip())
+    if args.json:
+        out = {"meta": meta, "results": results,
+               "targets": [dict(zip(("target", "measured", "limit", "result"), r)) for r in rows]}
+        Path(args.json).write_text(json.dumps(out, indent=2, default=str) + "\n")
+        print(f"results written to {args.json}")
+    return 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())
