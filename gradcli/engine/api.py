@@ -10,7 +10,7 @@
 from __future__ import annotations
 
 import functools
-import inspect
+import gc
 
 import numpy as np
 
@@ -30,6 +30,19 @@ def _record_and_differentiate(f, args, kwargs, *, argnums=None, dy=None):
     while ``f`` ran are the sources, in creation order."""
     args = list(args)
     implicit = argnums is None
+    # The recorded graph is acyclic and freed by reference counting; while it grows,
+    # Python's cyclic collector would only rescan it again and again (a chain of 10^5
+    # operations spent four full collections, 40% of its time, doing so): pause it.
+    collecting = gc.isenabled()
+    gc.disable()
+    try:
+        return _record(f, args, kwargs, implicit, argnums, dy)
+    finally:
+        if collecting:
+            gc.enable()
+
+
+def _record(f, args, kwargs, implicit, argnums, dy):
     with GradientTape(watch_accessed_variables=implicit) as tape:
         if not implicit:
             for i in argnums:
@@ -44,6 +57,11 @@ def _record_and_differentiate(f, args, kwargs, *, argnums=None, dy=None):
                              "tensor to differentiate")
         if implicit and isinstance(value, Variable) and value.trainable:
             tape.watch(value)  # returning a variable reads it
+        return _differentiate(tape, value, args, argnums, dy)
+
+
+def _differentiate(tape, value, args, argnums, dy):
+    implicit = argnums is None
     if implicit:
         variables = [v for v in tape.watched_variables() if v.trainable]
         if not variables:
@@ -57,6 +75,16 @@ def _record_and_differentiate(f, args, kwargs, *, argnums=None, dy=None):
     return value, grads, variables
 
 
+def _wraps(f):
+    """functools.wraps, lighter: these wrappers are often made once per call."""
+    def decorate(wrapper):
+        wrapper.__name__ = getattr(f, "__name__", wrapper.__name__)
+        wrapper.__doc__ = getattr(f, "__doc__", None)
+        wrapper.__wrapped__ = f
+        return wrapper
+    return decorate
+
+
 def _name(f) -> str:
     return getattr(f, "__name__", type(f).__name__)
 
@@ -67,6 +95,7 @@ def _argnums(f, params) -> list[int] | None:
         return None
     params = list(params)
     if all(isinstance(p, str) for p in params):
+        import inspect  # only here: a noticeable part of the command line's start-up
         try:
             names = list(inspect.signature(f).parameters)
         except (TypeError, ValueError):
@@ -108,7 +137,7 @@ def gradients_function(f, params=None):
     """
     indices = _argnums(f, params)
 
-    @functools.wraps(f)
+    @_wraps(f)
     def grad_fn(*args, dy=None, **kwargs):
         _check_kwargs(kwargs)
         _, grads, _ = _record_and_differentiate(f, args, {}, argnums=_resolve(indices, args),
@@ -121,7 +150,7 @@ def value_and_gradients_function(f, params=None):
     """Like ``gradients_function``, returning ``(value, gradients)``."""
     indices = _argnums(f, params)
 
-    @functools.wraps(f)
+    @_wraps(f)
     def grad_fn(*args, dy=None, **kwargs):
         _check_kwargs(kwargs)
         value, grads, _ = _record_and_differentiate(f, args, {},
@@ -134,7 +163,7 @@ def implicit_gradients(f):
     """``g(*args, **kwargs)`` giving ``[(gradient, variable), ...]`` for every trainable
     variable read while ``f`` ran, in creation order (None for one not reaching the output).
     """
-    @functools.wraps(f)
+    @_wraps(f)
     def grad_fn(*args, **kwargs):
         _, grads, variables = _record_and_differentiate(f, args, kwargs)
         return list(zip(grads, variables))
@@ -143,7 +172,7 @@ def implicit_gradients(f):
 
 def implicit_value_and_gradients(f):
     """``g(*args, **kwargs)`` giving ``(value, [(gradient, variable), ...])``."""
-    @functools.wraps(f)
+    @_wraps(f)
     def grad_fn(*args, **kwargs):
         value, grads, variables = _record_and_differentiate(f, args, kwargs)
         return value, list(zip(grads, variables))

@@ -12,6 +12,7 @@ the tests all read it.
 """
 from __future__ import annotations
 
+import itertools
 import math
 import operator
 from types import SimpleNamespace
@@ -25,6 +26,7 @@ from .tensor import Tensor, Variable, _make, as_value
 
 EMPTY: dict = {}
 _recording = state.recording
+_sequence = itertools.count(1)  # recording order: the backward pass's topological order
 
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "inf": math.inf}
 
@@ -73,6 +75,7 @@ def _record(op: Op, out: Tensor, inputs, values, params) -> None:
         if traced:
             tapes += (trace,)
     if tapes and op.differentiable:
+        out._seq = next(_sequence)
         out._op = op
         out._inputs = inputs
         out._values = values

@@ -14,7 +14,9 @@ np.float64(6.0)
 """
 from __future__ import annotations
 
+import heapq
 import sys
+from heapq import heappop, heappush
 
 import numpy as np
 
@@ -26,6 +28,9 @@ _recording = state.recording
 
 def _flatten(structure, out: list) -> list:
     """Leaves of a nested list/tuple/dict, in order (iteratively: no recursion limits)."""
+    if isinstance(structure, Tensor):
+        out.append(structure)
+        return out
     stack = [structure]
     while stack:
         item = stack.pop()
@@ -40,6 +45,8 @@ def _flatten(structure, out: list) -> list:
 
 def _pack(structure, leaves):
     """Rebuild ``structure`` with ``leaves`` (an iterator) in place of its leaves."""
+    if structure.__class__ is list and all(isinstance(s, Tensor) for s in structure):
+        return [next(leaves) for _ in structure]
     if isinstance(structure, dict):
         return {k: _pack(v, leaves) for k, v in structure.items()}
     if isinstance(structure, (list, tuple)):
@@ -182,9 +189,8 @@ class GradientTape:
     def _backward(self, targets, seeds, sources, release: bool = False) -> list:
         """The reverse pass: one gradient (or None) per source.
 
-        Kahn's algorithm over the recorded graph: count how often each node feeds another,
-        then process a node once every consumer has passed its gradient down. Iterative,
-        so a chain of 10^5 operations needs no recursion, and linear in the graph size.
+        Nodes are taken in reverse recording order from a heap (a chain keeps it at one
+        entry). Iterative, so a chain of 10^5 operations needs no recursion.
 
         With ``release`` (a spent non-persistent tape) each node forgets its inputs once
         processed, as TensorFlow frees a tape's resources: intermediates are freed during
@@ -199,16 +205,20 @@ class GradientTape:
             if isinstance(t, Tensor) and self._traces(t):
                 _accumulate(grads, t, _seed(t, seed, differentiable))
 
-        pending = _consumer_counts(targets, trace)
-        ready = []
+        # Every recorded node has a sequence number from the forward pass, and a node's
+        # consumers came after it: popping the largest number first processes a node only
+        # once every consumer on the way from the targets has passed its gradient down.
+        frontier = []
+        queued = set()
         for t in targets:
-            if isinstance(t, Tensor) and trace in t._tapes and id(t) not in pending:
-                pending[id(t)] = 0
-                ready.append(t)
+            if isinstance(t, Tensor) and trace in t._tapes and id(t) not in queued:
+                queued.add(id(t))
+                frontier.append((-t._seq, t))
+        heapq.heapify(frontier)
         keep = {id(s) for s in sources}
         release = release and not differentiable
-        while ready:
-            node = ready.pop()
+        while frontier:
+            node = heappop(frontier)[1]
             key = id(node)
             g = grads.get(key) if key in keep else grads.pop(key, None)
             op, inputs, params = node._op, node._inputs, node._params
@@ -223,11 +233,9 @@ class GradientTape:
                 if cls is not Tensor and cls is not Variable:
                     continue
                 recorded = trace in x._tapes
-                if recorded:
-                    left = pending[id(x)] - 1
-                    pending[id(x)] = left
-                    if left == 0:
-                        ready.append(x)
+                if recorded and id(x) not in queued:
+                    queued.add(id(x))
+                    heappush(frontier, (-x._seq, x))
                 if g is None or not (recorded or id(x) in watched):
                     continue
                 if op.variadic:
@@ -237,7 +245,7 @@ class GradientTape:
                     if rule is None:
                         continue
                     gx = rule(m, g, ans, *args, **params)
-                if gx.shape != (x.shape if differentiable else np.shape(args[i])):
+                if gx.shape != (x.shape if differentiable else args[i].shape):
                     gx = _unbroadcast(m, gx, x.shape)
                 k = id(x)
                 prev = grads.get(k)
@@ -366,24 +374,6 @@ def _unbroadcast(m, g, shape):
 def _zeros_like(source: Tensor, differentiable: bool):
     return _make(np.zeros(source.shape, dtype=source.dtype)[()] if source.ndim == 0
                  else np.zeros(source.shape, dtype=source.dtype))
-
-
-def _consumer_counts(targets, trace) -> dict:
-    """For each node recorded on ``trace`` that leads to the targets: how many recorded
-    operations on the way consume it (one per use)."""
-    counts: dict[int, int] = {}
-    stack = [t for t in targets if isinstance(t, Tensor) and trace in t._tapes]
-    seen = {id(t) for t in stack}
-    while stack:
-        node = stack.pop()
-        for x in node._inputs:
-            if (x.__class__ is Tensor or x.__class__ is Variable) and trace in x._tapes:
-                k = id(x)
-                counts[k] = counts.get(k, 0) + 1
-                if k not in seen:
-                    seen.add(k)
-                    stack.append(x)
-    return counts
 
 
 def _seed(target: Tensor, seed, differentiable: bool):

@@ -46,7 +46,7 @@ def as_value(x, dtype=None):
 class Tensor:
     """An immutable numpy-backed value that tapes can record operations on."""
 
-    __slots__ = ("_value", "_op", "_inputs", "_values", "_params", "_tapes")
+    __slots__ = ("_value", "_op", "_inputs", "_values", "_params", "_tapes", "_seq")
     # numpy must hand `ndarray * tensor` to Tensor.__rmul__ instead of converting us.
     __array_ufunc__ = None
 
@@ -57,6 +57,7 @@ class Tensor:
         self._values = None   # their numpy values at that time (the fast backward path)
         self._params = None
         self._tapes = ()      # traces of the tapes that recorded the op making it
+        self._seq = 0         # when recorded: its place in recording order
 
     # --- reading ---------------------------------------------------------------------
     def numpy(self):
