@@ -1,0 +1,328 @@
+"""Issue 4: ``--check`` and ``--symbolic`` through the command line, as a user runs them.
+
+Every test runs the installed ``gradcli`` console script (or ``python -m gradcli``) in a
+subprocess and reads its exit code, standard output and the ``check`` object of ``--json``
+(schema: the docstring of ``gradcli.check.compare``).
+
+- a corpus of programs that together call every function of the table passes ``--check``
+  in ``tape``, ``grad`` and ``value-grad`` (and ``implicit`` for declarations made in the
+  program): exit 0, ``passed`` true, every status ``ok``;
+- ``abs``/``relu`` at 0 and a ``maximum`` tie are ``non-differentiable``, and exit 0;
+- a 100-deep ``sin(sin(...))`` is ``skipped`` by sympy (too deep), the finite differences
+  decide, and the command finishes quickly;
+- a deliberately wrong backward rule swapped into the table makes ``--check`` exit 1 with
+  a ``mismatch`` (a real process exit code, and in-process with typer's CliRunner);
+- ``--symbolic`` prints sympy's derivative, in human output and in JSON;
+- bad input with ``--check`` is exit 2 with nothing on standard output.
+"""
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+import textwrap
+import time
+from concurrent.futures import ThreadPoolExecutor
+
+import pytest
+
+from gradcli.engine.table import ORDER
+
+SCRIPT = shutil.which("gradcli")
+COMMAND = [SCRIPT] if SCRIPT else [sys.executable, "-m", "gradcli"]
+TIMEOUT = 120
+
+
+def run(*args, timeout=TIMEOUT):
+    return subprocess.run(COMMAND + [str(a) for a in args], capture_output=True, text=True,
+                          timeout=timeout, check=False)
+
+
+def checked(result) -> dict:
+    """The JSON of a successful --check --json run."""
+    assert result.returncode == 0, (result.returncode, result.stdout, result.stderr)
+    return json.loads(result.stdout)
+
+
+# ---------------------------------------------------------------------------------------
+# A corpus that covers the function table, in every mode where it means something
+# ---------------------------------------------------------------------------------------
+# (id, program, {name: value}): the inputs are --var for tape and value-grad, --arg for grad.
+CORPUS = [
+    ("elementwise-smooth",
+     ("sum(sin(W) * exp(-W**2) + tanh(W) * log(1 + W*W) + sqrt(2 + cos(W)) - arctan(W)"
+      " + sigmoid(W) * softplus(W) + ln(2 + W) - negative(W) + atan(W) * asinh(W))"),
+     {"W": "[[0.3, -0.7, 1.1], [0.2, 0.9, -1.4]]"}),
+    ("elementwise-domains",
+     ("sum(expm1(w) + log1p(w*w) + log2(2 + w) + log10(3 + w) + cbrt(w + 3) + tan(w / 2)"
+      " + arcsin(w / 2) + arccos(w / 3) + sinh(w) + cosh(w) + arcsinh(w) + arccosh(2 + w*w)"
+      " + arctanh(w / 2) + relu(w) + abs(w) + absolute(w) + square(w) + reciprocal(2 + w)"
+      " + sign(w) * w + floor(w) + ceil(w) + asin(w / 3) + acos(w / 4) + acosh(3 + w)"
+      " + atanh(w / 3))"),
+     {"w": "[0.3, -0.7, 1.2]"}),
+    ("binary-and-operators",
+     ("sum(arctan2(a, b) + atan2(b, 2) + maximum(a, b) + minimum(a, b) + hypot(a, b) + a / b"
+      " + b ** 1.5 - a ^ 2 + pow(b, a) + (a - b) * 3)"),
+     {"a": "[0.3, 1.7, -0.6]", "b": "[1.1, 0.4, 0.8]"}),
+    ("reductions-with-axis",
+     ("sum(M, axis=0) @ v + mean(M, axis=1, keepdims=True)[1, 0] + prod(M, 1)[0]"
+      " + max(M, axis=0)[2] + min(M) + logsumexp(M, axis=-1)[0] + norm(M, axis=0)[1]"
+      " + norm(v) + sum(M, (0, 1)) + mean(v)"),
+     {"M": "[[0.5, -1.2, 0.8], [1.5, 0.3, -0.4]]", "v": "[0.2, -0.9, 1.3]"}),
+    ("matmul-dot-broadcast",
+     ("sum(tanh(W @ X + reshape(b, (2, 1))) ** 2) + dot(W[0], X[:, 1])"
+      " + sum(matmul(W, transpose(W))) + sum(dot(W, X)) + b @ b"),
+     {"W": "[[0.1, -0.4, 0.3], [0.7, 0.2, -0.5]]", "b": "[0.1, -0.2]",
+      "X": "[[0.5, 1.0], [-0.3, 0.2], [0.9, -1.1]]"}),
+    ("shape-where-clip-softmax-constructors",
+     ("sum(softmax(z) * [1, 2, 3]) + sum(softmax(stack([z, 2 * z]), axis=0)[0] * z)"
+      " + sum(where(z > 0, z * z, -z)) + sum(clip(z, -0.5, 0.5))"
+      " + sum(concatenate([z, z * 2])) + sum(stack([z, z ** 2], axis=1)[:, 1])"
+      " + sum(z[1:] * z[:2]) + z[0] * z[-1] + sum(reshape(z, (3, 1)) * ones((3, 2)))"
+      " + sum(zeros(3) + z * linspace(0, 1, 3)) + sum(eye(3) @ z) + sum(full((2, 3), 0.5) * z)"
+      " + sum(arange(3) * z) + sum(transpose(reshape(z, (1, 3)), (1, 0))) * pi + e * z[1]"),
+     {"z": "[0.4, -1.3, 0.9]"}),
+    ("statements-and-intermediates",
+     ("h = x * 2\ny = sin(h) * x + cos(x) ^ 2; y = y + sum([x, h, 1])"),
+     {"x": "0.7"}),
+]
+MODES = ("tape", "grad", "value-grad")
+
+
+def declarations(mode: str, values: dict) -> list[str]:
+    option = "--arg" if mode == "grad" else "--var"
+    return [part for name, value in values.items() for part in (option, f"{name}={value}")]
+
+
+def corpus_cases():
+    cases = [(f"{mode}-{ident}", [mode, program, *declarations(mode, values)])
+             for ident, program, values in CORPUS for mode in MODES]
+    # Declarations of every kind in one program: implicit finds the program's variable
+    # after the --var one; tape watches an argument and takes an intermediate as a source.
+    cases.append(("implicit-program-variables",
+                  ["implicit", ("u = Variable(0.5); c = constant(2.0); k = Variable(3.0, "
+                                "trainable=False); sum(exp(u * w) * c * k + stop_gradient(x) * w)"),
+                   "--var", "w=[0.1, 0.2]", "--frozen", "f=1", "--arg", "x=[2, 3]"]))
+    cases.append(("tape-watch-and-intermediate-source",
+                  ["tape", "h = sin(x) * w; y = h * h + x * w", "--var", "w=1.5",
+                   "--arg", "x=0.4", "--watch", "x", "--wrt", "w,x,h"]))
+    # stop_gradient of a value the source also reaches the target through: see the
+    # xfail test below; here it blocks a path from another input only.
+    cases.append(("grad-params-subset",
+                  ["grad", "stop_gradient(a) * b + a ** 3", "--arg", "a=1.5",
+                   "--arg", "b=-0.5", "--params", "1"]))
+    return cases
+
+
+CORPUS_CASES = corpus_cases()
+
+
+@pytest.fixture(scope="module")
+def corpus_results():
+    """Every corpus command, run concurrently once for the module."""
+    def one(args):
+        return run(*args, "--check", "--json", "--check-timeout", "20")
+    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
+        results = list(pool.map(one, [args for _, args in CORPUS_CASES]))
+    return {ident: result for (ident, _), result in zip(CORPUS_CASES, results)}
+
+
+def test_the_corpus_calls_every_function_of_the_table():
+    from gradcli.engine.table import REGISTRY
+    text = " ".join(args[1] for _, args in CORPUS_CASES)
+    operators = {"add": "+", "subtract": " - ", "multiply": "*", "divide": "/", "power": "**",
+                 "matmul": "@", "negative": "-", "less": None, "less_equal": None,
+                 "greater": ">", "greater_equal": None, "equal": None, "not_equal": None}
+    missing = []
+    for name in ORDER:
+        if REGISTRY[name].kind == "comparison":
+            continue  # boolean: no gradient to check (only `>` as a where condition)
+        spelled = operators.get(name) or f"{name}("
+        if spelled not in text:
+            missing.append(name)
+    assert missing == []
+
+
+@pytest.mark.parametrize("ident", [ident for ident, _ in CORPUS_CASES])
+def test_check_passes_on_the_corpus(ident, corpus_results):
+    result = corpus_results[ident]
+    out = checked(result)
+    check = out["check"]
+    assert check["passed"] is True
+    statuses = {g["name"]: g["status"] for g in check["gradients"]}
+    assert statuses and set(statuses.values()) == {"ok"}, check["gradients"]
+    # The check covers exactly the gradients the mode returned, in the same order.
+    assert [g["name"] for g in check["gradients"]] == [g["name"] for g in out["gradients"]]
+    for g in check["gradients"]:
+        assert g["symbolic"] is not None and g["numeric"] is not None, g
+        assert g["rel_error"] < 1e-6
+
+
+def test_corpus_sources_are_the_modes_sources(corpus_results):
+    def names(ident):
+        return [g["name"] for g in checked(corpus_results[ident])["gradients"]]
+    assert names("grad-matmul-dot-broadcast") == ["W", "b", "X"]
+    assert names("value-grad-binary-and-operators") == ["a", "b"]
+    assert names("implicit-program-variables") == ["w", "u"]
+    assert names("tape-watch-and-intermediate-source") == ["w", "x", "h"]
+    assert names("grad-params-subset") == ["b"]
+
+
+@pytest.mark.xfail(strict=True, reason="bug: the finite differences of --check do not hold "
+                   "stop_gradient(...) fixed, so a source that also reaches the target "
+                   "through stop_gradient is reported as a mismatch (exit 1)")
+def test_stop_gradient_of_the_source_itself_passes_the_check():
+    result = run("value-grad", "stop_gradient(w) * w", "--var", "w=0.5", "--check", "--json")
+    out = checked(result)
+    assert out["gradients"][0]["gradient"] == 0.5  # d/dw of w0 * w: the tape is right
+    assert out["check"]["passed"] is True
+
+
+# ---------------------------------------------------------------------------------------
+# Kinks
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("program, declared, tape, kink", [
+    ("abs(x)", ["--var", "x=0"], {"x": 0.0}, "Abs(0)"),
+    ("relu(x)", ["--var", "x=0"], {"x": 0.0}, "Max"),
+    ("maximum(a, b)", ["--var", "a=1", "--var", "b=1"], {"a": 0.5, "b": 0.5}, "tie"),
+])
+def test_kinks_are_non_differentiable_and_exit_0(program, declared, tape, kink):
+    out = checked(run("value-grad", program, *declared, "--check", "--json"))
+    check = out["check"]
+    assert check["passed"] is True
+    for g in check["gradients"]:
+        assert g["status"] == "non-differentiable", g
+        assert "kink" in g["reason"] and kink in g["reason"]
+        assert g["tape"] == tape[g["name"]]  # the PyTorch/sympy convention
+    assert [g["name"] for g in check["gradients"]] == list(tape)
+
+
+# ---------------------------------------------------------------------------------------
+# Too deep for sympy
+# ---------------------------------------------------------------------------------------
+def test_hundred_deep_sin_chain_is_skipped_and_finite_differences_decide():
+    # 100 nested calls: exactly the language's nesting limit of 100 brackets (101 is refused,
+    # see the last assert). Nested text is what makes sympy's expression 100 deep.
+    program = "sin(" * 100 + "w" + ")" * 100
+    start = time.monotonic()
+    result = run("value-grad", program, "--var", "w=0.5", "--check", "--json",
+                 "--check-timeout", "5", timeout=60)
+    elapsed = time.monotonic() - start
+    out = checked(result)
+    assert elapsed < 20, f"took {elapsed:.1f}s"
+    g = out["check"]["gradients"][0]
+    assert out["check"]["passed"] is True
+    assert g["status"] == "skipped"
+    assert g["symbolic"] is None and "deep" in g["symbolic_skipped"]
+    assert g["reason"].endswith("finite differences agree")
+    assert g["numeric"] == pytest.approx(g["tape"], rel=1e-6)
+    assert g["tape"] == out["gradients"][0]["gradient"]
+    too_deep = run("value-grad", "sin(" + program + ")", "--var", "w=0.5", "--check")
+    assert too_deep.returncode == 2 and "nested more than 100" in too_deep.stderr
+
+
+# ---------------------------------------------------------------------------------------
+# A check that fails: a wrong backward rule swapped into the table
+# ---------------------------------------------------------------------------------------
+WRONG_SIN = textwrap.dedent("""
+    import dataclasses, sys
+    from gradcli.engine import ops  # fills the table
+    from gradcli.engine.table import REGISTRY
+    if sys.argv[1] == "wrong":
+        # d/dx sin(x) is cos(x); this rule says sin(x). The language looks entries up in
+        # REGISTRY when it builds a program, the sympy side reads the unchanged .sympy.
+        REGISTRY["sin"] = dataclasses.replace(
+            REGISTRY["sin"], vjps=(lambda m, g, ans, x: g * m.sin(x),))
+    from gradcli.cli.app import main
+    sys.argv = ["gradcli", *sys.argv[2:]]
+    main()
+""")
+
+
+def run_with_sin_rule(rule: str, *args):
+    return subprocess.run([sys.executable, "-c", WRONG_SIN, rule, *args], capture_output=True,
+                          text=True, timeout=TIMEOUT, check=False)
+
+
+def test_wrong_backward_rule_is_a_mismatch_and_exit_1():
+    args = ["value-grad", "sin(w)", "--var", "w=0.5", "--check", "--json"]
+    wrong = run_with_sin_rule("wrong", *args)
+    assert wrong.returncode == 1, wrong.stderr
+    out = json.loads(wrong.stdout)
+    assert out["gradients"][0]["gradient"] == pytest.approx(0.479425538604203)  # sin(0.5)
+    check = out["check"]
+    assert check["passed"] is False
+    [g] = check["gradients"]
+    assert g["status"] == "mismatch"
+    assert g["symbolic"] == pytest.approx(0.8775825618903728, rel=1e-12)  # cos(0.5)
+    assert g["numeric"] == pytest.approx(0.8775825618903728, rel=1e-6)
+    assert "sympy" in g["reason"]
+    # The same command with the table as shipped passes: the swapped rule is what fails.
+    right = run_with_sin_rule("right", *args)
+    assert right.returncode == 0, right.stderr
+    assert json.loads(right.stdout)["check"]["passed"] is True
+
+
+def test_wrong_backward_rule_in_process_with_clirunner(monkeypatch):
+    import dataclasses
+
+    from typer.testing import CliRunner
+
+    from gradcli.cli.app import app
+    from gradcli.engine import table
+    wrong = dataclasses.replace(table.REGISTRY["sin"],
+                                vjps=(lambda m, g, ans, x: g * m.sin(x),))
+    monkeypatch.setitem(table.REGISTRY, "sin", wrong)
+    result = CliRunner().invoke(app, ["tape", "sum(sin(w) * x)", "--var", "w=[0.5, 1.0]",
+                                      "--arg", "x=[2, 3]", "--check"])
+    assert result.exit_code == 1, result.output
+    assert "mismatch" in result.output
+    monkeypatch.undo()
+    result = CliRunner().invoke(app, ["tape", "sum(sin(w) * x)", "--var", "w=[0.5, 1.0]",
+                                      "--arg", "x=[2, 3]", "--check", "--json"])
+    assert result.exit_code == 0, result.output
+    assert json.loads(result.stdout)["check"]["gradients"][0]["status"] == "ok"
+
+
+# ---------------------------------------------------------------------------------------
+# --symbolic
+# ---------------------------------------------------------------------------------------
+def test_symbolic_prints_the_derivative():
+    human = run("value-grad", "sin(w)", "--var", "w=0.5", "--symbolic")
+    assert human.returncode == 0, human.stderr
+    assert "cos(w)" in human.stdout
+    out = checked(run("value-grad", "sin(w)", "--var", "w=0.5", "--symbolic", "--json"))
+    assert out["gradients"] == [{"name": "w", "gradient": pytest.approx(0.8775825618903728),
+                                 "symbolic": "cos(w)"}]
+    assert "check" not in out
+
+
+def test_symbolic_with_check_in_json_for_every_source():
+    out = checked(run("tape", "w1*x1 + w2*sin(x2)", "--var", "w1=2", "--var", "w2=3",
+                      "--arg", "x1=5", "--arg", "x2=7", "--watch", "x2", "--symbolic",
+                      "--check", "--json"))
+    assert {g["name"]: g["symbolic"] for g in out["gradients"]} == {
+        "w1": "x1", "w2": "sin(x2)", "x2": "w2*cos(x2)"}
+    assert out["check"]["passed"] is True
+    assert [g["status"] for g in out["check"]["gradients"]] == ["ok", "ok", "ok"]
+
+
+# ---------------------------------------------------------------------------------------
+# Bad input with --check: exit 2, one message, nothing on standard output
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("args, needle", [
+    (["value-grad", "sin(w)", "--var", "w=1", "--check", "--check-timeout", "0"],
+     "--check-timeout"),
+    (["value-grad", "sin(w", "--var", "w=1", "--check", "--json"], "error:"),
+    (["grad", "sin(y)", "--arg", "x=1", "--check", "--symbolic"], "'y'"),
+    (["tape", "w @ w", "--var", "w=[[1, 2, 3], [4, 5, 6]]", "--check"], "matmul"),
+    (["value-grad", "sin(w)", "--var", "w=1", "--check", "--rtol", "-1"], "--rtol"),
+])
+def test_bad_input_with_check_exits_2_and_prints_nothing(args, needle):
+    result = run(*args)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    assert needle in result.stderr
+    assert "Traceback" not in result.stderr
