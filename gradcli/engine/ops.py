@@ -22,7 +22,7 @@ import numpy as np
 from ..errors import ShapeError
 from . import state
 from .table import ORDER, REGISTRY, Op, lookup, register
-from .tensor import Tensor, Variable, _make, as_value
+from .tensor import Node, Shape, Tensor, Variable, _make, as_value
 
 EMPTY: dict = {}
 _recording = state.recording
@@ -64,23 +64,34 @@ def _record(op: Op, out: Tensor, inputs, values, params) -> None:
         traced = False
         for x in inputs:
             cls = x.__class__
-            if cls is Tensor:
-                if not traced and (trace in x._tapes or id(x) in watched):
-                    traced = True
-            elif cls is Variable:
-                if x._trainable and trace.watch_accessed and id(x) not in watched:
+            if cls is Tensor or cls is Variable:
+                if (cls is Variable and x._trainable and trace.watch_accessed
+                        and id(x._node) not in watched):
                     trace.tape._watch_variable(x)
-                if not traced and id(x) in watched:
+                node = x._node
+                if not traced and node is not None and (trace in node.tapes
+                                                        or id(node) in watched):
                     traced = True
         if traced:
-            tapes += (trace,)
+            tapes = trace.alone if not tapes else tapes + trace.alone
     if tapes and op.differentiable:
-        out._seq = next(_sequence)
-        out._op = op
-        out._inputs = inputs
-        out._values = values
-        out._params = params
-        out._tapes = tapes
+        parents = [getattr(x, "_node", None) for x in inputs]
+        saves = op.saves
+        ans = out._value
+        # A single non-persistent tape differentiates once, in numpy: keep only what the
+        # rules read. Otherwise (nested or persistent tapes) keep everything, since rules
+        # computed under another tape may be differentiated again.
+        if saves != "all" and len(_recording) == 1 and not _recording[0].persistent:
+            if saves != "inputs":
+                values = [_shape_only(v) for v in values]
+            if saves == "inputs" or saves == "none":
+                ans = None
+        out._node = Node(op, parents, values, ans, params, tapes, next(_sequence))
+
+
+def _shape_only(value):
+    # Small values cost nothing to keep; large arrays are what must be freed.
+    return Shape(value) if value.__class__ is np.ndarray and value.size > 64 else value
 
 
 def _shape_error(op: Op, values, params, err: Exception) -> ShapeError:
@@ -143,7 +154,8 @@ def _bind(op, names, defaults, args, kwargs) -> dict:
 # Helpers the rules share
 # ---------------------------------------------------------------------------------------
 def _shape(x) -> tuple:
-    return x.shape if isinstance(x, Tensor) else np.shape(x)
+    shape = getattr(x, "shape", None)  # tensors, numpy values, Shape
+    return shape if shape is not None else np.shape(x)
 
 
 def _norm_axes(axis, ndim: int) -> tuple:
@@ -319,7 +331,7 @@ def _norm_vjp(m, g, ans, x, axis=None, keepdims=False):
 
 
 def _concat_vjp(m, g, ans, *xs, index, axis=0):
-    nd = len(_shape(ans))
+    nd = len(_shape(g))
     ax = axis % nd
     start = sum(_shape(x)[ax] for x in xs[:index])
     sl = (slice(None),) * ax + (slice(start, start + _shape(xs[index])[ax]),)
@@ -327,7 +339,7 @@ def _concat_vjp(m, g, ans, *xs, index, axis=0):
 
 
 def _stack_vjp(m, g, ans, *xs, index, axis=0):
-    ax = axis % len(_shape(ans))
+    ax = axis % len(_shape(g))
     return m.getitem(g, index=(slice(None),) * ax + (index,))
 
 
@@ -362,26 +374,27 @@ def _const_array(forward):
 # The table
 # ---------------------------------------------------------------------------------------
 def _unary(name, forward, vjp, sympy, doc, derivative, *, aliases=(), sample=(-2.0, 2.0),
-           domain="all reals", kind="elementwise"):
+           domain="all reals", kind="elementwise", saves="inputs"):
     return register(Op(name=name, forward=forward, vjps=(vjp,), inputs=("x",), doc=doc,
                        derivative=derivative, sympy=sympy, elementwise=True, aliases=aliases,
-                       sample=sample, domain=domain, kind=kind))
+                       sample=sample, domain=domain, kind=kind, saves=saves))
 
 
 def _binary(name, forward, vjps, sympy, doc, derivative, *, aliases=(), sample=(-2.0, 2.0),
-            domain="all reals", kind="arithmetic", inputs=("x", "y")):
+            domain="all reals", kind="arithmetic", inputs=("x", "y"), saves="inputs"):
     return register(Op(name=name, forward=forward, vjps=vjps, inputs=inputs, doc=doc,
                        derivative=derivative, sympy=sympy, elementwise=True, aliases=aliases,
-                       sample=sample, domain=domain, kind=kind))
+                       sample=sample, domain=domain, kind=kind, saves=saves))
 
 
 _AXIS = (("axis", None), ("keepdims", False))
 
 
-def _reduction(name, forward, vjp, sympy, doc, derivative, *, sample=(-2.0, 2.0)):
+def _reduction(name, forward, vjp, sympy, doc, derivative, *, sample=(-2.0, 2.0),
+               saves="all"):
     return register(Op(name=name, forward=forward, vjps=(vjp,), inputs=("x",), doc=doc,
                        derivative=derivative, params=_AXIS, sympy=sympy, sample=sample,
-                       kind="reduction"))
+                       kind="reduction", saves=saves))
 
 
 def _internal(op: Op) -> Op:
@@ -395,10 +408,10 @@ def _zero_vjp(m, g, ans, x):
 
 # Arithmetic
 ADD = _binary("add", operator.add, (lambda m, g, ans, x, y: g, lambda m, g, ans, x, y: g),
-              lambda sp, x, y: x + y, "x + y", "1, 1")
+              lambda sp, x, y: x + y, "x + y", "1, 1", saves="none")
 SUBTRACT = _binary("subtract", operator.sub,
                    (lambda m, g, ans, x, y: g, lambda m, g, ans, x, y: -g),
-                   lambda sp, x, y: x - y, "x - y", "1, -1")
+                   lambda sp, x, y: x - y, "x - y", "1, -1", saves="none")
 def _times(m, g, other):
     """``g * other``, skipping the pass when g is a broadcast 1 (the upstream gradient of
     ``sum(x * y)``, the most common loss shape): multiplying by ones only copies."""
@@ -415,30 +428,30 @@ MULTIPLY = _binary("multiply", operator.mul,
 DIVIDE = _binary("divide", operator.truediv,
                  (lambda m, g, ans, x, y: g / y, lambda m, g, ans, x, y: -g * ans / y),
                  lambda sp, x, y: x / y, "x / y", "1/y, -x/y^2", sample=(0.5, 2.0),
-                 domain="y != 0")
+                 domain="y != 0", saves="all")
 # operator.pow, not np.power: ndarray ** 2 takes numpy's fast square path.
 POWER = _binary("power", operator.pow, (_power_vjp_x, _power_vjp_y), lambda sp, x, y: x ** y,
                 "x ** y (also written x ^ y)", "y*x^(y-1), x^y*log(x)", aliases=("pow",),
-                sample=(0.5, 2.0), domain="x > 0 for non-integer y")
+                sample=(0.5, 2.0), domain="x > 0 for non-integer y", saves="all")
 MATMUL = register(Op(name="matmul", forward=np.matmul, vjps=(_matmul_vjp_x, _matmul_vjp_y),
                      inputs=("x", "y"), doc="matrix product x @ y (batched, numpy rules)",
                      derivative="g @ y^T, x^T @ g", sympy=lambda sp, x, y: np.matmul(x, y),
-                     kind="linalg"))
+                     kind="linalg", saves="inputs"))
 NEGATIVE = _unary("negative", operator.neg, lambda m, g, ans, x: -g, lambda sp, x: -x,
-                  "-x", "-1", kind="arithmetic")
+                  "-x", "-1", kind="arithmetic", saves="none")
 _unary("square", np.square, lambda m, g, ans, x: g * 2.0 * x, lambda sp, x: x ** 2,
        "x ** 2", "2x", kind="arithmetic")
 _unary("reciprocal", np.reciprocal, lambda m, g, ans, x: -g * ans * ans,
        lambda sp, x: 1 / x, "1 / x", "-1/x^2", sample=(0.5, 2.0), domain="x != 0",
-       kind="arithmetic")
+       kind="arithmetic", saves="ans")
 
 # Elementwise
 _unary("abs", np.abs, lambda m, g, ans, x: g * m.sign(x), lambda sp, x: sp.Abs(x),
        "absolute value |x|", "sign(x); 0 at x = 0", aliases=("absolute",))
 _unary("exp", np.exp, lambda m, g, ans, x: g * ans, lambda sp, x: sp.exp(x),
-       "e ** x", "exp(x)")
+       "e ** x", "exp(x)", saves="ans")
 _unary("expm1", np.expm1, lambda m, g, ans, x: g * (ans + 1.0), lambda sp, x: sp.exp(x) - 1,
-       "exp(x) - 1, accurate near 0", "exp(x)")
+       "exp(x) - 1, accurate near 0", "exp(x)", saves="ans")
 _unary("log", np.log, lambda m, g, ans, x: g / x, lambda sp, x: sp.log(x),
        "natural logarithm", "1/x", aliases=("ln",), sample=(0.5, 2.0), domain="x > 0")
 _unary("log1p", np.log1p, lambda m, g, ans, x: g / (1.0 + x), lambda sp, x: sp.log(1 + x),
@@ -450,16 +463,18 @@ _unary("log10", np.log10, lambda m, g, ans, x: g / (x * math.log(10.0)),
        lambda sp, x: sp.log(x) / sp.log(10), "base-10 logarithm", "1/(x ln 10)",
        sample=(0.5, 2.0), domain="x > 0")
 _unary("sqrt", np.sqrt, lambda m, g, ans, x: g * 0.5 / ans, lambda sp, x: sp.sqrt(x),
-       "square root", "1/(2 sqrt(x)); inf at 0", sample=(0.5, 2.0), domain="x >= 0")
+       "square root", "1/(2 sqrt(x)); inf at 0", sample=(0.5, 2.0), domain="x >= 0",
+       saves="ans")
 _unary("cbrt", np.cbrt, lambda m, g, ans, x: g / (3.0 * ans * ans),
        lambda sp, x: sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3), "real cube root",
-       "1/(3 cbrt(x)^2); inf at 0", sample=(0.5, 2.0))
+       "1/(3 cbrt(x)^2); inf at 0", sample=(0.5, 2.0), saves="ans")
 _unary("sin", np.sin, lambda m, g, ans, x: g * m.cos(x), lambda sp, x: sp.sin(x), "sine",
        "cos(x)")
 _unary("cos", np.cos, lambda m, g, ans, x: -g * m.sin(x), lambda sp, x: sp.cos(x), "cosine",
        "-sin(x)")
 _unary("tan", np.tan, lambda m, g, ans, x: g * (1.0 + ans * ans), lambda sp, x: sp.tan(x),
-       "tangent", "1 + tan(x)^2", sample=(-1.2, 1.2), domain="x != pi/2 + k pi")
+       "tangent", "1 + tan(x)^2", sample=(-1.2, 1.2), domain="x != pi/2 + k pi",
+       saves="ans")
 _unary("arcsin", np.arcsin, lambda m, g, ans, x: g / m.sqrt(1.0 - x * x),
        lambda sp, x: sp.asin(x), "inverse sine", "1/sqrt(1-x^2)", aliases=("asin",),
        sample=(-0.9, 0.9), domain="-1 <= x <= 1")
@@ -473,7 +488,7 @@ _unary("sinh", np.sinh, lambda m, g, ans, x: g * m.cosh(x), lambda sp, x: sp.sin
 _unary("cosh", np.cosh, lambda m, g, ans, x: g * m.sinh(x), lambda sp, x: sp.cosh(x),
        "hyperbolic cosine", "sinh(x)")
 _unary("tanh", np.tanh, lambda m, g, ans, x: g * (1.0 - ans * ans), lambda sp, x: sp.tanh(x),
-       "hyperbolic tangent", "1 - tanh(x)^2")
+       "hyperbolic tangent", "1 - tanh(x)^2", saves="ans")
 _unary("arcsinh", np.arcsinh, lambda m, g, ans, x: g / m.sqrt(x * x + 1.0),
        lambda sp, x: sp.asinh(x), "inverse hyperbolic sine", "1/sqrt(x^2+1)",
        aliases=("asinh",))
@@ -485,7 +500,7 @@ _unary("arctanh", np.arctanh, lambda m, g, ans, x: g / (1.0 - x * x),
        aliases=("atanh",), sample=(-0.9, 0.9), domain="-1 < x < 1")
 _unary("sigmoid", lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)),  # stable for large |x|
        lambda m, g, ans, x: g * ans * (1.0 - ans), lambda sp, x: 1 / (1 + sp.exp(-x)),
-       "logistic sigmoid 1/(1+exp(-x))", "sigmoid(x) (1 - sigmoid(x))")
+       "logistic sigmoid 1/(1+exp(-x))", "sigmoid(x) (1 - sigmoid(x))", saves="ans")
 _unary("relu", lambda x: np.maximum(x, 0.0), lambda m, g, ans, x: g * (x > 0),
        lambda sp, x: sp.Max(0, x), "max(x, 0)", "1 if x > 0 else 0 (0 at x = 0)")
 _unary("softplus", lambda x: np.logaddexp(0.0, x), lambda m, g, ans, x: g * m.sigmoid(x),
@@ -514,7 +529,7 @@ _binary("minimum", np.minimum,
 _binary("hypot", np.hypot,
         (lambda m, g, ans, x, y: g * x / ans, lambda m, g, ans, x, y: g * y / ans),
         lambda sp, x, y: sp.sqrt(x ** 2 + y ** 2), "sqrt(x^2 + y^2)", "x/hypot, y/hypot",
-        sample=(0.5, 2.0), kind="binary")
+        sample=(0.5, 2.0), kind="binary", saves="all")
 
 # Comparisons: boolean results, never differentiable (usable as `where` conditions).
 for _name, _fn, _sp, _sym in (("less", operator.lt, "Lt", "<"), ("less_equal", operator.le, "Le", "<="),
@@ -528,10 +543,11 @@ for _name, _fn, _sp, _sym in (("less", operator.lt, "Lt", "<"), ("less_equal", o
 # Reductions
 _reduction("sum", np.sum, lambda m, g, ans, x, axis=None, keepdims=False:
            _expand(m, g, _shape(x), axis, keepdims), _sympy_reduce(lambda sp, xs: sp.Add(*xs)),
-           "sum of elements", "1 for each element")
+           "sum of elements", "1 for each element", saves="none")
 _reduction("mean", np.mean, lambda m, g, ans, x, axis=None, keepdims=False:
            _expand(m, g, _shape(x), axis, keepdims) / float(_count(_shape(x), axis)),
-           _sympy_reduce(lambda sp, xs: sp.Add(*xs) / len(xs)), "mean of elements", "1/n")
+           _sympy_reduce(lambda sp, xs: sp.Add(*xs) / len(xs)), "mean of elements", "1/n",
+           saves="none")
 _reduction("prod", np.prod, _prod_vjp, _sympy_reduce(lambda sp, xs: sp.Mul(*xs)),
            "product of elements", "product of the other elements")
 _reduction("max", np.max, _max_vjp, _sympy_reduce(lambda sp, xs: sp.Max(*xs)),
@@ -550,44 +566,48 @@ _reduction("norm", _norm, _norm_vjp,
 # Linear algebra and shape
 register(Op(name="dot", forward=_dot, vjps=(_dot_vjp(0), _dot_vjp(1)), inputs=("x", "y"),
             doc="dot product (vectors, matrices; at most 2-D)", derivative="as matmul",
-            sympy=lambda sp, x, y: np.dot(x, y), kind="linalg"))
+            sympy=lambda sp, x, y: np.dot(x, y), kind="linalg", saves="inputs"))
 register(Op(name="transpose", forward=lambda x, axes=None: np.transpose(x, axes),
             vjps=(lambda m, g, ans, x, axes=None: m.transpose(
                 g, axes=None if axes is None else tuple(np.argsort(axes))),),
             inputs=("x",), params=(("axes", None),), doc="reverse or permute the axes",
             derivative="transpose back", sympy=lambda sp, x, axes=None: np.transpose(x, axes),
-            kind="shape"))
+            kind="shape", saves="none"))
 register(Op(name="reshape", forward=lambda x, shape: np.reshape(x, shape),
             vjps=(lambda m, g, ans, x, shape: m.reshape(g, shape=_shape(x)),),
             inputs=("x",), params=(("shape", None),), doc="same elements, new shape",
             derivative="reshape back", sympy=lambda sp, x, shape: np.reshape(x, shape),
-            kind="shape"))
+            kind="shape", saves="none"))
 register(Op(name="concatenate", forward=lambda *xs, axis=0: np.concatenate(xs, axis=axis),
             vjps=(_concat_vjp,), inputs=("xs",), params=(("axis", 0),), variadic=True,
             doc="join arrays along an existing axis", derivative="slices of g",
-            sympy=lambda sp, *xs, axis=0: np.concatenate(xs, axis=axis), kind="shape"))
+            sympy=lambda sp, *xs, axis=0: np.concatenate(xs, axis=axis), kind="shape",
+            saves="none"))
 register(Op(name="stack", forward=lambda *xs, axis=0: np.stack(xs, axis=axis),
             vjps=(_stack_vjp,), inputs=("xs",), params=(("axis", 0),), variadic=True,
             doc="join arrays along a new axis", derivative="slices of g",
-            sympy=lambda sp, *xs, axis=0: np.stack(xs, axis=axis), kind="shape"))
+            sympy=lambda sp, *xs, axis=0: np.stack(xs, axis=axis), kind="shape", saves="none"))
 register(Op(name="where", forward=np.where,
             vjps=(None, lambda m, g, ans, c, a, b: m.where(c, g, 0.0),
                   lambda m, g, ans, c, a, b: m.where(c, 0.0, g)),
             inputs=("cond", "a", "b"), doc="a where cond is true, else b",
             derivative="g where chosen, else 0", elementwise=True,
-            sympy=lambda sp, c, a, b: sp.Piecewise((a, c), (b, True)), kind="shape"))
+            sympy=lambda sp, c, a, b: sp.Piecewise((a, c), (b, True)), kind="shape",
+            saves="inputs"))
 register(Op(name="clip", forward=np.clip,
             vjps=(lambda m, g, ans, x, lo, hi: m.where(x < lo, 0.0, m.where(x > hi, 0.0, g)),
                   lambda m, g, ans, x, lo, hi: m.where(x < lo, g, 0.0),
                   lambda m, g, ans, x, lo, hi: m.where(x > hi, g, 0.0)),
             inputs=("x", "lo", "hi"), doc="x limited to [lo, hi]",
             derivative="1 inside [lo, hi] (bounds included), else 0", elementwise=True,
-            sympy=lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi), kind="elementwise"))
+            sympy=lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi), kind="elementwise",
+            saves="inputs"))
 register(Op(name="softmax", forward=_softmax,
             vjps=(lambda m, g, ans, x, axis=-1:
                   ans * (g - m.sum(g * ans, axis=axis, keepdims=True)),),
             inputs=("x",), params=(("axis", -1),), doc="exp(x) / sum(exp(x)) along an axis",
-            derivative="s (g - sum(g s))", sympy=_sympy_softmax, kind="reduction"))
+            derivative="s (g - sum(g s))", sympy=_sympy_softmax, kind="reduction",
+            saves="ans"))
 STOP_GRADIENT = register(Op(name="stop_gradient", forward=lambda x: x, vjps=(None,),
                             inputs=("x",), doc="x, with no gradient flowing through",
                             derivative="0 (blocked)", kind="elementwise"))
@@ -609,17 +629,19 @@ for _name, _fwd, _params, _doc in (
 # Internal entries used by the rules.
 _internal(Op(name="broadcast_to", forward=lambda x, shape: np.broadcast_to(x, shape),
              vjps=(lambda m, g, ans, x, shape: m.sum_to(g, shape=_shape(x)),), inputs=("x",),
-             params=(("shape", None),), doc="x broadcast to shape", kind="shape"))
+             params=(("shape", None),), doc="x broadcast to shape", kind="shape", saves="none"))
 _internal(Op(name="sum_to", forward=_sum_to,
              vjps=(lambda m, g, ans, x, shape: m.broadcast_to(g, shape=_shape(x)),),
-             inputs=("x",), params=(("shape", None),), doc="sum x down to shape", kind="shape"))
+             inputs=("x",), params=(("shape", None),), doc="sum x down to shape", kind="shape",
+             saves="none"))
 GETITEM = _internal(Op(name="getitem", forward=_getitem,
                        vjps=(lambda m, g, ans, x, index: m.scatter(g, index=index, shape=_shape(x)),),
-                       inputs=("x",), params=(("index", None),), doc="x[index]", kind="shape"))
+                       inputs=("x",), params=(("index", None),), doc="x[index]", kind="shape",
+                       saves="none"))
 _internal(Op(name="scatter", forward=_scatter,
              vjps=(lambda m, g, ans, x, index, shape: m.getitem(g, index=index),),
              inputs=("x",), params=(("index", None), ("shape", None)),
-             doc="zeros with x added at index", kind="shape"))
+             doc="zeros with x added at index", kind="shape", saves="none"))
 _internal(Op(name="zeros_like", forward=np.zeros_like, vjps=(None,), inputs=("x",),
              doc="zeros shaped like x", kind="shape"))
 

@@ -27,6 +27,8 @@ class Op:
       (``sp`` is the sympy module). With ``elementwise=True`` inputs are sympy scalars and the
       caller broadcasts; otherwise they are numpy object arrays of sympy expressions.
     - ``variadic``: the single input is a sequence of tensors (``concatenate``, ``stack``).
+    - ``saves``: which forward values the rules read ("all", "inputs", "ans", "none");
+      the recorded node keeps only those (a rule sees a ``Shape`` for an input not kept).
     - ``sample``: an input range for the tests that keeps the function in its domain;
       ``domain`` says the same in words for ``gradcli functions``.
     """
@@ -44,6 +46,9 @@ class Op:
     sample: tuple[float, float] = (-2.0, 2.0)
     domain: str = "all reals"
     kind: str = "elementwise"  # arithmetic, elementwise, binary, reduction, linalg, shape, constructor
+    # What the rules read, so a recorded node keeps only that: "all", "inputs", "ans" or
+    # "none" (the rules see a ``Shape`` for what is not kept).
+    saves: str = "all"
     differentiable: bool = field(init=False, default=False)
 
     def __post_init__(self) -> None:

@@ -21,7 +21,7 @@ from heapq import heappop, heappush
 import numpy as np
 
 from . import ops, state
-from .tensor import Tensor, Variable, _make, as_value
+from .tensor import Node, Shape, Tensor, Variable, _make, as_value
 
 _recording = state.recording
 
@@ -56,15 +56,17 @@ def _pack(structure, leaves):
 
 class _Trace:
     """One recording session of a tape. Tensors made by a recorded operation hold it in
-    ``_tapes``; watched tensors and variables are in ``watched`` (by id, kept alive in
+    ``Node.tapes``; watched leaves and variables are in ``watched`` (by node id, kept alive in
     ``keep``), so long-lived variables never accumulate references to spent tapes.
     ``reset`` swaps in a new trace: everything recorded before is forgotten at once."""
-    __slots__ = ("tape", "watch_accessed", "watched", "keep")
+    __slots__ = ("tape", "watch_accessed", "persistent", "watched", "keep", "alone")
 
-    def __init__(self, tape, watch_accessed: bool):
+    def __init__(self, tape, watch_accessed: bool, persistent: bool):
+        self.alone = (self,)  # the tapes of a node only this trace recorded
         self.tape = tape
         self.watch_accessed = watch_accessed
-        self.watched: set[int] = set()
+        self.persistent = persistent
+        self.watched: set[int] = set()  # ids of the watched nodes (kept alive in keep)
         self.keep: list = []
 
 
@@ -85,7 +87,7 @@ class GradientTape:
         self._recording = False
         self._used = False
         self._watched_variables: list[Variable] = []
-        self._trace = _Trace(self, self._watch_accessed)
+        self._trace = _Trace(self, self._watch_accessed, self._persistent)
 
     # --- recording -------------------------------------------------------------------
     def __enter__(self) -> "GradientTape":
@@ -117,7 +119,7 @@ class GradientTape:
         if recording:
             self._pop()
         # A fresh trace: tensors that traced the old one no longer trace this tape.
-        self._trace = _Trace(self, self._watch_accessed)
+        self._trace = _Trace(self, self._watch_accessed, self._persistent)
         self._watched_variables = []
         self._used = False
         if recording:
@@ -131,18 +133,25 @@ class GradientTape:
                                 f"got {type(item).__name__}")
             if isinstance(item, Variable):
                 self._watch_variable(item)
-            elif id(item) not in self._trace.watched:
-                self._trace.watched.add(id(item))
-                self._trace.keep.append(item)
+                continue
+            if item._node is None:
+                item._node = Node()  # a leaf, now part of the graph
+            node = item._node
+            if id(node) not in self._trace.watched:
+                self._trace.watched.add(id(node))
+                self._trace.keep.append(node)
 
     def _watch_variable(self, variable: Variable) -> None:
-        if id(variable) not in self._trace.watched:
-            self._trace.watched.add(id(variable))
-            self._trace.keep.append(variable)
+        node = variable._node
+        if id(node) not in self._trace.watched:
+            self._trace.watched.add(id(node))
+            self._trace.keep.append(node)
             self._watched_variables.append(variable)
 
     def _traces(self, tensor: Tensor) -> bool:
-        return self._trace in tensor._tapes or id(tensor) in self._trace.watched
+        node = tensor._node
+        return node is not None and (self._trace in node.tapes
+                                     or id(node) in self._trace.watched)
 
     def watched_variables(self) -> tuple:
         """The variables this tape watches, in creation order."""
@@ -190,53 +199,53 @@ class GradientTape:
         """The reverse pass: one gradient (or None) per source.
 
         Nodes are taken in reverse recording order from a heap (a chain keeps it at one
-        entry). Iterative, so a chain of 10^5 operations needs no recursion.
+        entry): a node's consumers were recorded after it, so popping the latest first
+        processes a node once every consumer on the way from the targets has passed its
+        gradient down. Iterative, so a chain of 10^5 operations needs no recursion.
 
-        With ``release`` (a spent non-persistent tape) each node forgets its inputs once
-        processed, as TensorFlow frees a tape's resources: intermediates are freed during
-        the pass instead of living as long as the returned value, which lowers peak
-        memory and spares the allocator fresh pages for every gradient array."""
+        With ``release`` (a spent non-persistent tape) each node drops its saved values
+        once processed, as TensorFlow frees a tape's resources: memory is returned during
+        the pass, not when the caller drops the result."""
         differentiable = bool(_recording)  # an outer tape records: compute in engine ops
         m = ops.ENGINE if differentiable else ops.NP
         trace = self._trace
         watched = trace.watched
         grads: dict[int, object] = {}
-        for t, seed in zip(targets, seeds):
-            if isinstance(t, Tensor) and self._traces(t):
-                _accumulate(grads, t, _seed(t, seed, differentiable))
-
-        # Every recorded node has a sequence number from the forward pass, and a node's
-        # consumers came after it: popping the largest number first processes a node only
-        # once every consumer on the way from the targets has passed its gradient down.
         frontier = []
         queued = set()
-        for t in targets:
-            if isinstance(t, Tensor) and trace in t._tapes and id(t) not in queued:
-                queued.add(id(t))
-                frontier.append((-t._seq, t))
+        for t, seed in zip(targets, seeds):
+            if isinstance(t, Tensor) and self._traces(t):
+                node = t._node
+                _accumulate(grads, node, _seed(t, seed, differentiable))
+                if node.op is not None and trace in node.tapes and id(node) not in queued:
+                    queued.add(id(node))
+                    frontier.append((-node.seq, node))
         heapq.heapify(frontier)
-        keep = {id(s) for s in sources}
+        source_nodes = [s._node for s in sources]
+        keep = {id(n) for n in source_nodes if n is not None}
         release = release and not differentiable
         while frontier:
             node = heappop(frontier)[1]
             key = id(node)
             g = grads.get(key) if key in keep else grads.pop(key, None)
-            op, inputs, params = node._op, node._inputs, node._params
+            op, parents, params = node.op, node.parents, node.params
             if differentiable:
-                args = [x if isinstance(x, Tensor) else v for x, v in zip(inputs, node._values)]
-                ans = node
+                # Rebuild tensors around the saved values: the same nodes, so an outer
+                # tape that recorded them sees the rules' operations as connected.
+                args = [_make(v, p) if p is not None and v.__class__ is not Shape else v
+                        for v, p in zip(node.values, parents)]
+                ans = _make(node.ans, node)
             else:
-                args, ans = node._values, node._value
+                args, ans = node.values, node.ans
             vjps = op.vjps
-            for i, x in enumerate(inputs):
-                cls = x.__class__
-                if cls is not Tensor and cls is not Variable:
+            for i, parent in enumerate(parents):
+                if parent is None:
                     continue
-                recorded = trace in x._tapes
-                if recorded and id(x) not in queued:
-                    queued.add(id(x))
-                    heappush(frontier, (-x._seq, x))
-                if g is None or not (recorded or id(x) in watched):
+                recorded = trace in parent.tapes
+                if recorded and id(parent) not in queued:
+                    queued.add(id(parent))
+                    heappush(frontier, (-parent.seq, parent))
+                if g is None or not (recorded or id(parent) in watched):
                     continue
                 if op.variadic:
                     gx = vjps[0](m, g, ans, *args, index=i, **params)
@@ -245,9 +254,10 @@ class GradientTape:
                     if rule is None:
                         continue
                     gx = rule(m, g, ans, *args, **params)
-                if gx.shape != (x.shape if differentiable else args[i].shape):
-                    gx = _unbroadcast(m, gx, x.shape)
-                k = id(x)
+                shape = args[i].shape
+                if gx.shape != shape:
+                    gx = _unbroadcast(m, gx, shape)
+                k = id(parent)
                 prev = grads.get(k)
                 if prev is None:
                     grads[k] = gx
@@ -255,10 +265,9 @@ class GradientTape:
                     prev += gx  # nobody else holds this sum: add in place
                 else:
                     grads[k] = prev + gx
-            if release and len(node._tapes) == 1:  # recorded by this tape alone
-                node._op = node._inputs = node._values = node._params = None
-                node._tapes = ()
-        out = [grads.get(id(s)) for s in sources]
+            if release and len(node.tapes) == 1:  # recorded by this tape alone
+                node.values = node.ans = None
+        out = [None if n is None else grads.get(id(n)) for n in source_nodes]
         grads.clear()
         if not differentiable:
             # A gradient may be a forward value or a broadcast view (see ops._times and the

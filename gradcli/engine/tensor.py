@@ -1,10 +1,10 @@
 """Values: the immutable ``Tensor`` and the mutable, named ``Variable``.
 
 A tensor holds a numpy value (an ``ndarray`` or a numpy scalar such as ``np.float64``;
-numpy scalars keep scalar arithmetic fast) and, when a tape recorded the operation that
-made it, the graph node: the table entry ``_op``, its ``_inputs`` and static ``_params``,
-and the tapes that trace it. Keeping the node on the tensor itself (``__slots__``, no
-separate node object) keeps per-operation overhead small.
+numpy scalars keep scalar arithmetic fast) and, once a tape traces it, a ``Node`` of the
+recorded graph. Nodes point to their parents' nodes, never to tensors, and keep only the
+values their backward rules read (as TensorFlow keeps only what each gradient function
+needs): an intermediate that no rule needs is freed as soon as the program drops it.
 
 >>> x = constant(3.0)
 >>> (x * x).numpy()
@@ -46,18 +46,13 @@ def as_value(x, dtype=None):
 class Tensor:
     """An immutable numpy-backed value that tapes can record operations on."""
 
-    __slots__ = ("_value", "_op", "_inputs", "_values", "_params", "_tapes", "_seq")
+    __slots__ = ("_value", "_node")
     # numpy must hand `ndarray * tensor` to Tensor.__rmul__ instead of converting us.
     __array_ufunc__ = None
 
     def __init__(self, value, dtype=None):
         self._value = as_value(value, dtype)
-        self._op = None       # the table entry that made it, when a tape recorded that
-        self._inputs = None   # the inputs as given (tensors kept for higher derivatives)
-        self._values = None   # their numpy values at that time (the fast backward path)
-        self._params = None
-        self._tapes = ()      # traces of the tapes that recorded the op making it
-        self._seq = 0         # when recorded: its place in recording order
+        self._node = None     # its Node once a tape traces it
 
     # --- reading ---------------------------------------------------------------------
     def numpy(self):
@@ -106,13 +101,45 @@ class Tensor:
     __hash__ = object.__hash__
 
 
-def _make(value) -> Tensor:
-    """A fresh, unrecorded tensor around an engine value (no conversion: the hot path)."""
+def _make(value, node=None) -> Tensor:
+    """A fresh tensor around an engine value (no conversion: the hot path)."""
     t = object.__new__(Tensor)
     t._value = value
-    t._op = None
-    t._tapes = ()
+    t._node = node
     return t
+
+
+class Node:
+    """A value in a recorded graph.
+
+    - ``op``: the table entry that computed it (None for a watched leaf or a variable);
+    - ``parents``: for each input, the input's node (None for a plain number or an input
+      no tape traced);
+    - ``values``: the input values the rules read (an input a rule does not read is kept
+      as its ``Shape`` only); ``ans``: the output value, when a rule reads it;
+    - ``params``: the entry's static parameters; ``tapes``: the traces that recorded it;
+      ``seq``: its place in recording order (the backward pass's topological order).
+    """
+    __slots__ = ("op", "parents", "values", "ans", "params", "tapes", "seq")
+
+    def __init__(self, op=None, parents=(), values=(), ans=None, params=None, tapes=(),
+                 seq=0):
+        self.op = op
+        self.parents = parents
+        self.values = values
+        self.ans = ans
+        self.params = params
+        self.tapes = tapes
+        self.seq = seq
+
+
+class Shape:
+    """What a node keeps of a large input its rules do not read: shape and dtype."""
+    __slots__ = ("shape", "dtype")
+
+    def __init__(self, value):
+        self.shape = value.shape
+        self.dtype = value.dtype
 
 
 _creation = itertools.count()
@@ -136,6 +163,7 @@ class Variable(Tensor):
         super().__init__(initial_value, dtype)
         if self._value.dtype == np.bool_:
             raise TypeError("a Variable must hold floats, not booleans")
+        self._node = Node()  # a leaf: tapes that watch the variable hold this node's id
         self._trainable = bool(trainable)
         self._order = next(_creation)
         self._name = name if name is not None else f"Variable:{self._order}"
