@@ -30,6 +30,13 @@ _sequence = itertools.count(1)  # recording order: the backward pass's topologic
 
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "inf": math.inf}
 
+# In-place twins of some rules, for the numpy path on large arrays: rule -> fn(g, ans,
+# *values) that overwrites the upstream gradient g with this input's gradient and returns
+# it (or None when it does not apply). A fresh 8 MB array costs more than the arithmetic
+# (page faults), so where g is not shared the backward pass reuses it. Keyed by the rule
+# itself: an entry whose rules are replaced loses its twins.
+INPLACE: dict = {}
+
 # Internal entries serve the backward rules (broadcast_to, sum_to, getitem, scatter, ...);
 # they are differentiable like any entry but are not part of the language.
 INTERNAL: dict[str, Op] = {}
@@ -259,6 +266,45 @@ def _dot_vjp(which):
     return vjp
 
 
+def _scale_in_place(g, factor):
+    """g *= factor, when that keeps g's shape and dtype (else None: use the plain rule)."""
+    if np.shape(factor) != g.shape and np.broadcast_shapes(np.shape(factor), g.shape) != g.shape:
+        return None
+    if np.result_type(g, factor) != g.dtype:
+        return None
+    g *= factor
+    return g
+
+
+def _power_in_place(g, ans, x, y):
+    if (type(y) is float or type(y) is int) and y == 2 and x.dtype == g.dtype:
+        g *= x
+        g *= 2.0
+        return g
+    return None
+
+
+def _tanh_in_place(g, ans, x):
+    t = ans * ans
+    np.subtract(1.0, t, out=t)
+    g *= t
+    return g
+
+
+def _sigmoid_in_place(g, ans, x):
+    t = ans * ans
+    np.subtract(ans, t, out=t)  # ans (1 - ans)
+    g *= t
+    return g
+
+
+def _cos_in_place(g, ans, x):
+    t = np.sin(x)
+    np.negative(t, out=t)
+    g *= t
+    return g
+
+
 def _power_vjp_x(m, g, ans, x, y):
     # Constant exponents are the common case (x**2): avoid a general power in the rule.
     if type(y) is float or type(y) is int:
@@ -374,14 +420,20 @@ def _const_array(forward):
 # The table
 # ---------------------------------------------------------------------------------------
 def _unary(name, forward, vjp, sympy, doc, derivative, *, aliases=(), sample=(-2.0, 2.0),
-           domain="all reals", kind="elementwise", saves="inputs"):
+           domain="all reals", kind="elementwise", saves="inputs", inplace=None):
+    if inplace:
+        INPLACE[vjp] = inplace
     return register(Op(name=name, forward=forward, vjps=(vjp,), inputs=("x",), doc=doc,
                        derivative=derivative, sympy=sympy, elementwise=True, aliases=aliases,
                        sample=sample, domain=domain, kind=kind, saves=saves))
 
 
 def _binary(name, forward, vjps, sympy, doc, derivative, *, aliases=(), sample=(-2.0, 2.0),
-            domain="all reals", kind="arithmetic", inputs=("x", "y"), saves="inputs"):
+            domain="all reals", kind="arithmetic", inputs=("x", "y"), saves="inputs",
+            inplace=()):
+    for vjp, fast in zip(vjps, inplace):
+        if fast is not None:
+            INPLACE[vjp] = fast
     return register(Op(name=name, forward=forward, vjps=vjps, inputs=inputs, doc=doc,
                        derivative=derivative, sympy=sympy, elementwise=True, aliases=aliases,
                        sample=sample, domain=domain, kind=kind, saves=saves))
@@ -424,7 +476,9 @@ def _times(m, g, other):
 
 MULTIPLY = _binary("multiply", operator.mul,
                    (lambda m, g, ans, x, y: _times(m, g, y), lambda m, g, ans, x, y: _times(m, g, x)),
-                   lambda sp, x, y: x * y, "x * y", "y, x")
+                   lambda sp, x, y: x * y, "x * y", "y, x",
+                   inplace=(lambda g, ans, x, y: _scale_in_place(g, y),
+                            lambda g, ans, x, y: _scale_in_place(g, x)))
 DIVIDE = _binary("divide", operator.truediv,
                  (lambda m, g, ans, x, y: g / y, lambda m, g, ans, x, y: -g * ans / y),
                  lambda sp, x, y: x / y, "x / y", "1/y, -x/y^2", sample=(0.5, 2.0),
@@ -432,13 +486,15 @@ DIVIDE = _binary("divide", operator.truediv,
 # operator.pow, not np.power: ndarray ** 2 takes numpy's fast square path.
 POWER = _binary("power", operator.pow, (_power_vjp_x, _power_vjp_y), lambda sp, x, y: x ** y,
                 "x ** y (also written x ^ y)", "y*x^(y-1), x^y*log(x)", aliases=("pow",),
+                inplace=(_power_in_place, None),
                 sample=(0.5, 2.0), domain="x > 0 for non-integer y", saves="all")
 MATMUL = register(Op(name="matmul", forward=np.matmul, vjps=(_matmul_vjp_x, _matmul_vjp_y),
                      inputs=("x", "y"), doc="matrix product x @ y (batched, numpy rules)",
                      derivative="g @ y^T, x^T @ g", sympy=lambda sp, x, y: np.matmul(x, y),
                      kind="linalg", saves="inputs"))
 NEGATIVE = _unary("negative", operator.neg, lambda m, g, ans, x: -g, lambda sp, x: -x,
-                  "-x", "-1", kind="arithmetic", saves="none")
+                  "-x", "-1", kind="arithmetic", saves="none",
+                  inplace=lambda g, ans, x: np.negative(g, out=g))
 _unary("square", np.square, lambda m, g, ans, x: g * 2.0 * x, lambda sp, x: x ** 2,
        "x ** 2", "2x", kind="arithmetic")
 _unary("reciprocal", np.reciprocal, lambda m, g, ans, x: -g * ans * ans,
@@ -449,7 +505,8 @@ _unary("reciprocal", np.reciprocal, lambda m, g, ans, x: -g * ans * ans,
 _unary("abs", np.abs, lambda m, g, ans, x: g * m.sign(x), lambda sp, x: sp.Abs(x),
        "absolute value |x|", "sign(x); 0 at x = 0", aliases=("absolute",))
 _unary("exp", np.exp, lambda m, g, ans, x: g * ans, lambda sp, x: sp.exp(x),
-       "e ** x", "exp(x)", saves="ans")
+       "e ** x", "exp(x)", saves="ans",
+       inplace=lambda g, ans, x: _scale_in_place(g, ans))
 _unary("expm1", np.expm1, lambda m, g, ans, x: g * (ans + 1.0), lambda sp, x: sp.exp(x) - 1,
        "exp(x) - 1, accurate near 0", "exp(x)", saves="ans")
 _unary("log", np.log, lambda m, g, ans, x: g / x, lambda sp, x: sp.log(x),
@@ -469,9 +526,9 @@ _unary("cbrt", np.cbrt, lambda m, g, ans, x: g / (3.0 * ans * ans),
        lambda sp, x: sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3), "real cube root",
        "1/(3 cbrt(x)^2); inf at 0", sample=(0.5, 2.0), saves="ans")
 _unary("sin", np.sin, lambda m, g, ans, x: g * m.cos(x), lambda sp, x: sp.sin(x), "sine",
-       "cos(x)")
-_unary("cos", np.cos, lambda m, g, ans, x: -g * m.sin(x), lambda sp, x: sp.cos(x), "cosine",
-       "-sin(x)")
+       "cos(x)", inplace=lambda g, ans, x: _scale_in_place(g, np.cos(x)))
+_unary("cos", np.cos, lambda m, g, ans, x: g * -m.sin(x), lambda sp, x: sp.cos(x), "cosine",
+       "-sin(x)", inplace=_cos_in_place)
 _unary("tan", np.tan, lambda m, g, ans, x: g * (1.0 + ans * ans), lambda sp, x: sp.tan(x),
        "tangent", "1 + tan(x)^2", sample=(-1.2, 1.2), domain="x != pi/2 + k pi",
        saves="ans")
@@ -488,7 +545,8 @@ _unary("sinh", np.sinh, lambda m, g, ans, x: g * m.cosh(x), lambda sp, x: sp.sin
 _unary("cosh", np.cosh, lambda m, g, ans, x: g * m.sinh(x), lambda sp, x: sp.cosh(x),
        "hyperbolic cosine", "sinh(x)")
 _unary("tanh", np.tanh, lambda m, g, ans, x: g * (1.0 - ans * ans), lambda sp, x: sp.tanh(x),
-       "hyperbolic tangent", "1 - tanh(x)^2", saves="ans")
+       "hyperbolic tangent", "1 - tanh(x)^2", saves="ans",
+       inplace=_tanh_in_place)
 _unary("arcsinh", np.arcsinh, lambda m, g, ans, x: g / m.sqrt(x * x + 1.0),
        lambda sp, x: sp.asinh(x), "inverse hyperbolic sine", "1/sqrt(x^2+1)",
        aliases=("asinh",))
@@ -500,7 +558,8 @@ _unary("arctanh", np.arctanh, lambda m, g, ans, x: g / (1.0 - x * x),
        aliases=("atanh",), sample=(-0.9, 0.9), domain="-1 < x < 1")
 _unary("sigmoid", lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)),  # stable for large |x|
        lambda m, g, ans, x: g * ans * (1.0 - ans), lambda sp, x: 1 / (1 + sp.exp(-x)),
-       "logistic sigmoid 1/(1+exp(-x))", "sigmoid(x) (1 - sigmoid(x))", saves="ans")
+       "logistic sigmoid 1/(1+exp(-x))", "sigmoid(x) (1 - sigmoid(x))", saves="ans",
+       inplace=_sigmoid_in_place)
 _unary("relu", lambda x: np.maximum(x, 0.0), lambda m, g, ans, x: g * (x > 0),
        lambda sp, x: sp.Max(0, x), "max(x, 0)", "1 if x > 0 else 0 (0 at x = 0)")
 _unary("softplus", lambda x: np.logaddexp(0.0, x), lambda m, g, ans, x: g * m.sigmoid(x),

@@ -238,6 +238,9 @@ class GradientTape:
             else:
                 args, ans = node.values, node.ans
             vjps = op.vjps
+            if (not differentiable and g.__class__ is np.ndarray and g.size >= _IN_PLACE_SIZE
+                    and key not in keep):
+                g = _in_place(op, g, ans, args, parents, trace, watched)
             for i, parent in enumerate(parents):
                 if parent is None:
                     continue
@@ -247,7 +250,9 @@ class GradientTape:
                     heappush(frontier, (-parent.seq, parent))
                 if g is None or not (recorded or id(parent) in watched):
                     continue
-                if op.variadic:
+                if g.__class__ is _InPlace:  # the node's only gradient, already computed
+                    gx = g.gradient
+                elif op.variadic:
                     gx = vjps[0](m, g, ans, *args, index=i, **params)
                 else:
                     rule = vjps[i]
@@ -358,6 +363,34 @@ def _exclusive(array, holders: int) -> bool:
     return (_REFCOUNTS_EXACT and array.__class__ is np.ndarray and array.base is None
             and array.flags.writeable
             and sys.getrefcount(array) <= holders + 2)  # + this call's argument and getrefcount's
+
+
+class _InPlace:
+    """Marks a gradient an in-place rule already computed from the upstream gradient."""
+    __slots__ = ("gradient",)
+
+    def __init__(self, gradient):
+        self.gradient = gradient
+
+
+# Below this many elements a new array is cheap: in-place rules are not worth a look-up.
+_IN_PLACE_SIZE = 4096
+
+
+def _in_place(op, g, ans, args, parents, trace, watched):
+    """Apply the in-place twin of the rule (ops.INPLACE) when exactly one input receives
+    a gradient and nobody else holds g; otherwise return g unchanged."""
+    receiving = [i for i, p in enumerate(parents)
+                 if p is not None and (trace in p.tapes or id(p) in watched)]
+    if len(receiving) != 1 or op.variadic:
+        return g
+    i = receiving[0]
+    rule = ops.INPLACE.get(op.vjps[i])
+    # holders of g: _backward's local and this function's parameter
+    if rule is None or not _exclusive(g, 2) or args[i].__class__ is Shape:
+        return g
+    out = rule(g, ans, *args)
+    return g if out is None else _InPlace(out)
 
 
 def _accumulate(grads: dict, x, g) -> None:
