@@ -109,7 +109,7 @@ def corpus_cases():
                   ["tape", "h = sin(x) * w; y = h * h + x * w", "--var", "w=1.5",
                    "--arg", "x=0.4", "--watch", "x", "--wrt", "w,x,h"]))
     # stop_gradient of a value the source also reaches the target through: see the
-    # xfail test below; here it blocks a path from another input only.
+    # test below; here it blocks a path from another input only.
     cases.append(("grad-params-subset",
                   ["grad", "stop_gradient(a) * b + a ** 3", "--arg", "a=1.5",
                    "--arg", "b=-0.5", "--params", "1"]))
@@ -170,9 +170,6 @@ def test_corpus_sources_are_the_modes_sources(corpus_results):
     assert names("grad-params-subset") == ["b"]
 
 
-@pytest.mark.xfail(strict=True, reason="bug: the finite differences of --check do not hold "
-                   "stop_gradient(...) fixed, so a source that also reaches the target "
-                   "through stop_gradient is reported as a mismatch (exit 1)")
 def test_stop_gradient_of_the_source_itself_passes_the_check():
     result = run("value-grad", "stop_gradient(w) * w", "--var", "w=0.5", "--check", "--json")
     out = checked(result)

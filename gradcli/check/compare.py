@@ -540,7 +540,9 @@ def _evaluator(model: Any, program: Program, decls, inputs: dict,
             raise RuntimeError(f"the program could not be rebuilt in float64 ({failure})")
         return broken
 
-    def f(values: dict) -> float:
+    from ..engine.ops import hold_stop_gradients
+
+    def evaluate(values: dict) -> float:
         given = inputs if pin is not None else values
         for name, variable in copy.variables.items():
             if pin is not None and name == pin[1]:
@@ -549,4 +551,17 @@ def _evaluator(model: Any, program: Program, decls, inputs: dict,
                 variable.assign(given[name])
         args = [given[name] for name in copy.arg_names]
         return float(np.sum(_plain(copy.function(*args))))
+
+    # stop_gradient(...) holds its value at the point, as the tape treats it: record the
+    # values there once, then every nudged evaluation passes those on instead.
+    base = inputs if pin is None else {pin[0]: np.array(copy.variables[pin[1]].numpy())}
+    with hold_stop_gradients() as held:
+        try:
+            evaluate(base)
+        except Exception:  # noqa: BLE001 - f reports the failure when it is called
+            pass
+
+    def f(values: dict) -> float:
+        with hold_stop_gradients(held.values):
+            return evaluate(values)
     return f

@@ -667,7 +667,46 @@ register(Op(name="softmax", forward=_softmax,
             inputs=("x",), params=(("axis", -1),), doc="exp(x) / sum(exp(x)) along an axis",
             derivative="s (g - sum(g s))", sympy=_sympy_softmax, kind="reduction",
             saves="ans"))
-STOP_GRADIENT = register(Op(name="stop_gradient", forward=lambda x: x, vjps=(None,),
+class hold_stop_gradients:
+    """Context: record the values ``stop_gradient`` passes on (``values=None``), or pass
+    on the recorded ones instead, in the same order.
+
+    Finite differences of a program must hold each ``stop_gradient`` at its value at the
+    point, as the tape does; the cross-check evaluates the point once recording, then
+    every nudged point replaying."""
+
+    def __init__(self, values: list | None = None):
+        self.recording = values is None
+        self.values = [] if values is None else values
+        self.index = 0
+        self._outer = None
+
+    def __enter__(self):
+        global _held
+        self._outer, _held, self.index = _held, self, 0
+        return self
+
+    def __exit__(self, *exc):
+        global _held
+        _held = self._outer
+
+
+_held: hold_stop_gradients | None = None
+
+
+def _stop_gradient_forward(x):
+    held = _held
+    if held is None:
+        return x
+    if held.recording:
+        held.values.append(x)
+        return x
+    value = held.values[held.index]
+    held.index += 1
+    return value
+
+
+STOP_GRADIENT = register(Op(name="stop_gradient", forward=_stop_gradient_forward, vjps=(None,),
                             inputs=("x",), doc="x, with no gradient flowing through",
                             derivative="0 (blocked)", kind="elementwise"))
 
