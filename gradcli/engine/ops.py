@@ -465,11 +465,11 @@ SUBTRACT = _binary("subtract", operator.sub,
                    (lambda m, g, ans, x, y: g, lambda m, g, ans, x, y: -g),
                    lambda sp, x, y: x - y, "x - y", "1, -1", saves="none")
 def _times(m, g, other):
-    """``g * other``, skipping the pass when g is a broadcast 1 (the upstream gradient of
-    ``sum(x * y)``, the most common loss shape): multiplying by ones only copies."""
-    if (m is NP and g.__class__ is np.ndarray and g.size > 1 and not any(g.strides)
-            and other.__class__ is np.ndarray and other.shape == g.shape
-            and other.dtype == g.dtype and g[(0,) * g.ndim] == 1.0):
+    """``g * other``, skipping the pass when g is 1 (the upstream gradient of
+    ``sum(x * y)``, the most common loss shape): multiplying by one only copies. The
+    backward pass hands elementwise rules a broadcast 1 as the scalar 1."""
+    if (m is NP and other.__class__ is np.ndarray and g.__class__ is not np.ndarray
+            and g == 1.0 and other.dtype == g.dtype):
         return other
     return g * other
 

@@ -238,9 +238,14 @@ class GradientTape:
             else:
                 args, ans = node.values, node.ans
             vjps = op.vjps
-            if (not differentiable and g.__class__ is np.ndarray and g.size >= _IN_PLACE_SIZE
-                    and key not in keep):
-                g = _in_place(op, g, ans, args, parents, trace, watched)
+            if not differentiable and g.__class__ is np.ndarray and g.size >= _IN_PLACE_SIZE:
+                if op.elementwise and not any(g.strides):
+                    # A broadcast scalar (what a sum sends back): elementwise rules compute
+                    # with the scalar, making one array instead of two; the result is
+                    # brought to the input's shape by the un-broadcasting below.
+                    g = g[(0,) * g.ndim]
+                elif key not in keep:
+                    g = _in_place(op, g, ans, args, parents, trace, watched)
             for i, parent in enumerate(parents):
                 if parent is None:
                     continue
@@ -270,6 +275,9 @@ class GradientTape:
                     prev += gx  # nobody else holds this sum: add in place
                 else:
                     grads[k] = prev + gx
+            # Drop this node's references to gradients, so the next node can tell by
+            # reference counts whether its upstream gradient is shared.
+            g = gx = prev = None
             if release and len(node.tapes) == 1:  # recorded by this tape alone
                 node.values = node.ans = None
         out = [None if n is None else grads.get(id(n)) for n in source_nodes]
