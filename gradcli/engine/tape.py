@@ -394,8 +394,9 @@ def _in_place(op, g, ans, args, parents, trace, watched):
         return g
     i = receiving[0]
     rule = ops.INPLACE.get(op.vjps[i])
-    # holders of g: _backward's local and this function's parameter
-    if rule is None or not _exclusive(g, 2) or args[i].__class__ is Shape:
+    # holders of g: _backward's local and this function's parameter. A twin reads only
+    # what its rule reads, which the node kept (see Op.saves).
+    if rule is None or not _exclusive(g, 2):
         return g
     out = rule(g, ans, *args)
     return g if out is None else _InPlace(out)
