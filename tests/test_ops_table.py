@@ -187,3 +187,28 @@ def test_large_arrays_take_the_in_place_path_and_stay_right():
     s = 1 / (1 + np.exp(-np.cos(-x ** 2) * 3.0))
     expected = (1 - np.tanh(s) ** 2) * s * (1 - s) * (-np.sin(-x ** 2)) * 3.0 * (-2 * x)
     np.testing.assert_allclose(g.numpy(), expected, rtol=1e-12)
+
+
+def test_in_place_twins_with_spare_buffers_and_scalar_upstream():
+    """The twins also run with a scalar upstream gradient (from a sum) and write into the
+    node's own spent arrays: the results must equal the rules' on every path."""
+    from gradcli.engine import ops
+    rng = np.random.default_rng(4)
+    owners = {rule: (op, i) for op in REGISTRY.values() for i, rule in enumerate(op.vjps)}
+    for rule, twin in ops.INPLACE.items():
+        op, i = owners[rule]
+        lo, hi = op.sample
+        for upstream in (rng.standard_normal(5000), np.float64(0.7)):
+            for use_spare in (False, True):
+                values = [rng.uniform(lo, hi, size=5000) for _ in op.inputs]
+                if op.name == "power":
+                    values[1] = 2
+                ans = op.forward(*values)
+                expected = np.broadcast_to(rule(ops.NP, upstream, ans, *values), (5000,))
+                spare = (ans.copy(), values[0].copy()) if use_spare else (None, None)
+                g = upstream.copy() if isinstance(upstream, np.ndarray) else upstream
+                args = [spare[1] if use_spare and k == 0 else v for k, v in enumerate(values)]
+                result = twin(g, spare[0] if use_spare else ans, *args, spare=spare)
+                if result is not None:
+                    np.testing.assert_allclose(np.broadcast_to(result, (5000,)), expected,
+                                               rtol=1e-13, err_msg=f"{op.name} {use_spare}")

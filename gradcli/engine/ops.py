@@ -31,10 +31,11 @@ _sequence = itertools.count(1)  # recording order: the backward pass's topologic
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "inf": math.inf}
 
 # In-place twins of some rules, for the numpy path on large arrays: rule -> fn(g, ans,
-# *values) that overwrites the upstream gradient g with this input's gradient and returns
-# it (or None when it does not apply). A fresh 8 MB array costs more than the arithmetic
-# (page faults), so where g is not shared the backward pass reuses it. Keyed by the rule
-# itself: an entry whose rules are replaced loses its twins.
+# *values, spare=(ans or None, first value or None)) that computes this input's gradient
+# into g (an unshared array) or into a spare (a kept value no one needs any more), and
+# returns it, or None when it does not apply. A fresh 8 MB array costs more than the
+# arithmetic (page faults). Keyed by the rule itself: an entry whose rules are replaced
+# loses its twins.
 INPLACE: dict = {}
 
 # Internal entries serve the backward rules (broadcast_to, sum_to, getitem, scatter, ...);
@@ -268,6 +269,8 @@ def _dot_vjp(which):
 
 def _scale_in_place(g, factor):
     """g *= factor, when that keeps g's shape and dtype (else None: use the plain rule)."""
+    if g.__class__ is not np.ndarray:
+        return None
     if np.shape(factor) != g.shape and np.broadcast_shapes(np.shape(factor), g.shape) != g.shape:
         return None
     if np.result_type(g, factor) != g.dtype:
@@ -276,29 +279,50 @@ def _scale_in_place(g, factor):
     return g
 
 
-def _power_in_place(g, ans, x, y):
-    if (type(y) is float or type(y) is int) and y == 2 and x.dtype == g.dtype:
+def _power_in_place(g, ans, x, y, spare=(None, None)):
+    if not ((type(y) is float or type(y) is int) and y == 2 and x.dtype == np.result_type(g)):
+        return None
+    if g.__class__ is np.ndarray:
         g *= x
         g *= 2.0
         return g
-    return None
+    # a scalar g (the gradient of a sum): 2 g x, into x's array when no one needs it
+    out = spare[1] if spare[1] is not None else np.empty_like(x)
+    return np.multiply(x, 2.0 * g, out=out)
 
 
-def _tanh_in_place(g, ans, x):
-    t = ans * ans
-    np.subtract(1.0, t, out=t)
+def _derivative_from_ans(g, ans, spare, fill):
+    """g * f(ans) for tanh and sigmoid, f computed by ``fill(ans, out)`` into ans's own
+    array when no one needs it any more, else into one new array."""
+    t = spare[0] if spare[0] is not None else np.empty_like(ans)
+    fill(ans, t)
+    if g.__class__ is np.ndarray:
+        g *= t
+        return g
+    t *= g
+    return t
+
+
+def _tanh_in_place(g, ans, x, spare=(None, None)):
+    def fill(a, t):  # 1 - a^2 (elementwise: t may be a itself)
+        np.multiply(a, a, out=t)
+        np.subtract(1.0, t, out=t)
+    return _derivative_from_ans(g, ans, spare, fill)
+
+
+def _sigmoid_in_place(g, ans, x, spare=(None, None)):
+    if g.__class__ is not np.ndarray:
+        return None
+    g *= ans                                   # g s
+    t = spare[0] if spare[0] is not None else np.empty_like(ans)
+    np.subtract(1.0, ans, out=t)               # 1 - s (elementwise: t may be ans itself)
     g *= t
     return g
 
 
-def _sigmoid_in_place(g, ans, x):
-    t = ans * ans
-    np.subtract(ans, t, out=t)  # ans (1 - ans)
-    g *= t
-    return g
-
-
-def _cos_in_place(g, ans, x):
+def _cos_in_place(g, ans, x, spare=(None, None)):
+    if g.__class__ is not np.ndarray:
+        return None
     t = np.sin(x)
     np.negative(t, out=t)
     g *= t
@@ -477,8 +501,8 @@ def _times(m, g, other):
 MULTIPLY = _binary("multiply", operator.mul,
                    (lambda m, g, ans, x, y: _times(m, g, y), lambda m, g, ans, x, y: _times(m, g, x)),
                    lambda sp, x, y: x * y, "x * y", "y, x",
-                   inplace=(lambda g, ans, x, y: _scale_in_place(g, y),
-                            lambda g, ans, x, y: _scale_in_place(g, x)))
+                   inplace=(lambda g, ans, x, y, spare=None: _scale_in_place(g, y),
+                            lambda g, ans, x, y, spare=None: _scale_in_place(g, x)))
 DIVIDE = _binary("divide", operator.truediv,
                  (lambda m, g, ans, x, y: g / y, lambda m, g, ans, x, y: -g * ans / y),
                  lambda sp, x, y: x / y, "x / y", "1/y, -x/y^2", sample=(0.5, 2.0),
@@ -494,7 +518,8 @@ MATMUL = register(Op(name="matmul", forward=np.matmul, vjps=(_matmul_vjp_x, _mat
                      kind="linalg", saves="inputs"))
 NEGATIVE = _unary("negative", operator.neg, lambda m, g, ans, x: -g, lambda sp, x: -x,
                   "-x", "-1", kind="arithmetic", saves="none",
-                  inplace=lambda g, ans, x: np.negative(g, out=g))
+                  inplace=lambda g, ans, x, spare=None:
+                  np.negative(g, out=g) if g.__class__ is np.ndarray else None)
 _unary("square", np.square, lambda m, g, ans, x: g * 2.0 * x, lambda sp, x: x ** 2,
        "x ** 2", "2x", kind="arithmetic")
 _unary("reciprocal", np.reciprocal, lambda m, g, ans, x: -g * ans * ans,
@@ -506,7 +531,7 @@ _unary("abs", np.abs, lambda m, g, ans, x: g * m.sign(x), lambda sp, x: sp.Abs(x
        "absolute value |x|", "sign(x); 0 at x = 0", aliases=("absolute",))
 _unary("exp", np.exp, lambda m, g, ans, x: g * ans, lambda sp, x: sp.exp(x),
        "e ** x", "exp(x)", saves="ans",
-       inplace=lambda g, ans, x: _scale_in_place(g, ans))
+       inplace=lambda g, ans, x, spare=None: _scale_in_place(g, ans))
 _unary("expm1", np.expm1, lambda m, g, ans, x: g * (ans + 1.0), lambda sp, x: sp.exp(x) - 1,
        "exp(x) - 1, accurate near 0", "exp(x)", saves="ans")
 _unary("log", np.log, lambda m, g, ans, x: g / x, lambda sp, x: sp.log(x),
@@ -526,7 +551,8 @@ _unary("cbrt", np.cbrt, lambda m, g, ans, x: g / (3.0 * ans * ans),
        lambda sp, x: sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3), "real cube root",
        "1/(3 cbrt(x)^2); inf at 0", sample=(0.5, 2.0), saves="ans")
 _unary("sin", np.sin, lambda m, g, ans, x: g * m.cos(x), lambda sp, x: sp.sin(x), "sine",
-       "cos(x)", inplace=lambda g, ans, x: _scale_in_place(g, np.cos(x)))
+       "cos(x)", inplace=lambda g, ans, x, spare=None:
+       _scale_in_place(g, np.cos(x)) if g.__class__ is np.ndarray else None)
 _unary("cos", np.cos, lambda m, g, ans, x: g * -m.sin(x), lambda sp, x: sp.cos(x), "cosine",
        "-sin(x)", inplace=_cos_in_place)
 _unary("tan", np.tan, lambda m, g, ans, x: g * (1.0 + ans * ans), lambda sp, x: sp.tan(x),

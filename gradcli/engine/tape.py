@@ -244,8 +244,9 @@ class GradientTape:
                     # with the scalar, making one array instead of two; the result is
                     # brought to the input's shape by the un-broadcasting below.
                     g = g[(0,) * g.ndim]
-                elif key not in keep:
-                    g = _in_place(op, g, ans, args, parents, trace, watched)
+                if key not in keep:
+                    g = _in_place(op, g, ans, args, parents, trace, watched,
+                                  release and len(node.tapes) == 1)
             for i, parent in enumerate(parents):
                 if parent is None:
                     continue
@@ -385,9 +386,11 @@ class _InPlace:
 _IN_PLACE_SIZE = 4096
 
 
-def _in_place(op, g, ans, args, parents, trace, watched):
+def _in_place(op, g, ans, args, parents, trace, watched, spent: bool):
     """Apply the in-place twin of the rule (ops.INPLACE) when exactly one input receives
-    a gradient and nobody else holds g; otherwise return g unchanged."""
+    a gradient and nobody else holds g (a scalar g is never shared); otherwise return g
+    unchanged. With ``spent`` (the node is released after this), the node's output and
+    first input may serve as the twin's output when nobody else holds them."""
     receiving = [i for i, p in enumerate(parents)
                  if p is not None and (trace in p.tapes or id(p) in watched)]
     if len(receiving) != 1 or op.variadic:
@@ -396,9 +399,16 @@ def _in_place(op, g, ans, args, parents, trace, watched):
     rule = ops.INPLACE.get(op.vjps[i])
     # holders of g: _backward's local and this function's parameter. A twin reads only
     # what its rule reads, which the node kept (see Op.saves).
-    if rule is None or not _exclusive(g, 2):
+    if rule is None or (g.__class__ is np.ndarray and not _exclusive(g, 2)):
         return g
-    out = rule(g, ans, *args)
+    spare = (None, None)
+    if spent:
+        first = args[0]
+        # holders: node.ans, _backward's local, this parameter / the node's list, this local
+        spare = (ans if _exclusive(ans, 3) else None,
+                 first if _exclusive(first, 2) else None)
+        del first
+    out = rule(g, ans, *args, spare=spare)
     return g if out is None else _InPlace(out)
 
 
