@@ -11,7 +11,7 @@ from __future__ import annotations
 from .engine import (CONSTANTS, FUNCTIONS, GradientTape, Tensor, Variable, constant,
                      custom_gradient, gradients_function, implicit_gradients,
                      implicit_value_and_gradients, stop_gradient, value_and_gradients_function)
-from .engine.table import ORDER as _ORDER, REGISTRY as _REGISTRY
+from .engine.table import REGISTRY as _REGISTRY
 
 __version__ = "0.1.0"
 

@@ -191,3 +191,14 @@ def test_help_of_every_command_has_an_example():
         result = run(command, "--help")
         assert result.returncode == 0
         assert "Example" in result.stdout, command
+
+
+def test_json_and_plain_do_not_import_rich_or_sympy():
+    code = ("import sys; from gradcli.cli.app import main; sys.argv = ['gradcli', "
+            "'value-grad', 'w * x', '--var', 'w=1', '--arg', 'x=2', '{flag}']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "print(sorted(m for m in ('rich', 'sympy') if m in sys.modules))")
+    for flag in ("--json", "--plain"):
+        result = subprocess.run([sys.executable, "-c", code.format(flag=flag)],
+                                capture_output=True, text=True, timeout=120)
+        assert result.stdout.strip().splitlines()[-1] == "[]", (flag, result.stdout)

@@ -66,6 +66,7 @@ from typing import Any
 
 import numpy as np
 
+from ..jsonvalue import json_value as to_json_value
 from ..lang.tree import Assign, Declare, Name, Program
 from .numeric import FULL_LIMIT, NumericGradient, numeric_gradient
 from .symbolic import (
@@ -155,21 +156,6 @@ class CheckReport:
                 "rtol": {"symbolic": tol.symbolic_rtol, "numeric": tol.numeric_rtol},
                 "atol": {"symbolic": tol.symbolic_atol, "numeric": tol.numeric_atol},
                 "gradients": [g.to_json() for g in self.gradients]}
-
-
-def to_json_value(value: Any) -> Any:
-    """Numbers and arrays as JSON: nested lists, non-finite as "nan"/"inf"/"-inf"."""
-    if value is None:
-        return None
-    arr = np.asarray(value, dtype=np.float64)
-    if arr.ndim == 0:
-        v = float(arr)
-        if np.isnan(v):
-            return "nan"
-        if np.isinf(v):
-            return "inf" if v > 0 else "-inf"
-        return v
-    return [to_json_value(item) for item in arr]
 
 
 # ---------------------------------------------------------------------------------------

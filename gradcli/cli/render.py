@@ -10,34 +10,13 @@ import sys
 
 import numpy as np
 
+from ..jsonvalue import json_number as json_number, json_value as json_array
 from ..modes import API_CALLS, API_NAMES, Outcome
 
 
 # ---------------------------------------------------------------------------------------
 # Numbers
 # ---------------------------------------------------------------------------------------
-def json_number(x):
-    """A float for JSON; non-finite numbers as the strings "nan", "inf", "-inf"."""
-    x = float(x)
-    if math.isnan(x):
-        return "nan"
-    if math.isinf(x):
-        return "inf" if x > 0 else "-inf"
-    return x
-
-
-def json_array(value):
-    """A numpy value as a JSON number or nested lists (None stays None)."""
-    if value is None:
-        return None
-    arr = np.asarray(value)
-    if arr.dtype == np.bool_:
-        return arr.tolist()
-    if arr.ndim == 0:
-        return json_number(arr)
-    return [json_array(row) for row in arr]
-
-
 def number_text(x, precision: int | None) -> str:
     """One number: shortest round-trip repr by default (5.0, 0.1), or N significant digits."""
     x = float(x)

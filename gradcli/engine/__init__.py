@@ -2,8 +2,6 @@
 of text, sympy or terminals."""
 from __future__ import annotations
 
-import operator as _operator
-
 from . import ops
 from .api import (custom_gradient, gradients_function, implicit_gradients,
                   implicit_value_and_gradients, stop_gradient, value_and_gradients_function)
