@@ -202,3 +202,15 @@ def test_json_and_plain_do_not_import_rich_or_sympy():
         result = subprocess.run([sys.executable, "-c", code.format(flag=flag)],
                                 capture_output=True, text=True, timeout=120)
         assert result.stdout.strip().splitlines()[-1] == "[]", (flag, result.stdout)
+
+
+def test_a_program_may_start_with_a_minus_sign():
+    result = run("grad", "-x**2 + 1", "--arg", "x=3", "--plain")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "-6.0\n"
+
+
+def test_a_power_of_literals_that_overflows_is_refused():
+    result = run("grad", "9**9**9**9 * x", "--arg", "x=1")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "too large for a float64" in result.stderr

@@ -57,12 +57,12 @@ HOSTILE_PROGRAMS = [
     ("\uff3f\uff3fimport\uff3f\uff3f('os')", ParseError),
     ("", ParseError),
     ("   \n  # nothing\n", ParseError),
-    ("9**9**9**9 * x", [np.inf] * 3),  # floats: inf, instantly (never a big int)
+    ("9**9**9**9 * x", LimitError),  # floats at once (never a big int), and too large
     ("sum(zeros(10**12))", LimitError),
     ("ones((100000, 100000))", LimitError),
     ("reshape(ones(10**7), (10**7, 1)) * ones(10**7)", LimitError),
     ("stack([ones(10**7), ones(10**7)])", LimitError),
-    ("x ** 10 ** 400", [0.0, 1.0, np.inf]),
+    ("x ** 10 ** 400", LimitError),
     ("1" * 6000, LimitError),
     ("(" * 10_000 + "x" + ")" * 10_000, LimitError),
     ("[" * 10_000 + "x" + "]" * 10_000, LimitError),

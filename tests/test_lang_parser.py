@@ -111,8 +111,15 @@ def test_aliases_parse_as_calls_by_the_written_name():
 
 
 def test_static_value_folds_floats_without_big_ints():
-    assert static_value(expr("9**9**9**9")) == float("inf")
     assert static_value(expr("(2, 10**3)")) == (2.0, 1000.0)
+
+
+def test_a_power_of_literals_beyond_float64_is_a_limit_error():
+    with pytest.raises(LimitError, match="too large for a float64"):
+        expr("9**9**9**9")
+    with pytest.raises(LimitError):
+        expr("-(10.0 ^ 309)")
+    assert static_value(expr("-2 ** 2 + 2 ** -1")) == -3.5
 
 
 # --- refusals, each naming the construct ------------------------------------------------

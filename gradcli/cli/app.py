@@ -291,7 +291,10 @@ def _command(name: str, extra: list, runner):
     command.__signature__ = inspect.Signature(params)
     command.__annotations__ = {p.name: p.annotation for p in params}
     command.__name__ = name.replace("-", "_")
-    app.command(name, help=HELP[name], epilog=f"Example: {EXAMPLES[name]}")(command)
+    # A program may start with "-" ('-x**2 + 1'): unknown options are taken as arguments,
+    # so it reaches the parser instead of being refused as an option.
+    app.command(name, help=HELP[name], epilog=f"Example: {EXAMPLES[name]}",
+                context_settings={"ignore_unknown_options": True})(command)
 
 
 for _mode, _extra in (("tape", TAPE), ("grad", GRAD), ("implicit", []), ("value-grad", [])):

@@ -322,6 +322,15 @@ def _tokenize(text: str) -> list[Tok]:
 # ---------------------------------------------------------------------------------------
 # The parser
 # ---------------------------------------------------------------------------------------
+def _literal(node):
+    """A number literal's value, with its unary signs; None for anything else."""
+    sign = 1.0
+    while isinstance(node, Unary):
+        sign = -sign if node.op == "-" else sign
+        node = node.operand
+    return sign * node.value if isinstance(node, Number) else None
+
+
 class _Parser:
     """Recursive descent over tokens. Each ``_parse_*`` returns ``(node, first, last)``
     tokens so that a node's position can span everything it was made from."""
@@ -513,11 +522,34 @@ class _Parser:
             self.take()
         signs, (node, first, last) = items[-1]
         node, first = self._apply_signs(signs, node, first, last)
+        # The value of the chain so far when it is made of number literals only: a power
+        # of literals that overflows a float64 (9**9**9**9) is refused as a limit.
+        literal = _literal(node)
         for signs, (base, base_first, _) in reversed(items[:-1]):
             self.count()
             node, first = Binary("**", base, node, self.pos(base_first, last)), base_first
+            base_value = _literal(base)
+            if literal is not None and base_value is not None:
+                try:
+                    literal = math.pow(base_value, literal)
+                except OverflowError:
+                    raise self.limit_error(node) from None
+                except (ValueError, ZeroDivisionError):  # e.g. (-8)**0.5, 0**-1: numpy's nan/inf
+                    literal = None
+            else:
+                literal = None
             node, first = self._apply_signs(signs, node, first, last)
+            if literal is not None:
+                literal = -literal if sum(s.text == "-" for s in signs) % 2 else literal
         return node, first, last
+
+    def limit_error(self, node) -> LimitError:
+        text = self.text.splitlines()[node.pos.line - 1][node.pos.col:node.pos.col + node.pos.width] \
+            if self.text else ""
+        shown = text if len(text) <= 40 else text[:37] + "..."
+        return LimitError(f"the constant {shown} is too large for a float64 (the number size "
+                          f"limit, about 1.8e308)", source=self.text, line=node.pos.line,
+                          col=node.pos.col, width=node.pos.width)
 
     def _apply_signs(self, signs, node, first, last):
         for sign in reversed(signs):
