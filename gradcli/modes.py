@@ -15,8 +15,6 @@ gradients in the API's order, ``None`` for a source the target does not reach.
 from __future__ import annotations
 
 import difflib
-from dataclasses import dataclass, field
-
 import numpy as np
 
 from . import engine as gc
@@ -37,33 +35,47 @@ API_NAMES = {"tape": "tf.GradientTape", "grad": "tfe.gradients_function",
              "value-grad": "tfe.implicit_value_and_gradients"}
 
 
-@dataclass
+# Plain classes, not dataclasses: the command line defines them at every start, where
+# each dataclass costs about 0.4 ms.
 class Gradient:
     """One returned gradient: the source's name, its gradient (None when the source does
-    not reach the target), and the source tensor (for the cross-check)."""
-    name: str
-    gradient: np.ndarray | None
-    source: object = None
-    kind: str = ""  # "variable", "frozen", "argument" or "intermediate"
-    connected: bool = True  # False: the target does not reach it (zeros with "zero")
+    not reach the target), the source tensor (for the cross-check), its kind
+    ("variable", "frozen", "argument" or "intermediate"), and whether the target reaches
+    it (False: zeros were shown for it with --unconnected zero)."""
+    __slots__ = ("name", "gradient", "source", "kind", "connected")
+
+    def __init__(self, name: str, gradient, source=None, kind: str = "",
+                 connected: bool = True):
+        self.name, self.gradient, self.source = name, gradient, source
+        self.kind, self.connected = kind, connected
+
+    def __repr__(self) -> str:
+        return f"Gradient({self.name!r}, {self.gradient!r}, kind={self.kind!r})"
 
 
-@dataclass
 class Outcome:
-    mode: str
-    value: np.ndarray | None
-    gradients: list[Gradient] = field(default_factory=list)
-    notes: list[str] = field(default_factory=list)
+    """What one mode returned: the value (tape and value-grad only) and the gradients."""
+    __slots__ = ("mode", "value", "gradients", "notes")
+
+    def __init__(self, mode: str, value, gradients=None, notes=None):
+        self.mode, self.value = mode, value
+        self.gradients: list[Gradient] = gradients if gradients is not None else []
+        self.notes: list[str] = notes if notes is not None else []
+
+    def __repr__(self) -> str:
+        return f"Outcome({self.mode!r}, value={self.value!r}, gradients={self.gradients!r})"
 
 
-@dataclass
 class ModeOptions:
-    """The mode options of the command line (all optional)."""
-    wrt: list[str] | None = None          # tape: the sources
-    watch: list[str] = field(default_factory=list)   # tape: arguments/frozen to watch
-    watch_accessed: bool = True           # tape: watch trainable variables read
-    unconnected: str = "none"             # tape: "none" or "zero"
-    params: list[str] | None = None       # grad: names or indices of arguments
+    """The mode options of the command line (all optional): tape's ``wrt`` (sources),
+    ``watch`` (arguments or frozen variables to watch), ``watch_accessed``, ``unconnected``
+    ("none" or "zero"); grad's ``params`` (names or indices)."""
+    __slots__ = ("wrt", "watch", "watch_accessed", "unconnected", "params")
+
+    def __init__(self, wrt=None, watch=None, watch_accessed: bool = True,
+                 unconnected: str = "none", params=None):
+        self.wrt, self.watch = wrt, watch if watch is not None else []
+        self.watch_accessed, self.unconnected, self.params = watch_accessed, unconnected, params
 
 
 def run_mode(mode: str, model, options: ModeOptions | None = None) -> Outcome:

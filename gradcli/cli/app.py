@@ -8,7 +8,6 @@ from __future__ import annotations
 
 import inspect
 import sys
-from dataclasses import dataclass
 from typing import Annotated, List, Optional
 
 import typer
@@ -16,7 +15,7 @@ import typer
 from .. import __version__
 from ..errors import GradcliError, LimitError
 
-app = typer.Typer(
+_APP_SETTINGS = dict(
     name="gradcli", no_args_is_help=True, add_completion=True,
     pretty_exceptions_enable=False, rich_markup_mode=None,
     help="Gradients from the command line: TensorFlow 1.x's four eager gradient APIs "
@@ -33,11 +32,26 @@ def _version(value: bool) -> None:
         raise typer.Exit()
 
 
-@app.callback()
 def _main(version: Annotated[Optional[bool], typer.Option(
         "--version", callback=_version, is_eager=True,
         help="Print the version and exit.")] = None) -> None:
     """gradcli: gradients of typed-in programs."""
+
+
+# name -> (function, typer.command keyword arguments), filled below.
+_COMMANDS: dict = {}
+
+
+def build_app(only: str | None = None) -> typer.Typer:
+    """The typer app with every command, or with the one command ``only``: click builds
+    each command's options at every start, and a run needs only its own (5 ms of the
+    start-up budget)."""
+    new = typer.Typer(**_APP_SETTINGS)
+    new.callback()(_main)
+    for name, (function, settings) in _COMMANDS.items():
+        if only is None or name == only:
+            new.command(name, **settings)(function)
+    return new
 
 
 # ---------------------------------------------------------------------------------------
@@ -151,27 +165,15 @@ HELP = {
 }
 
 
-@dataclass
 class _Settings:
-    program: str
-    var: list
-    frozen: list
-    arg: list
-    target: str | None
-    json_out: bool
-    plain: bool
-    precision: int | None
-    dtype: str
-    check: bool = False
-    symbolic: bool = False
-    rtol: float | None = None
-    atol: float | None = None
-    check_timeout: float = 5.0
-    wrt: list | None = None
-    watch: list | None = None
-    no_watch_accessed: bool = False
-    unconnected: str = "none"
-    params: list | None = None
+    """A command's options by name (the options a command lacks take these defaults)."""
+    check = symbolic = no_watch_accessed = False
+    rtol = atol = wrt = watch = params = None
+    check_timeout = 5.0
+    unconnected = "none"
+
+    def __init__(self, **options):
+        self.__dict__.update(options)
 
 
 def _split(values: list | None) -> list | None:
@@ -293,8 +295,8 @@ def _command(name: str, extra: list, runner):
     command.__name__ = name.replace("-", "_")
     # A program may start with "-" ('-x**2 + 1'): unknown options are taken as arguments,
     # so it reaches the parser instead of being refused as an option.
-    app.command(name, help=HELP[name], epilog=f"Example: {EXAMPLES[name]}",
-                context_settings={"ignore_unknown_options": True})(command)
+    _COMMANDS[name] = (command, dict(help=HELP[name], epilog=f"Example: {EXAMPLES[name]}",
+                                     context_settings={"ignore_unknown_options": True}))
 
 
 for _mode, _extra in (("tape", TAPE), ("grad", GRAD), ("implicit", []), ("value-grad", [])):
@@ -302,8 +304,6 @@ for _mode, _extra in (("tape", TAPE), ("grad", GRAD), ("implicit", []), ("value-
 _command("compare", TAPE + GRAD, _run_compare)
 
 
-@app.command("functions", help="The function table: name, aliases, derivative, domain.",
-             epilog="Example: gradcli functions --json")
 def functions(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False
               ) -> None:
     from ..engine.ops import CONSTANTS
@@ -317,10 +317,17 @@ def functions(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.
         render.print_functions_human(entries, CONSTANTS)
 
 
+_COMMANDS["functions"] = (functions, dict(
+    help="The function table: name, aliases, derivative, domain.",
+    epilog="Example: gradcli functions --json"))
+app = build_app()
+
+
 def main() -> None:
     """The console script."""
+    command = sys.argv[1] if len(sys.argv) > 1 else None
     try:
-        app()
+        (build_app(command) if command in _COMMANDS else app)()
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(130)

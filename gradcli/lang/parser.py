@@ -28,7 +28,6 @@ import re
 import sys
 import unicodedata
 from collections.abc import Iterator
-from dataclasses import dataclass
 from typing import Any
 
 import numpy as np
@@ -948,14 +947,14 @@ _NON_NEGATIVE = {"N", "M", "num"}
 _MAX_DIMS = 64  # numpy's own limit on the number of dimensions
 
 
-@dataclass(frozen=True)
 class ResolvedCall:
     """A call matched against its table entry: ``inputs`` are the tensor input expressions
     (for ``concatenate``/``stack``, the list's elements) and ``params`` the static
     parameters as Python values, defaults filled in."""
-    op: Any
-    inputs: tuple
-    params: dict
+    __slots__ = ("op", "inputs", "params")
+
+    def __init__(self, op: Any, inputs: tuple, params: dict):
+        self.op, self.inputs, self.params = op, inputs, params
 
 
 def _required_params(op) -> set[str]:

@@ -17,7 +17,6 @@ import os
 import re
 import stat
 from collections.abc import Iterable, Iterator
-from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
@@ -41,14 +40,17 @@ KINDS = {"var": "--var", "frozen": "--frozen", "arg": "--arg"}
 _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 
-@dataclass(frozen=True)
 class Declaration:
     """One declared name: ``kind`` is "var" (trainable variable), "frozen" (variable with
-    ``trainable=False``) or "arg" (a function argument); ``value`` a float64 array."""
-    kind: str
-    name: str
-    value: np.ndarray = field(repr=False)
-    text: str = ""
+    ``trainable=False``) or "arg" (a function argument); ``value`` a float64 array.
+    (A plain class: the command line defines it at every start.)"""
+    __slots__ = ("kind", "name", "value", "text")
+
+    def __init__(self, kind: str, name: str, value: np.ndarray, text: str = ""):
+        self.kind, self.name, self.value, self.text = kind, name, value, text
+
+    def __repr__(self) -> str:
+        return f"Declaration(kind={self.kind!r}, name={self.name!r}, text={self.text!r})"
 
 
 def check_name(name: str, source: str | None = None) -> None:
