@@ -124,3 +124,32 @@ def test_variable_assign_family():
 def test_shape_mismatch_names_the_operation_and_shapes():
     with pytest.raises(gc.errors.ShapeError, match=r"matmul: \(2, 3\) @ \(2, 3\)"):
         gc.constant(np.ones((2, 3))) @ gc.constant(np.ones((2, 3)))
+
+
+def test_reusing_temporaries_never_changes_a_value_someone_holds():
+    """Large results may be written over a temporary's array (as numpy's temporary
+    elision does); a named tensor, the user's array, or a value a tape kept never is."""
+    a = np.ones(5000)
+    x = gc.constant(a)
+    y = x * 2.0
+    z = y + 1.0
+    assert y.numpy()[0] == 2.0 and z.numpy()[0] == 3.0
+    w = (x * 2.0) + 1.0
+    assert w.numpy()[0] == 3.0 and x.numpy()[0] == 1.0 and a[0] == 1.0
+    v = gc.constant(a) + 1.0
+    assert v.numpy()[0] == 2.0 and a[0] == 1.0
+    e = gc.exp(x * 0.0)
+    assert (e + 1.0).numpy()[0] == 2.0 and e.numpy()[0] == 1.0
+    held = (x * 3.0).numpy()
+    assert held[0] == 3.0
+    with gc.GradientTape() as tape:
+        tape.watch(x)
+        s = gc.sum(gc.tanh(gc.exp(x * 0.5) + 1.0))
+    t = np.exp(0.5) + 1.0
+    np.testing.assert_allclose(tape.gradient(s, x).numpy(),
+                               (1 - np.tanh(t) ** 2) * np.exp(0.5) * 0.5)
+    with gc.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        s = gc.sum(gc.tanh(x * 0.5 + 1.0))
+    first = tape.gradient(s, x).numpy().copy()
+    np.testing.assert_array_equal(tape.gradient(s, x).numpy(), first)

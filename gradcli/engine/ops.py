@@ -15,6 +15,8 @@ from __future__ import annotations
 import itertools
 import math
 import operator
+import sys
+import sysconfig
 from types import SimpleNamespace
 
 import numpy as np
@@ -25,6 +27,10 @@ from .table import ORDER, REGISTRY, Op, lookup, register
 from .tensor import Node, Shape, Tensor, Variable, _make, as_value
 
 EMPTY: dict = {}
+# Reference counts tell whether a value is shared (see _reusable_buffer). CPython 3.14 and
+# free-threaded builds may leave references uncounted: there, nothing is reused.
+_REFCOUNTS_EXACT = (sys.version_info < (3, 14)
+                    and not sysconfig.get_config_var("Py_GIL_DISABLED"))
 _recording = state.recording
 _sequence = itertools.count(1)  # recording order: the backward pass's topological order
 
@@ -46,15 +52,21 @@ INTERNAL: dict[str, Op] = {}
 # ---------------------------------------------------------------------------------------
 # Running an entry
 # ---------------------------------------------------------------------------------------
-def apply(op: Op, inputs, params=EMPTY) -> Tensor:
+def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
     """Run a table entry on tensors or array-likes and, when a tape traces one of the
-    inputs, record it. For variadic entries ``inputs`` is the sequence of tensors."""
+    inputs, record it. For variadic entries ``inputs`` is the sequence of tensors.
+    ``frames``: how many Python frames lie between the user's expression and this call
+    (1 for the operators), for the temporary-reuse check of ``_reusable_buffer``."""
+    buffer = _reusable_buffer(inputs, frames) if op.reuse is not None else None
     # Python numbers stay Python numbers: numpy treats them as weak scalars, so float32
     # tensors stay float32, and scalar arithmetic stays fast.
     values = [x._value if isinstance(x, Tensor) else
               x if x.__class__ is float or x.__class__ is int else as_value(x) for x in inputs]
     try:
-        ans = op.forward(*values, **params)
+        if buffer is not None and _fits(buffer, values):
+            ans = op.reuse(*values, out=buffer)
+        else:
+            ans = op.forward(*values, **params)
     except (ValueError, IndexError, TypeError) as err:
         raise _shape_error(op, values, params, err) from None
     if ans.__class__ is float or ans.__class__ is int:
@@ -63,6 +75,44 @@ def apply(op: Op, inputs, params=EMPTY) -> Tensor:
     if _recording:
         _record(op, out, inputs, values, params)
     return out
+
+
+def _reusable_buffer(inputs, frames: int):
+    """The first input's array, when the result may be written over it: numpy's own
+    temporary elision (``a * b + c`` reuses ``a * b``), one level up. It holds when the
+    first input is a tensor nobody else holds (a temporary of the user's expression), its
+    array is its own and no one else's (no node kept it), and no tape will keep it (the
+    entry's rules read no input, and no persistent or nested tape records). Large
+    arrays only: there a fresh result costs more than the arithmetic, in page faults and
+    in the memory the next operations must stream through the caches."""
+    if not _REFCOUNTS_EXACT or not inputs:
+        return None
+    first = inputs[0]
+    if first.__class__ is not Tensor:
+        return None
+    array = first._value
+    if (array.__class__ is not np.ndarray or array.size < 4096 or array.base is not None
+            or not array.flags.writeable):
+        return None
+    if _recording and (len(_recording) > 1 or _recording[0].persistent):
+        return None
+    # Holders of a temporary: the caller's expression, `frames` frames in between, the
+    # inputs tuple, this function's local, getrefcount's argument. Of the array: its
+    # tensor, this local, getrefcount's argument.
+    if sys.getrefcount(first) > 4 + frames or sys.getrefcount(array) > 3:
+        return None
+    return array
+
+
+def _fits(buffer, values) -> bool:
+    """Whether the result has the buffer's shape and dtype."""
+    for v in values[1:]:
+        shape = np.shape(v)
+        if shape != buffer.shape and np.broadcast_shapes(shape, buffer.shape) != buffer.shape:
+            return False
+        if np.result_type(buffer, v) != buffer.dtype:
+            return False
+    return True
 
 
 def _record(op: Op, out: Tensor, inputs, values, params) -> None:
@@ -768,6 +818,14 @@ _internal(Op(name="scatter", forward=_scatter,
              doc="zeros with x added at index", kind="shape", saves="none"))
 _internal(Op(name="zeros_like", forward=np.zeros_like, vjps=(None,), inputs=("x",),
              doc="zeros shaped like x", kind="shape"))
+
+
+# Entries whose result may be written over their first input's array (their rules read
+# no input, so no node keeps it; see _reusable_buffer), with the ufunc that writes there.
+for _name, _ufunc in (("add", np.add), ("subtract", np.subtract), ("negative", np.negative),
+                      ("exp", np.exp), ("tanh", np.tanh), ("sqrt", np.sqrt)):
+    assert REGISTRY[_name].saves in ("none", "ans"), _name
+    object.__setattr__(REGISTRY[_name], "reuse", _ufunc)
 
 
 # ---------------------------------------------------------------------------------------

@@ -50,6 +50,9 @@ class Op:
     # "none" (the rules see a ``Shape`` for what is not kept).
     saves: str = "all"
     differentiable: bool = field(init=False, default=False)
+    # A ufunc that can write the result into the first input's array, for entries whose
+    # rules read no input (set in ops.py; see ops._reusable_buffer).
+    reuse: Any = field(init=False, default=None)
 
     def __post_init__(self) -> None:
         # Read on every recorded operation: computed once here.
