@@ -141,7 +141,10 @@ def _record(op: Op, out: Tensor, inputs, values, params) -> None:
         # computed under another tape may be differentiated again.
         if saves != "all" and len(_recording) == 1 and not _recording[0].persistent:
             if saves != "inputs":
-                values = [_shape_only(v) for v in values]
+                for v in values:
+                    if v.__class__ is np.ndarray:  # scalars cost nothing to keep
+                        values = [_shape_only(v) for v in values]
+                        break
             if saves == "inputs" or saves == "none":
                 ans = None
         out._node = Node(op, parents, values, ans, params, tapes, next(_sequence))
