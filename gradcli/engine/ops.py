@@ -32,6 +32,7 @@ EMPTY: dict = {}
 _REFCOUNTS_EXACT = (sys.version_info < (3, 14)
                     and not sysconfig.get_config_var("Py_GIL_DISABLED"))
 _recording = state.recording
+_new_tensor = object.__new__
 _sequence = itertools.count(1)  # recording order: the backward pass's topological order
 
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "inf": math.inf}
@@ -65,13 +66,17 @@ def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
     try:
         if buffer is not None and _fits(buffer, values):
             ans = op.reuse(*values, out=buffer)
+        elif params is EMPTY:
+            ans = op.forward(*values)
         else:
             ans = op.forward(*values, **params)
     except (ValueError, IndexError, TypeError) as err:
         raise _shape_error(op, values, params, err) from None
     if ans.__class__ is float or ans.__class__ is int:
         ans = np.float64(ans)
-    out = _make(ans)
+    out = _new_tensor(Tensor)  # _make, inlined: this is the hottest path
+    out._value = ans
+    out._node = None
     if _recording:
         _record(op, out, inputs, values, params)
     return out
@@ -133,7 +138,8 @@ def _record(op: Op, out: Tensor, inputs, values, params) -> None:
         if traced:
             tapes = trace.alone if not tapes else tapes + trace.alone
     if tapes and op.differentiable:
-        parents = [getattr(x, "_node", None) for x in inputs]
+        parents = [x._node if x.__class__ is Tensor or x.__class__ is Variable else None
+                   for x in inputs]
         saves = op.saves
         ans = out._value
         # A single non-persistent tape differentiates once, in numpy: keep only what the
