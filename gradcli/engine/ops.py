@@ -402,9 +402,11 @@ def _power_vjp_x(m, g, ans, x, y):
 
 
 def _power_vjp_y(m, g, ans, x, y):
-    # d/dy x**y = x**y log x, taken as 0 where x <= 0 (as TensorFlow does).
+    # d/dy x**y = x**y log x, taken as 0 where x <= 0 (as TensorFlow does). x**y is
+    # recomputed rather than kept: exponents are rarely differentiated, and keeping every
+    # power's output (x**2 before a sum) would hold an array per power until the end.
     safe = m.where(x > 0, x, 1.0)
-    return g * ans * m.log(safe)
+    return g * x ** y * m.log(safe)
 
 
 def _max_vjp(m, g, ans, x, axis=None, keepdims=False):
@@ -563,14 +565,14 @@ MULTIPLY = _binary("multiply", operator.mul,
                    inplace=(lambda g, ans, x, y, spare=None: _scale_in_place(g, y),
                             lambda g, ans, x, y, spare=None: _scale_in_place(g, x)))
 DIVIDE = _binary("divide", operator.truediv,
-                 (lambda m, g, ans, x, y: g / y, lambda m, g, ans, x, y: -g * ans / y),
+                 (lambda m, g, ans, x, y: g / y, lambda m, g, ans, x, y: -g * x / (y * y)),
                  lambda sp, x, y: x / y, "x / y", "1/y, -x/y^2", sample=(0.5, 2.0),
-                 domain="y != 0", saves="all")
+                 domain="y != 0", saves="inputs")
 # operator.pow, not np.power: ndarray ** 2 takes numpy's fast square path.
 POWER = _binary("power", operator.pow, (_power_vjp_x, _power_vjp_y), lambda sp, x, y: x ** y,
                 "x ** y (also written x ^ y)", "y*x^(y-1), x^y*log(x)", aliases=("pow",),
                 inplace=(_power_in_place, None),
-                sample=(0.5, 2.0), domain="x > 0 for non-integer y", saves="all")
+                sample=(0.5, 2.0), domain="x > 0 for non-integer y", saves="inputs")
 MATMUL = register(Op(name="matmul", forward=np.matmul, vjps=(_matmul_vjp_x, _matmul_vjp_y),
                      inputs=("x", "y"), doc="matrix product x @ y (batched, numpy rules)",
                      derivative="g @ y^T, x^T @ g", sympy=lambda sp, x, y: np.matmul(x, y),
