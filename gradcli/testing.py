@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .engine import Tensor, constant, gradients_function
+from .engine import FUNCTIONS, Tensor, constant, gradients_function
 
 EPS = np.finfo(np.float64).eps
 
@@ -25,7 +25,6 @@ def _projected(f, out_dir):
 
 
 def _sum(t):
-    from .engine.ops import FUNCTIONS
     return FUNCTIONS["sum"](t)
 
 

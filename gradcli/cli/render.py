@@ -157,16 +157,8 @@ def _cell(value, precision) -> str:
         return "-"
     if isinstance(value, str):
         return value
-    return array_text(np.asarray(value, dtype=float) if not isinstance(value, list)
-                      else _from_json(value), precision)
-
-
-def _from_json(value):
-    def conv(v):
-        if isinstance(v, list):
-            return [conv(x) for x in v]
-        return float(v) if not isinstance(v, str) else float(v.replace("inf", "inf"))
-    return np.asarray(conv(value), dtype=float)
+    # JSON values: numbers or nested lists, with "nan"/"inf" strings numpy reads itself
+    return array_text(np.asarray(value, dtype=float), precision)
 
 
 def _err(value) -> str:

@@ -9,7 +9,6 @@
 """
 from __future__ import annotations
 
-import functools
 import gc
 
 import numpy as np
@@ -76,7 +75,7 @@ def _differentiate(tape, value, args, argnums, dy):
 
 
 def _wraps(f):
-    """functools.wraps, lighter: these wrappers are often made once per call."""
+    """A lighter functools.wraps: these wrappers are often made once per call."""
     def decorate(wrapper):
         wrapper.__name__ = getattr(f, "__name__", wrapper.__name__)
         wrapper.__doc__ = getattr(f, "__doc__", None)
@@ -192,7 +191,7 @@ def custom_gradient(f):
     ... def clipped_identity(x):
     ...     return x, lambda dy: clip(dy, -1.0, 1.0)
     """
-    @functools.wraps(f)
+    @_wraps(f)
     def wrapper(*xs):
         from .tape import _recording  # the same list as state.recording
         saved = list(_recording)

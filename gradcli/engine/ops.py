@@ -16,7 +16,6 @@ import itertools
 import math
 import operator
 import sys
-import sysconfig
 from types import SimpleNamespace
 
 import numpy as np
@@ -24,13 +23,9 @@ import numpy as np
 from ..errors import ShapeError
 from . import state
 from .table import ORDER, REGISTRY, Op, lookup, register
-from .tensor import Node, Shape, Tensor, Variable, _make, as_value
+from .tensor import Node, Shape, Tensor, Variable, as_value
 
 EMPTY: dict = {}
-# Reference counts tell whether a value is shared (see _reusable_buffer). CPython 3.14 and
-# free-threaded builds may leave references uncounted: there, nothing is reused.
-_REFCOUNTS_EXACT = (sys.version_info < (3, 14)
-                    and not sysconfig.get_config_var("Py_GIL_DISABLED"))
 _recording = state.recording
 _new_tensor = object.__new__
 _sequence = itertools.count(1)  # recording order: the backward pass's topological order
@@ -90,7 +85,7 @@ def _reusable_buffer(inputs, frames: int):
     entry's rules read no input, and no persistent or nested tape records). Large
     arrays only: there a fresh result costs more than the arithmetic, in page faults and
     in the memory the next operations must stream through the caches."""
-    if not _REFCOUNTS_EXACT or not inputs:
+    if not state.REFCOUNTS_EXACT or not inputs:
         return None
     first = inputs[0]
     if first.__class__ is not Tensor:

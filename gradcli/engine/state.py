@@ -5,5 +5,12 @@ other. ``apply`` looks at it on every operation, so it is a plain list (cheap to
 """
 from __future__ import annotations
 
+import sys
+
 # Tapes inside their ``with`` block and not paused by ``stop_recording``, innermost last.
 recording: list = []
+
+# Whether sys.getrefcount tells if a value is shared (the in-place and reuse fast paths
+# rely on it). CPython 3.14 and free-threaded builds may leave references uncounted:
+# there those paths stay off.
+REFCOUNTS_EXACT = sys.version_info < (3, 14) and getattr(sys, "_is_gil_enabled", lambda: True)()

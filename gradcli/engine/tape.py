@@ -14,9 +14,8 @@ np.float64(6.0)
 """
 from __future__ import annotations
 
-import heapq
 import sys
-from heapq import heappop, heappush
+from heapq import heapify, heappop, heappush
 
 import numpy as np
 
@@ -191,7 +190,7 @@ class GradientTape:
                                 f"got {type(s).__name__}")
         grads = self._backward(targets, seeds, flat_sources, release=not self._persistent)
         if unconnected_gradients == "zero":
-            grads = [g if g is not None else _zeros_like(s, bool(_recording))
+            grads = [g if g is not None else _zeros_like(s)
                      for g, s in zip(grads, flat_sources)]
         return _pack(sources, iter(grads))
 
@@ -220,7 +219,7 @@ class GradientTape:
                 if node.op is not None and trace in node.tapes and id(node) not in queued:
                     queued.add(id(node))
                     frontier.append((-node.seq, node))
-        heapq.heapify(frontier)
+        heapify(frontier)
         source_nodes = [s._node for s in sources]
         keep = {id(n) for n in source_nodes if n is not None}
         release = release and not differentiable
@@ -319,7 +318,7 @@ class GradientTape:
                 results.append(None if unconnected_gradients == "none"
                                else _make(np.zeros(tshape + src.shape, dtype=src.dtype)))
                 continue
-            parts = [g if g is not None else _zeros_like(src, bool(_recording)) for g in row]
+            parts = [g if g is not None else _zeros_like(src) for g in row]
             if bool(_recording):
                 stacked = ops.FUNCTIONS["stack"](parts)
                 results.append(ops.FUNCTIONS["reshape"](stacked, tshape + src.shape))
@@ -361,15 +360,12 @@ class _Paused:
         self.tape._push()
 
 
-# Reference counts tell whether an array is shared. CPython 3.14 may leave references
-# held by the interpreter's stack uncounted, so there the answer is always "shared".
-_REFCOUNTS_EXACT = sys.version_info < (3, 14)
 
 
 def _exclusive(array, holders: int) -> bool:
     """True when ``array`` owns its memory and only the caller's ``holders`` references
     hold it, so changing it or handing it out cannot be observed elsewhere."""
-    return (_REFCOUNTS_EXACT and array.__class__ is np.ndarray and array.base is None
+    return (state.REFCOUNTS_EXACT and array.__class__ is np.ndarray and array.base is None
             and array.flags.writeable
             and sys.getrefcount(array) <= holders + 2)  # + this call's argument and getrefcount's
 
@@ -432,7 +428,7 @@ def _unbroadcast(m, g, shape):
     return out
 
 
-def _zeros_like(source: Tensor, differentiable: bool):
+def _zeros_like(source: Tensor):
     return _make(np.zeros(source.shape, dtype=source.dtype)[()] if source.ndim == 0
                  else np.zeros(source.shape, dtype=source.dtype))
 
