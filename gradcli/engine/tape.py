@@ -237,11 +237,13 @@ class GradientTape:
             else:
                 args, ans = node.values, node.ans
             vjps = op.vjps
+            full = None  # the output's shape, when g is a scalar standing for a broadcast
             if not differentiable and g.__class__ is np.ndarray and g.size >= _IN_PLACE_SIZE:
                 if op.elementwise and not any(g.strides):
                     # A broadcast scalar (what a sum sends back): elementwise rules compute
                     # with the scalar, making one array instead of two; the result is
                     # brought to the input's shape by the un-broadcasting below.
+                    full = g.shape
                     g = g[(0,) * g.ndim]
                 if key not in keep:
                     g = _in_place(op, g, ans, args, parents, trace, watched,
@@ -265,8 +267,8 @@ class GradientTape:
                         continue
                     gx = rule(m, g, ans, *args, **params)
                 shape = args[i].shape
-                if gx.shape != shape:
-                    gx = _unbroadcast(m, gx, shape)
+                if gx.shape != shape or (full is not None and full != shape):
+                    gx = _unbroadcast(m, gx, shape, full)
                 k = id(parent)
                 prev = grads.get(k)
                 if prev is None:
@@ -414,18 +416,22 @@ def _accumulate(grads: dict, x, g) -> None:
     grads[key] = g if prev is None else prev + g
 
 
-def _unbroadcast(m, g, shape):
-    """Sum a gradient back to its input's shape: the one place broadcasting is undone."""
+def _unbroadcast(m, g, shape, full=None):
+    """Sum a gradient back to its input's shape: the one place broadcasting is undone.
+    ``full``: the shape ``g`` stands for when the rule computed with a scalar in place of
+    a broadcast upstream gradient (the output's shape); g is summed as that shape."""
     gshape = g.shape if isinstance(g, Tensor) else np.shape(g)
+    if full is not None and gshape != full:
+        g = m.broadcast_to(g, shape=full)
+        gshape = full
     if gshape == shape:
         return g
-    if len(gshape) < len(shape) or any(a != b and b != 1 for a, b in
-                                       zip(gshape[len(gshape) - len(shape):], shape)):
-        g = m.broadcast_to(g, shape=np.broadcast_shapes(gshape, shape))
+    lead = len(gshape) - len(shape)
+    if lead < 0 or any(a != b and b != 1 for a, b in zip(gshape[lead:], shape)):
+        # a rule's gradient smaller than its input: it holds for every element
         gshape = np.broadcast_shapes(gshape, shape)
-    out = m.sum_to(g, shape=shape)
-    assert (out.shape if isinstance(out, Tensor) else np.shape(out)) == shape, (gshape, shape)
-    return out
+        g = m.broadcast_to(g, shape=gshape)
+    return m.sum_to(g, shape=shape)
 
 
 def _zeros_like(source: Tensor):
