@@ -107,10 +107,31 @@ def _reusable_buffer(inputs, frames: int):
 def _fits(buffer, values) -> bool:
     """Whether the result has the buffer's shape and dtype."""
     for v in values[1:]:
-        shape = np.shape(v)
-        if shape != buffer.shape and np.broadcast_shapes(shape, buffer.shape) != buffer.shape:
+        if not _fits_into(buffer, v):
             return False
-        if np.result_type(buffer, v) != buffer.dtype:
+    return True
+
+
+def _fits_into(target, v) -> bool:
+    """Whether ``target`` combined elementwise with ``v`` keeps ``target``'s shape and
+    dtype, so the result may be written into ``target``. False when unsure (the caller
+    then makes a new array). Deliberately plain Python: it runs right after large numpy
+    operations have flushed the caches, where ``np.broadcast_shapes`` costs ~15 µs."""
+    cls = v.__class__
+    if cls is float or cls is int:  # weak Python scalars take the array's dtype
+        return True
+    if cls is not np.ndarray and not isinstance(v, np.generic):
+        return False
+    if v.dtype != target.dtype:
+        return False
+    shape, tshape = v.shape, target.shape
+    if shape == tshape:
+        return True
+    lead = len(tshape) - len(shape)
+    if lead < 0:
+        return False
+    for i, n in enumerate(shape):
+        if n != 1 and n != tshape[lead + i]:
             return False
     return True
 
@@ -235,7 +256,7 @@ def _keep_shape(shape: tuple, axis) -> tuple:
 
 def _expand(m, g, shape, axis, keepdims):
     """Broadcast a reduction's upstream gradient back to the input's shape."""
-    if not keepdims:
+    if not keepdims and _shape(g) != ():  # a scalar broadcasts as it is
         g = m.reshape(g, shape=_keep_shape(shape, axis))
     return m.broadcast_to(g, shape=shape)
 
@@ -251,14 +272,33 @@ def _count(shape, axis) -> int:
 
 def _sum_to(g, shape):
     """Sum a broadcast gradient back to ``shape`` (the one place un-broadcasting happens)."""
-    gshape = np.shape(g)
+    g = np.asarray(g)
+    gshape = g.shape
     if gshape == shape:
         return g
     lead = len(gshape) - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
                                       if n == 1 and gshape[lead + i] != 1)
-    out = np.sum(g, axis=axes, keepdims=False) if axes else g
-    return np.reshape(out, shape)
+    # methods rather than np.sum / np.reshape: less Python between two large operations
+    out = g.sum(axis=axes) if axes else g
+    return out.reshape(shape)
+
+
+def _reshape(x, shape):
+    return np.asarray(x).reshape(shape)
+
+
+def _broadcast_to(x, shape):
+    """np.broadcast_to, with a fast path for a single value (what the rule of a sum
+    broadcasts): a read-only view with zero strides, made without np.broadcast_to's
+    Python-level iterator, which costs ~25 µs right after a large array operation has
+    flushed the caches."""
+    a = np.asarray(x)
+    if a.size == 1 and a.ndim <= len(shape) and all(n >= 0 for n in shape):
+        out = np.ndarray(shape, a.dtype, a, 0, (0,) * len(shape))
+        out.flags.writeable = False
+        return out
+    return np.broadcast_to(a, shape)
 
 
 def _getitem(x, index):
@@ -323,18 +363,14 @@ def _dot_vjp(which):
 
 def _scale_in_place(g, factor):
     """g *= factor, when that keeps g's shape and dtype (else None: use the plain rule)."""
-    if g.__class__ is not np.ndarray:
-        return None
-    if np.shape(factor) != g.shape and np.broadcast_shapes(np.shape(factor), g.shape) != g.shape:
-        return None
-    if np.result_type(g, factor) != g.dtype:
+    if g.__class__ is not np.ndarray or not _fits_into(g, factor):
         return None
     g *= factor
     return g
 
 
 def _power_in_place(g, ans, x, y, spare=(None, None)):
-    if not ((type(y) is float or type(y) is int) and y == 2 and x.dtype == np.result_type(g)):
+    if not ((type(y) is float or type(y) is int) and y == 2 and x.dtype == getattr(g, "dtype", None)):
         return None
     if g.__class__ is np.ndarray:
         g *= x
@@ -345,23 +381,17 @@ def _power_in_place(g, ans, x, y, spare=(None, None)):
     return np.multiply(x, 2.0 * g, out=out)
 
 
-def _derivative_from_ans(g, ans, spare, fill):
-    """g * f(ans) for tanh and sigmoid, f computed by ``fill(ans, out)`` into ans's own
-    array when no one needs it any more, else into one new array."""
+def _tanh_in_place(g, ans, x, spare=(None, None)):
+    """g (1 - ans^2), computed into ans's own array when no one needs it any more (else
+    into one new array), then into g when g is an array."""
     t = spare[0] if spare[0] is not None else np.empty_like(ans)
-    fill(ans, t)
+    np.multiply(ans, ans, out=t)  # elementwise: t may be ans itself
+    np.subtract(1.0, t, out=t)
     if g.__class__ is np.ndarray:
         g *= t
         return g
     t *= g
     return t
-
-
-def _tanh_in_place(g, ans, x, spare=(None, None)):
-    def fill(a, t):  # 1 - a^2 (elementwise: t may be a itself)
-        np.multiply(a, a, out=t)
-        np.subtract(1.0, t, out=t)
-    return _derivative_from_ans(g, ans, spare, fill)
 
 
 def _sigmoid_in_place(g, ans, x, spare=(None, None)):
@@ -714,7 +744,7 @@ register(Op(name="transpose", forward=lambda x, axes=None: np.transpose(x, axes)
             inputs=("x",), params=(("axes", None),), doc="reverse or permute the axes",
             derivative="transpose back", sympy=lambda sp, x, axes=None: np.transpose(x, axes),
             kind="shape", saves="none"))
-register(Op(name="reshape", forward=lambda x, shape: np.reshape(x, shape),
+register(Op(name="reshape", forward=_reshape,
             vjps=(lambda m, g, ans, x, shape: m.reshape(g, shape=_shape(x)),),
             inputs=("x",), params=(("shape", None),), doc="same elements, new shape",
             derivative="reshape back", sympy=lambda sp, x, shape: np.reshape(x, shape),
@@ -807,7 +837,7 @@ for _name, _fwd, _params, _doc in (
                 derivative="constant", sympy=_const_array(_fwd), kind="constructor"))
 
 # Internal entries used by the rules.
-_internal(Op(name="broadcast_to", forward=lambda x, shape: np.broadcast_to(x, shape),
+_internal(Op(name="broadcast_to", forward=_broadcast_to,
              vjps=(lambda m, g, ans, x, shape: m.sum_to(g, shape=_shape(x)),), inputs=("x",),
              params=(("shape", None),), doc="x broadcast to shape", kind="shape", saves="none"))
 _internal(Op(name="sum_to", forward=_sum_to,
