@@ -212,6 +212,8 @@ def _function(op: Op):
             return apply(op, (x, y), EMPTY)
     else:
         def fn(*args, **kwargs):
+            if len(args) == n_inputs and not kwargs:  # defaults: one shared, unchanged dict
+                return apply(op, args, defaults)
             if len(args) < n_inputs:
                 raise TypeError(f"{op.name}() takes {n_inputs} input(s) "
                                 f"({', '.join(op.inputs)}), got {len(args)}")
@@ -712,7 +714,12 @@ for _name, _fn, _sp, _sym in (("less", operator.lt, "Lt", "<"), ("less_equal", o
             kind="comparison")
 
 # Reductions
-_reduction("sum", np.sum, lambda m, g, ans, x, axis=None, keepdims=False:
+def _sum(x, axis=None, keepdims=False):
+    # np.sum without its Python-level wrapper (~8 µs when caches are cold)
+    return np.add.reduce(x, axis=axis, keepdims=keepdims)
+
+
+_reduction("sum", _sum, lambda m, g, ans, x, axis=None, keepdims=False:
            _expand(m, g, _shape(x), axis, keepdims), _sympy_reduce(lambda sp, xs: sp.Add(*xs)),
            "sum of elements", "1 for each element", saves="none")
 _reduction("mean", np.mean, lambda m, g, ans, x, axis=None, keepdims=False:

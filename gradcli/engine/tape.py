@@ -211,32 +211,32 @@ class GradientTape:
         watched = trace.watched
         grads: dict[int, object] = {}
         frontier = []
-        queued = set()
         for t, seed in zip(targets, seeds):
             if isinstance(t, Tensor) and self._traces(t):
                 node = t._node
-                _accumulate(grads, node, _seed(t, seed, differentiable))
-                if node.op is not None and trace in node.tapes and id(node) not in queued:
-                    queued.add(id(node))
+                if id(node) not in grads and trace in node.tapes:
                     frontier.append((-node.seq, node))
+                _accumulate(grads, node, _seed(t, seed, differentiable))
         heapify(frontier)
         source_nodes = [s._node for s in sources]
         keep = {id(n) for n in source_nodes if n is not None}
         release = release and not differentiable
+        # A recorded node enters the heap with its first gradient: nodes no gradient
+        # reaches are never visited.
         while frontier:
             node = heappop(frontier)[1]
             key = id(node)
-            g = grads.get(key) if key in keep else grads.pop(key, None)
-            op, parents, params = node.op, node.parents, node.params
+            g = grads.get(key) if key in keep else grads.pop(key)
+            op = node.op
             if differentiable:
                 # Rebuild tensors around the saved values: the same nodes, so an outer
                 # tape that recorded them sees the rules' operations as connected.
                 args = [_make(v, p) if p is not None and v.__class__ is not Shape else v
-                        for v, p in zip(node.values, parents)]
+                        for v, p in zip(node.values, node.parents)]
                 ans = _make(node.ans, node)
             else:
                 args, ans = node.values, node.ans
-            vjps = op.vjps
+            spent = release and len(node.tapes) == 1  # recorded by this tape alone
             full = None  # the output's shape, when g is a scalar standing for a broadcast
             if not differentiable and g.__class__ is np.ndarray and g.size >= _IN_PLACE_SIZE:
                 if op.elementwise and not any(g.strides):
@@ -246,26 +246,24 @@ class GradientTape:
                     full = g.shape
                     g = g[(0,) * g.ndim]
                 if key not in keep:
-                    g = _in_place(op, g, ans, args, parents, trace, watched,
-                                  release and len(node.tapes) == 1)
-            for i, parent in enumerate(parents):
+                    g = _in_place(op, g, ans, args, node.parents, trace, watched, spent)
+            i = -1
+            for parent in node.parents:
+                i += 1
                 if parent is None:
                     continue
                 recorded = trace in parent.tapes
-                if recorded and id(parent) not in queued:
-                    queued.add(id(parent))
-                    heappush(frontier, (-parent.seq, parent))
-                if g is None or not (recorded or id(parent) in watched):
+                if not (recorded or id(parent) in watched):
                     continue
                 if g.__class__ is _InPlace:  # the node's only gradient, already computed
                     gx = g.gradient
                 elif op.variadic:
-                    gx = vjps[0](m, g, ans, *args, index=i, **params)
+                    gx = op.vjps[0](m, g, ans, *args, index=i, **node.params)
                 else:
-                    rule = vjps[i]
+                    rule = op.vjps[i]
                     if rule is None:
                         continue
-                    gx = rule(m, g, ans, *args, **params)
+                    gx = rule(m, g, ans, *args, **node.params)
                 shape = args[i].shape
                 if gx.shape != shape or (full is not None and full != shape):
                     gx = _unbroadcast(m, gx, shape, full)
@@ -273,6 +271,8 @@ class GradientTape:
                 prev = grads.get(k)
                 if prev is None:
                     grads[k] = gx
+                    if recorded:
+                        heappush(frontier, (-parent.seq, parent))
                 elif not differentiable and _exclusive(prev, 2) and prev.dtype == gx.dtype:
                     prev += gx  # nobody else holds this sum: add in place
                 else:
@@ -280,7 +280,7 @@ class GradientTape:
             # Drop this node's references to gradients, so the next node can tell by
             # reference counts whether its upstream gradient is shared.
             g = gx = prev = None
-            if release and len(node.tapes) == 1:  # recorded by this tape alone
+            if spent:
                 node.values = node.ans = None
         out = [None if n is None else grads.get(id(n)) for n in source_nodes]
         grads.clear()
