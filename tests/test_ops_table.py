@@ -248,3 +248,21 @@ def test_large_broadcast_add_gives_exact_counts():
     [gx] = gc.gradients_function(lambda a, b: gc.sum(a - b), params=[0])(np.ones(100),
                                                                         np.ones((64, 100)))
     assert np.all(gx.numpy() == 64.0)
+
+
+def test_an_entry_made_with_other_rules_loses_its_twins():
+    """Twins are found by rule: an entry copied with a different rule (how the tests swap
+    a wrong rule in) must use that rule on large arrays too, not the old twin."""
+    import dataclasses
+
+    from gradcli.engine import ops
+    tanh = REGISTRY["tanh"]
+    assert tanh.twins and tanh.twins[0] is ops.INPLACE[tanh.vjps[0]]
+    wrong = dataclasses.replace(tanh, vjps=(lambda m, g, ans, x: g * 3.0,))
+    assert wrong.twins == ()
+    x = np.linspace(-1.0, 1.0, 10_000)
+    with gc.GradientTape() as tape:
+        t = gc.constant(x)
+        tape.watch(t)
+        y = gc.sum(ops.apply(wrong, (t * 1.0,)) * 2.0)
+    np.testing.assert_array_equal(tape.gradient(y, t).numpy(), np.full_like(x, 6.0))

@@ -91,6 +91,14 @@ def test_nested_structure_of_sources_is_kept():
     assert (grads["pair"][0].numpy(), grads["pair"][1].numpy()) == (1.0, 2.0)
 
 
+def test_list_of_tensors_inside_a_list_keeps_its_place():
+    a, b, c = gc.Variable(1.0), gc.Variable(2.0), gc.Variable(3.0)
+    with gc.GradientTape() as tape:
+        y = a * b * c
+    grads = tape.gradient(y, [[a, b], c])
+    assert [[g.numpy() for g in grads[0]], grads[1].numpy()] == [[6.0, 3.0], 2.0]
+
+
 def test_unconnected_source_is_none_or_zeros():
     x, y = gc.Variable([1.0, 2.0]), gc.Variable(3.0)
     with gc.GradientTape(persistent=True) as tape:

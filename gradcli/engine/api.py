@@ -47,9 +47,9 @@ def _record(f, args, kwargs, implicit, argnums, dy):
             for i in argnums:
                 # A variable passed as an argument is read: its value is what is watched.
                 x = args[i]
-                args[i] = (constant(x._value) if isinstance(x, Variable)
-                           else x if isinstance(x, Tensor) else constant(x))
-                tape.watch(args[i])
+                x = args[i] = (constant(x._value) if isinstance(x, Variable)
+                               else x if isinstance(x, Tensor) else constant(x))
+                tape._watch_tensor(x)
         value = f(*args, **kwargs)
         if value is None:
             raise ValueError(f"the function {_name(f)} returned None; it must return the "

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import ShapeError
 from . import state
-from .table import ORDER, REGISTRY, Op, lookup, register
+from .table import INPLACE, ORDER, REGISTRY, Op, lookup, register
 from .tensor import Node, Shape, Tensor, Variable, as_value
 
 EMPTY: dict = {}
@@ -32,13 +32,6 @@ _sequence = itertools.count(1)  # recording order: the backward pass's topologic
 
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "inf": math.inf}
 
-# In-place twins of some rules, for the numpy path on large arrays: rule -> fn(g, ans,
-# *values, spare=(ans or None, first value or None)) that computes this input's gradient
-# into g (an unshared array) or into a spare (a kept value no one needs any more), and
-# returns it, or None when it does not apply. A fresh 8 MB array costs more than the
-# arithmetic (page faults). Keyed by the rule itself: an entry whose rules are replaced
-# loses its twins.
-INPLACE: dict = {}
 
 # Internal entries serve the backward rules (broadcast_to, sum_to, getitem, scatter, ...);
 # they are differentiable like any entry but are not part of the language.
@@ -143,38 +136,37 @@ def _record(op: Op, out: Tensor, inputs, values, params) -> None:
         traced = False
         for x in inputs:
             cls = x.__class__
-            if cls is Tensor or cls is Variable:
-                if (cls is Variable and x._trainable and trace.watch_accessed
-                        and id(x._node) not in watched):
-                    trace.tape._watch_variable(x)
+            if cls is Tensor:
                 node = x._node
-                if not traced and node is not None and (trace in node.tapes
-                                                        or id(node) in watched):
+                if node is not None and (trace in node.tapes or id(node) in watched):
+                    traced = True
+            elif cls is Variable:  # reading a variable may make the tape watch it
+                if x._trainable and trace.watch_accessed and id(x._node) not in watched:
+                    trace.tape._watch_variable(x)
+                if id(x._node) in watched:
                     traced = True
         if traced:
             tapes = trace.alone if not tapes else tapes + trace.alone
-    if tapes and op.differentiable:
-        parents = [x._node if x.__class__ is Tensor or x.__class__ is Variable else None
-                   for x in inputs]
-        saves = op.saves
-        ans = out._value
-        # A single non-persistent tape differentiates once, in numpy: keep only what the
-        # rules read. Otherwise (nested or persistent tapes) keep everything, since rules
-        # computed under another tape may be differentiated again.
-        if saves != "all" and len(_recording) == 1 and not _recording[0].persistent:
-            if saves != "inputs":
-                for v in values:
-                    if v.__class__ is np.ndarray:  # scalars cost nothing to keep
-                        values = [_shape_only(v) for v in values]
-                        break
-            if saves == "inputs" or saves == "none":
-                ans = None
-        out._node = Node(op, parents, values, ans, params, tapes, next(_sequence))
-
-
-def _shape_only(value):
-    # Small values cost nothing to keep; large arrays are what must be freed.
-    return Shape(value) if value.__class__ is np.ndarray and value.size > 64 else value
+    if not tapes or not op.differentiable:
+        return
+    # (loops rather than comprehensions: this runs between large operations, when the
+    # caches are cold and every extra function object and frame costs)
+    parents = []
+    for x in inputs:
+        parents.append(x._node if x.__class__ is Tensor or x.__class__ is Variable else None)
+    ans = out._value
+    # A single non-persistent tape differentiates once, in numpy: keep only what the rules
+    # read. Otherwise (nested or persistent tapes) keep everything, since rules computed
+    # under another tape may be differentiated again.
+    if len(_recording) == 1 and not trace.persistent:
+        if not op.keeps_inputs:
+            kept = []
+            for v in values:  # small values cost nothing to keep; large arrays are freed
+                kept.append(Shape(v) if v.__class__ is np.ndarray and v.size > 64 else v)
+            values = kept
+        if not op.keeps_ans:
+            ans = None
+    out._node = Node(op, parents, values, ans, params, tapes, next(_sequence))
 
 
 def _shape_error(op: Op, values, params, err: Exception) -> ShapeError:
@@ -296,7 +288,7 @@ def _broadcast_to(x, shape):
     Python-level iterator, which costs ~25 µs right after a large array operation has
     flushed the caches."""
     a = np.asarray(x)
-    if a.size == 1 and a.ndim <= len(shape) and all(n >= 0 for n in shape):
+    if a.size == 1 and a.ndim <= len(shape):  # (np.ndarray refuses negative sizes)
         out = np.ndarray(shape, a.dtype, a, 0, (0,) * len(shape))
         out.flags.writeable = False
         return out
@@ -745,7 +737,7 @@ _reduction("norm", _norm, _norm_vjp,
 register(Op(name="dot", forward=_dot, vjps=(_dot_vjp(0), _dot_vjp(1)), inputs=("x", "y"),
             doc="dot product (vectors, matrices; at most 2-D)", derivative="as matmul",
             sympy=lambda sp, x, y: np.dot(x, y), kind="linalg", saves="inputs"))
-register(Op(name="transpose", forward=lambda x, axes=None: np.transpose(x, axes),
+register(Op(name="transpose", forward=lambda x, axes=None: np.asarray(x).transpose(axes),
             vjps=(lambda m, g, ans, x, axes=None: m.transpose(
                 g, axes=None if axes is None else tuple(np.argsort(axes))),),
             inputs=("x",), params=(("axes", None),), doc="reverse or permute the axes",

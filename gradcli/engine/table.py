@@ -50,6 +50,10 @@ class Op:
     # "none" (the rules see a ``Shape`` for what is not kept).
     saves: str = "all"
     differentiable: bool = field(init=False, default=False)
+    # The in-place twins of the rules (see INPLACE), looked up when the entry is made.
+    twins: tuple = field(init=False, default=())
+    keeps_inputs: bool = field(init=False, default=True)  # from ``saves``
+    keeps_ans: bool = field(init=False, default=True)
     # A ufunc that can write the result into the first input's array, for entries whose
     # rules read no input (set in ops.py; see ops._reusable_buffer).
     reuse: Any = field(init=False, default=None)
@@ -57,7 +61,21 @@ class Op:
     def __post_init__(self) -> None:
         # Read on every recorded operation: computed once here.
         object.__setattr__(self, "differentiable", any(v is not None for v in self.vjps))
+        if self.saves not in ("all", "inputs", "ans", "none"):
+            raise ValueError(f"{self.name}: saves must be all, inputs, ans or none")
+        twins = tuple(INPLACE.get(rule) for rule in self.vjps)
+        object.__setattr__(self, "twins", twins if any(twins) else ())
+        object.__setattr__(self, "keeps_inputs", self.saves in ("all", "inputs"))
+        object.__setattr__(self, "keeps_ans", self.saves in ("all", "ans"))
 
+
+# In-place twins of some rules, for the numpy path on large arrays: rule -> fn(g, ans,
+# *values, spare=(ans or None, first value or None)) that computes this input's gradient
+# into g (an unshared array) or into a spare (a kept value no one needs any more), and
+# returns it, or None when it does not apply. A fresh 8 MB array costs more than the
+# arithmetic (page faults). Keyed by the rule itself, and read when an entry is made: an
+# entry made with other rules (dataclasses.replace) has no twins. Filled by ops.py.
+INPLACE: dict = {}
 
 # name or alias -> Op; filled by ops.py at import time.
 REGISTRY: dict[str, Op] = {}

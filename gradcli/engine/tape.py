@@ -132,13 +132,17 @@ class GradientTape:
                                 f"got {type(item).__name__}")
             if isinstance(item, Variable):
                 self._watch_variable(item)
-                continue
-            if item._node is None:
-                item._node = Node()  # a leaf, now part of the graph
-            node = item._node
-            if id(node) not in self._trace.watched:
-                self._trace.watched.add(id(node))
-                self._trace.keep.append(node)
+            else:
+                self._watch_tensor(item)
+
+    def _watch_tensor(self, tensor: Tensor) -> None:
+        if tensor._node is None:
+            tensor._node = Node()  # a leaf, now part of the graph
+        node = tensor._node
+        trace = self._trace
+        if id(node) not in trace.watched:
+            trace.watched.add(id(node))
+            trace.keep.append(node)
 
     def _watch_variable(self, variable: Variable) -> None:
         node = variable._node
@@ -245,7 +249,7 @@ class GradientTape:
                     # brought to the input's shape by the un-broadcasting below.
                     full = g.shape
                     g = g[(0,) * g.ndim]
-                if key not in keep:
+                if op.twins and key not in keep:
                     g = _in_place(op, g, ans, args, node.parents, trace, watched, spent)
             i = -1
             for parent in node.parents:
@@ -385,7 +389,7 @@ _IN_PLACE_SIZE = 4096
 
 
 def _in_place(op, g, ans, args, parents, trace, watched, spent: bool):
-    """Apply the in-place twin of the rule (ops.INPLACE) when exactly one input receives
+    """Apply the in-place twin of the rule (``op.twins``) when exactly one input receives
     a gradient and nobody else holds g (a scalar g is never shared); otherwise return g
     unchanged. With ``spent`` (the node is released after this), the node's output and
     first input may serve as the twin's output when nobody else holds them."""
@@ -394,7 +398,7 @@ def _in_place(op, g, ans, args, parents, trace, watched, spent: bool):
     if len(receiving) != 1 or op.variadic:
         return g
     i = receiving[0]
-    rule = ops.INPLACE.get(op.vjps[i])
+    rule = op.twins[i]
     # holders of g: _backward's local and this function's parameter. A twin reads only
     # what its rule reads, which the node kept (see Op.saves).
     if rule is None or (g.__class__ is np.ndarray and not _exclusive(g, 2)):

@@ -16,7 +16,7 @@ import itertools
 
 import numpy as np
 
-_PY_SCALARS = (float, int)
+_F64 = np.dtype(np.float64)
 
 
 def as_value(x, dtype=None):
@@ -26,6 +26,8 @@ def as_value(x, dtype=None):
     Python and numpy integers become float64 (a calculator user who types 3 means 3.0);
     booleans stay boolean and are never differentiable. Scalars are numpy scalars.
     """
+    if x.__class__ is np.ndarray and dtype is None and x.dtype == _F64 and x.ndim:
+        return x  # already what the engine computes with (the common case)
     if isinstance(x, Tensor):
         x = x._value
     arr = np.asarray(x)
