@@ -1,0 +1,92 @@
+"""The large-array fast paths against the plain path, on random programs.
+
+On arrays of 4096 elements or more the engine takes shortcuts (see ``engine/ops.py`` and
+``engine/tape.py``): results written over temporaries, in-place twins of the rules, spent
+arrays reused, a sum's gradient handed on as a scalar. Under an outer recording tape none
+of them is taken (the rules run as engine operations), so the gradients computed there
+are the reference. hypothesis builds random expressions over inputs of several
+broadcasting shapes; each is evaluated as nested calls, so intermediate results really
+are temporaries (what the reuse check looks for), and a drawn subexpression may also be
+named and used twice (what it must refuse).
+"""
+import numpy as np
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+import gradcli as gc
+
+SHAPES = {"x": (64, 100), "y": (64, 1), "z": (100,), "s": ()}
+
+UNARY = {
+    "sin": gc.sin, "cos": gc.cos, "tanh": gc.tanh, "sigmoid": gc.sigmoid,
+    "neg": lambda a: -a, "square": lambda a: a ** 2, "half": lambda a: a * 0.5,
+    "exp_tanh": lambda a: gc.exp(gc.tanh(a)), "soft_sqrt": lambda a: gc.sqrt(a * a + 1.0),
+}
+BINARY = {
+    "add": lambda a, b: a + b, "sub": lambda a, b: a - b, "mul": lambda a, b: a * b,
+    "div": lambda a, b: a / (b * b + 1.0), "max": gc.maximum,
+}
+
+
+def _leaf(name):
+    return lambda env: env[name]
+
+
+def _unary(fn, child):
+    return lambda env: fn(child(env))  # the child's result is a temporary
+
+
+def _binary(fn, left, right):
+    return lambda env: fn(left(env), right(env))
+
+
+def _shared(fn, child):
+    def run(env):
+        named = child(env)  # held by a name: never written over
+        return fn(named, named)
+    return run
+
+
+leaves = st.sampled_from(sorted(SHAPES)).map(_leaf)
+expressions = st.recursive(
+    leaves,
+    lambda sub: st.one_of(
+        st.builds(_unary, st.sampled_from(sorted(UNARY)).map(UNARY.get), sub),
+        st.builds(_binary, st.sampled_from(sorted(BINARY)).map(BINARY.get), sub, sub),
+        st.builds(_shared, st.sampled_from(sorted(BINARY)).map(BINARY.get), sub),
+    ),
+    max_leaves=8,
+)
+REDUCE = [lambda t: gc.sum(t), lambda t: gc.mean(t) * 3.0,
+          lambda t: gc.sum(gc.sum(t, axis=0) * 2.0)]
+
+
+def _inputs(seed):
+    rng = np.random.default_rng(seed)
+    return {name: rng.uniform(-1.5, 1.5, size=shape) for name, shape in SHAPES.items()}
+
+
+@settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(expr=expressions, reduce=st.sampled_from(range(len(REDUCE))),
+       seed=st.integers(0, 2**16))
+def test_fast_paths_give_the_plain_paths_gradients(expr, reduce, seed):
+    names = sorted(SHAPES)
+    point = _inputs(seed)
+
+    def f(*args):
+        out = REDUCE[reduce](expr(dict(zip(names, args))))
+        return out if isinstance(out, gc.Tensor) else gc.constant(out)
+
+    args = [point[n] for n in names]
+    fast_value, fast = gc.value_and_gradients_function(f)(*args)
+    with gc.GradientTape():  # an outer tape records: no shortcut is taken
+        plain_value, plain = gc.value_and_gradients_function(f)(*args)
+    np.testing.assert_allclose(fast_value.numpy(), plain_value.numpy(), rtol=1e-12)
+    for name, got, want in zip(names, fast, plain):
+        assert (got is None) == (want is None), name
+        if got is not None:
+            assert got.shape == SHAPES[name], name
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12,
+                                       err_msg=name)
+    for name in names:  # nothing was written over the caller's arrays
+        np.testing.assert_array_equal(point[name], _inputs(seed)[name])
