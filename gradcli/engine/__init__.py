@@ -16,8 +16,10 @@ def _install_operators() -> None:
 
     # frames=1: the lambda lies between the user's expression and apply (see
     # ops._reusable_buffer).
+    empty = ops.EMPTY
+
     def binary(op):
-        return lambda self, other: apply(op, (self, other), ops.EMPTY, 1)
+        return lambda self, other: apply(op, (self, other), empty, 1)
 
     def reflected(op):
         return lambda self, other: apply(op, (other, self))
@@ -30,7 +32,7 @@ def _install_operators() -> None:
                         ("ge", "greater_equal"), ("eq", "equal"), ("ne", "not_equal")):
         setattr(Tensor, f"__{name}__", binary(reg[entry]))
     negative, absolute, getitem = reg["negative"], reg["abs"], ops.INTERNAL["getitem"]
-    Tensor.__neg__ = lambda self: apply(negative, (self,), ops.EMPTY, 1)
+    Tensor.__neg__ = lambda self: apply(negative, (self,), empty, 1)
     Tensor.__pos__ = lambda self: self
     Tensor.__abs__ = lambda self: apply(absolute, (self,))
     Tensor.__getitem__ = lambda self, index: apply(getitem, (self,), {"index": _index(index)})

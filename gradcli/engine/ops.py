@@ -22,12 +22,14 @@ import numpy as np
 
 from ..errors import ShapeError
 from . import state
+from .state import REFCOUNTS_EXACT
 from .table import INPLACE, ORDER, REGISTRY, Op, lookup, register
 from .tensor import Node, Shape, Tensor, Variable, as_value
 
 EMPTY: dict = {}
 _recording = state.recording
 _new_tensor = object.__new__
+_shape_of = Shape.of
 _sequence = itertools.count(1)  # recording order: the backward pass's topological order
 
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "inf": math.inf}
@@ -46,13 +48,12 @@ def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
     inputs, record it. For variadic entries ``inputs`` is the sequence of tensors.
     ``frames``: how many Python frames lie between the user's expression and this call
     (1 for the operators), for the temporary-reuse check of ``_reusable_buffer``."""
-    buffer = _reusable_buffer(inputs, frames) if op.reuse is not None else None
     # Python numbers stay Python numbers: numpy treats them as weak scalars, so float32
     # tensors stay float32, and scalar arithmetic stays fast.
     values = [x._value if isinstance(x, Tensor) else
               x if x.__class__ is float or x.__class__ is int else as_value(x) for x in inputs]
     try:
-        if buffer is not None and _fits(buffer, values):
+        if op.reuse is not None and (buffer := _reusable_buffer(inputs, values, frames)) is not None:
             ans = op.reuse(*values, out=buffer)
         elif params is EMPTY:
             ans = op.forward(*values)
@@ -70,15 +71,16 @@ def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
     return out
 
 
-def _reusable_buffer(inputs, frames: int):
+def _reusable_buffer(inputs, values, frames: int):
     """The first input's array, when the result may be written over it: numpy's own
     temporary elision (``a * b + c`` reuses ``a * b``), one level up. It holds when the
     first input is a tensor nobody else holds (a temporary of the user's expression), its
-    array is its own and no one else's (no node kept it), and no tape will keep it (the
-    entry's rules read no input, and no persistent or nested tape records). Large
-    arrays only: there a fresh result costs more than the arithmetic, in page faults and
-    in the memory the next operations must stream through the caches."""
-    if not state.REFCOUNTS_EXACT or not inputs:
+    array is its own and no one else's (no node kept it), no tape will keep it (the
+    entry's rules read no input, and no persistent or nested tape records), and the
+    result has its shape and dtype. Large arrays only: there a fresh result costs more
+    than the arithmetic, in page faults and in the memory the next operations must
+    stream through the caches."""
+    if not REFCOUNTS_EXACT:
         return None
     first = inputs[0]
     if first.__class__ is not Tensor:
@@ -91,18 +93,13 @@ def _reusable_buffer(inputs, frames: int):
         return None
     # Holders of a temporary: the caller's expression, `frames` frames in between, the
     # inputs tuple, this function's local, getrefcount's argument. Of the array: its
-    # tensor, this local, getrefcount's argument.
-    if sys.getrefcount(first) > 4 + frames or sys.getrefcount(array) > 3:
+    # tensor, the values list, this local, getrefcount's argument.
+    if sys.getrefcount(first) > 4 + frames or sys.getrefcount(array) > 4:
         return None
-    return array
-
-
-def _fits(buffer, values) -> bool:
-    """Whether the result has the buffer's shape and dtype."""
     for v in values[1:]:
-        if not _fits_into(buffer, v):
-            return False
-    return True
+        if not _fits_into(array, v):
+            return None
+    return array
 
 
 def _fits_into(target, v) -> bool:
@@ -162,7 +159,7 @@ def _record(op: Op, out: Tensor, inputs, values, params) -> None:
         if not op.keeps_inputs:
             kept = []
             for v in values:  # small values cost nothing to keep; large arrays are freed
-                kept.append(Shape(v) if v.__class__ is np.ndarray and v.size > 64 else v)
+                kept.append(_shape_of(v) if v.__class__ is np.ndarray and v.size > 64 else v)
             values = kept
         if not op.keeps_ans:
             ans = None
@@ -273,9 +270,11 @@ def _sum_to(g, shape):
     lead = len(gshape) - len(shape)
     axes = tuple(range(lead)) + tuple(lead + i for i, n in enumerate(shape)
                                       if n == 1 and gshape[lead + i] != 1)
-    # methods rather than np.sum / np.reshape: less Python between two large operations
-    out = g.sum(axis=axes) if axes else g
-    return out.reshape(shape)
+    # methods rather than np.sum / np.reshape: less Python between two large operations;
+    # without leading axes keepdims gives the shape directly, as an array of its own
+    if not lead:
+        return g.sum(axis=axes, keepdims=True)
+    return g.sum(axis=axes).reshape(shape)
 
 
 def _reshape(x, shape):

@@ -13,6 +13,7 @@ np.float64(9.0)
 from __future__ import annotations
 
 import itertools
+from operator import itemgetter
 
 import numpy as np
 
@@ -135,13 +136,21 @@ class Node:
         self.seq = seq
 
 
-class Shape:
-    """What a node keeps of a large input its rules do not read: shape and dtype."""
-    __slots__ = ("shape", "dtype")
+class Shape(tuple):
+    """What a node keeps of a large input its rules do not read: shape and dtype.
 
-    def __init__(self, value):
-        self.shape = value.shape
-        self.dtype = value.dtype
+    A tuple ``(shape, dtype)`` with read-only attributes: made and read entirely in C
+    (``Shape.of``), since one is made per unread input of every recorded operation."""
+    __slots__ = ()
+    shape = property(itemgetter(0))
+    dtype = property(itemgetter(1))
+
+    @staticmethod
+    def of(value) -> "Shape":
+        return _new_tuple(Shape, (value.shape, value.dtype))
+
+
+_new_tuple = tuple.__new__
 
 
 _creation = itertools.count()
