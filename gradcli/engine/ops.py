@@ -283,14 +283,16 @@ def _reshape(x, shape):
 
 def _broadcast_to(x, shape):
     """np.broadcast_to, with a fast path for a single value (what the rule of a sum
-    broadcasts): a read-only view with zero strides, made without np.broadcast_to's
-    Python-level iterator, which costs ~25 µs right after a large array operation has
-    flushed the caches."""
+    broadcasts): a view with zero strides of a private copy of the value, made without
+    np.broadcast_to's Python-level iterator, which costs ~25 µs right after a large array
+    operation has flushed the caches. (The private copy makes the view safe without the
+    read-only flag, whose setting costs ~5 µs more there: nothing else sees its memory,
+    and the backward pass never writes into arrays that are not their own.)"""
     a = np.asarray(x)
     if a.size == 1 and a.ndim <= len(shape):  # (np.ndarray refuses negative sizes)
-        out = np.ndarray(shape, a.dtype, a, 0, (0,) * len(shape))
-        out.flags.writeable = False
-        return out
+        if a is x:  # an array someone may hold (a numpy scalar was converted: a new one)
+            a = a.copy()
+        return np.ndarray(shape, a.dtype, a, 0, (0,) * len(shape))
     return np.broadcast_to(a, shape)
 
 

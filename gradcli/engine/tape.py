@@ -30,6 +30,13 @@ def _flatten(structure, out: list) -> list:
     if isinstance(structure, Tensor):
         out.append(structure)
         return out
+    if structure.__class__ is list or structure.__class__ is tuple:  # the usual: flat
+        for item in structure:
+            if not isinstance(item, Tensor):
+                break
+        else:
+            out.extend(structure)
+            return out
     stack = [structure]
     while stack:
         item = stack.pop()
@@ -44,8 +51,12 @@ def _flatten(structure, out: list) -> list:
 
 def _pack(structure, leaves):
     """Rebuild ``structure`` with ``leaves`` (an iterator) in place of its leaves."""
-    if structure.__class__ is list and all(isinstance(s, Tensor) for s in structure):
-        return [next(leaves) for _ in structure]
+    if structure.__class__ is list:
+        for item in structure:
+            if not isinstance(item, Tensor):
+                break
+        else:
+            return [next(leaves) for _ in structure]
     if isinstance(structure, dict):
         return {k: _pack(v, leaves) for k, v in structure.items()}
     if isinstance(structure, (list, tuple)):
@@ -216,8 +227,8 @@ class GradientTape:
         grads: dict[int, object] = {}
         frontier = []
         for t, seed in zip(targets, seeds):
-            if isinstance(t, Tensor) and self._traces(t):
-                node = t._node
+            node = t._node if isinstance(t, Tensor) else None
+            if node is not None and (trace in node.tapes or id(node) in watched):
                 if id(node) not in grads and trace in node.tapes:
                     frontier.append((-node.seq, node))
                 _accumulate(grads, node, _seed(t, seed, differentiable))
@@ -286,14 +297,16 @@ class GradientTape:
             g = gx = prev = None
             if spent:
                 node.values = node.ans = None
-        out = [None if n is None else grads.get(id(n)) for n in source_nodes]
+        out = []
+        for n in source_nodes:
+            g = None if n is None else grads.get(id(n))
+            if g is not None and not differentiable:
+                # A gradient may be a forward value or a broadcast view (see ops._times and
+                # the reductions' rules); what the user receives is an array of its own.
+                # (holders of g: the grads dict and this local)
+                g = _make(g if g.__class__ is not np.ndarray or _exclusive(g, 2) else g.copy())
+            out.append(g)
         grads.clear()
-        if not differentiable:
-            # A gradient may be a forward value or a broadcast view (see ops._times and the
-            # reductions' rules); what the user receives is always an array of its own.
-            out = [g if g is None else _make(
-                g if g.__class__ is not np.ndarray or _exclusive(g, 2) else g.copy())
-                for g in out]
         return out
 
     # --- jacobians -------------------------------------------------------------------
