@@ -62,7 +62,7 @@ def _record(f, args, kwargs, implicit, argnums, dy):
 def _differentiate(tape, value, args, argnums, dy):
     implicit = argnums is None
     if implicit:
-        variables = [v for v in tape.watched_variables() if v.trainable]
+        variables = [v for v in tape.watched_variables() if v._trainable]
         if not variables:
             raise ValueError(NO_VARIABLES)
         sources = variables

@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import sys
 from heapq import heapify, heappop, heappush
+from operator import attrgetter
 
 import numpy as np
 
@@ -23,6 +24,7 @@ from . import ops, state
 from .tensor import Node, Shape, Tensor, Variable, _make, as_value
 
 _recording = state.recording
+_creation_order = attrgetter("_order")
 
 
 def _flatten(structure, out: list) -> list:
@@ -169,7 +171,7 @@ class GradientTape:
 
     def watched_variables(self) -> tuple:
         """The variables this tape watches, in creation order."""
-        return tuple(sorted(self._watched_variables, key=lambda v: v._order))
+        return tuple(sorted(self._watched_variables, key=_creation_order))
 
     # --- differentiating -------------------------------------------------------------
     def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
