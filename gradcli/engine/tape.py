@@ -21,6 +21,7 @@ from operator import attrgetter
 import numpy as np
 
 from . import ops, state
+from .state import REFCOUNTS_EXACT
 from .tensor import Node, Shape, Tensor, Variable, _make, as_value
 
 _recording = state.recording
@@ -386,7 +387,7 @@ class _Paused:
 def _exclusive(array, holders: int) -> bool:
     """True when ``array`` owns its memory and only the caller's ``holders`` references
     hold it, so changing it or handing it out cannot be observed elsewhere."""
-    return (state.REFCOUNTS_EXACT and array.__class__ is np.ndarray and array.base is None
+    return (REFCOUNTS_EXACT and array.__class__ is np.ndarray and array.base is None
             and array.flags.writeable
             and sys.getrefcount(array) <= holders + 2)  # + this call's argument and getrefcount's
 
