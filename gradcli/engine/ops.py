@@ -127,30 +127,30 @@ def _fits_into(target, v) -> bool:
 
 
 def _record(op: Op, out: Tensor, inputs, values, params) -> None:
-    tapes = ()
-    for trace in _recording:
-        watched = trace.watched
-        traced = False
-        for x in inputs:
-            cls = x.__class__
-            if cls is Tensor:
-                node = x._node
-                if node is not None and (trace in node.tapes or id(node) in watched):
-                    traced = True
-            elif cls is Variable:  # reading a variable may make the tape watch it
-                if x._trainable and trace.watch_accessed and id(x._node) not in watched:
-                    trace.tape._watch_variable(x)
-                if id(x._node) in watched:
-                    traced = True
-        if traced:
-            tapes = trace.alone if not tapes else tapes + trace.alone
-    if not tapes or not op.differentiable:
-        return
     # (loops rather than comprehensions: this runs between large operations, when the
     # caches are cold and every extra function object and frame costs)
     parents = []
+    variables = False
     for x in inputs:
-        parents.append(x._node if x.__class__ is Tensor or x.__class__ is Variable else None)
+        cls = x.__class__
+        if cls is Tensor:
+            parents.append(x._node)
+        elif cls is Variable:
+            parents.append(x._node)
+            variables = True
+        else:
+            parents.append(None)
+    tapes = ()
+    for trace in _recording:
+        if variables and trace.watch_accessed:  # reading a variable makes the tape watch it
+            _watch_read(trace, inputs)
+        watched = trace.watched
+        for node in parents:
+            if node is not None and (trace in node.tapes or id(node) in watched):
+                tapes = trace.alone if not tapes else tapes + trace.alone
+                break
+    if not tapes or not op.differentiable:
+        return
     ans = out._value
     # A single non-persistent tape differentiates once, in numpy: keep only what the rules
     # read. Otherwise (nested or persistent tapes) keep everything, since rules computed
@@ -164,6 +164,12 @@ def _record(op: Op, out: Tensor, inputs, values, params) -> None:
         if not op.keeps_ans:
             ans = None
     out._node = Node(op, parents, values, ans, params, tapes, next(_sequence))
+
+
+def _watch_read(trace, inputs) -> None:
+    for x in inputs:
+        if x.__class__ is Variable and x._trainable and id(x._node) not in trace.watched:
+            trace.tape._watch_variable(x)
 
 
 def _shape_error(op: Op, values, params, err: Exception) -> ShapeError:

@@ -254,7 +254,7 @@ class GradientTape:
                 ans = _make(node.ans, node)
             else:
                 args, ans = node.values, node.ans
-            spent = release and len(node.tapes) == 1  # recorded by this tape alone
+            spent = release and node.tapes is trace.alone  # recorded by this tape alone
             full = None  # the output's shape, when g is a scalar standing for a broadcast
             if not differentiable and g.__class__ is np.ndarray and g.size >= _IN_PLACE_SIZE:
                 if op.elementwise and not any(g.strides):
