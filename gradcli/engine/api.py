@@ -26,7 +26,8 @@ def _record_and_differentiate(f, args, kwargs, *, argnums=None, dy=None):
 
     With ``argnums`` (gradients_function) the chosen arguments are watched and variables
     read inside ``f`` are constants; without it (implicit_*) the trainable variables read
-    while ``f`` ran are the sources, in creation order."""
+    while ``f`` ran are the sources, in creation order. (One function, not three: on
+    large arrays every call between two numpy operations runs with cold caches.)"""
     args = list(args)
     implicit = argnums is None
     # The recorded graph is acyclic and freed by reference counting; while it grows,
@@ -35,43 +36,33 @@ def _record_and_differentiate(f, args, kwargs, *, argnums=None, dy=None):
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return _record(f, args, kwargs, implicit, argnums, dy)
+        with GradientTape(watch_accessed_variables=implicit) as tape:
+            if not implicit:
+                for i in argnums:
+                    # A variable passed as an argument is read: its value is watched.
+                    x = args[i]
+                    x = args[i] = (constant(x._value) if isinstance(x, Variable)
+                                   else x if isinstance(x, Tensor) else constant(x))
+                    tape._watch_tensor(x)
+            value = f(*args, **kwargs)
+            if value is None:
+                raise ValueError(f"the function {_name(f)} returned None; it must return "
+                                 "the tensor to differentiate")
+            if implicit:
+                if isinstance(value, Variable) and value._trainable:
+                    tape.watch(value)  # returning a variable reads it
+                variables = [v for v in tape.watched_variables() if v._trainable]
+                if not variables:
+                    raise ValueError(NO_VARIABLES)
+                sources = variables
+            else:
+                variables = None
+                sources = [args[i] for i in argnums]
+            value = value if isinstance(value, Tensor) else constant(value)
+            return value, tape.gradient(value, sources, output_gradients=dy), variables
     finally:
         if collecting:
             gc.enable()
-
-
-def _record(f, args, kwargs, implicit, argnums, dy):
-    with GradientTape(watch_accessed_variables=implicit) as tape:
-        if not implicit:
-            for i in argnums:
-                # A variable passed as an argument is read: its value is what is watched.
-                x = args[i]
-                x = args[i] = (constant(x._value) if isinstance(x, Variable)
-                               else x if isinstance(x, Tensor) else constant(x))
-                tape._watch_tensor(x)
-        value = f(*args, **kwargs)
-        if value is None:
-            raise ValueError(f"the function {_name(f)} returned None; it must return the "
-                             "tensor to differentiate")
-        if implicit and isinstance(value, Variable) and value.trainable:
-            tape.watch(value)  # returning a variable reads it
-        return _differentiate(tape, value, args, argnums, dy)
-
-
-def _differentiate(tape, value, args, argnums, dy):
-    implicit = argnums is None
-    if implicit:
-        variables = [v for v in tape.watched_variables() if v._trainable]
-        if not variables:
-            raise ValueError(NO_VARIABLES)
-        sources = variables
-    else:
-        variables = None
-        sources = [args[i] for i in argnums]
-    value = value if isinstance(value, Tensor) else constant(value)
-    grads = tape.gradient(value, sources, output_gradients=dy)
-    return value, grads, variables
 
 
 def _wraps(f):
