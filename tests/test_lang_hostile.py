@@ -8,7 +8,6 @@ import pickle
 import re
 import time
 
-import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st

@@ -52,8 +52,9 @@ def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
     # tensors stay float32, and scalar arithmetic stays fast.
     values = [x._value if isinstance(x, Tensor) else
               x if x.__class__ is float or x.__class__ is int else as_value(x) for x in inputs]
+    buffer = None if op.reuse is None else _reusable_buffer(inputs, values, frames)
     try:
-        if op.reuse is not None and (buffer := _reusable_buffer(inputs, values, frames)) is not None:
+        if buffer is not None:
             ans = op.reuse(*values, out=buffer)
         elif params is EMPTY:
             ans = op.forward(*values)
