@@ -266,3 +266,20 @@ def test_an_entry_made_with_other_rules_loses_its_twins():
         tape.watch(t)
         y = gc.sum(ops.apply(wrong, (t * 1.0,)) * 2.0)
     np.testing.assert_array_equal(tape.gradient(y, t).numpy(), np.full_like(x, 6.0))
+
+
+@pytest.mark.parametrize("fn,args", [(f, a) for _, f, a in CASES], ids=[c[0] for c in CASES])
+def test_entry_rules_work_from_what_a_lean_node_keeps(fn, args, monkeypatch):
+    """A single tape keeps only what each rule reads; on arrays above
+    ops.SHAPE_ONLY_ABOVE elements an unread input is kept as its Shape. With the threshold
+    at 0, every rule must still give the gradients it gives with everything kept (the
+    reference: an outer tape records, so nodes keep all)."""
+    from gradcli.engine import ops
+    monkeypatch.setattr(ops, "SHAPE_ONLY_ABOVE", 0)
+    lean = gc.gradients_function(fn)(*args)
+    with gc.GradientTape():
+        full = gc.gradients_function(fn)(*args)
+    for got, want in zip(lean, full):
+        assert (got is None) == (want is None)
+        if got is not None:
+            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-15)

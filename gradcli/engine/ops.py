@@ -34,6 +34,10 @@ _sequence = itertools.count(1)  # recording order: the backward pass's topologic
 
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "inf": math.inf}
 
+# An input a rule does not read is kept by its node as its Shape only when it has more
+# elements than this (small values cost nothing to keep; large ones are what is freed).
+SHAPE_ONLY_ABOVE = 64
+
 
 # Internal entries serve the backward rules (broadcast_to, sum_to, getitem, scatter, ...);
 # they are differentiable like any entry but are not part of the language.
@@ -160,7 +164,8 @@ def _record(op: Op, out: Tensor, inputs, values, params) -> None:
         if not op.keeps_inputs:
             kept = []
             for v in values:  # small values cost nothing to keep; large arrays are freed
-                kept.append(_shape_of(v) if v.__class__ is np.ndarray and v.size > 64 else v)
+                kept.append(_shape_of(v) if v.__class__ is np.ndarray
+                            and v.size > SHAPE_ONLY_ABOVE else v)
             values = kept
         if not op.keeps_ans:
             ans = None
