@@ -14,6 +14,18 @@ error: unknown function 'tnah' (did you mean 'tanh'?)
 from __future__ import annotations
 
 
+def did_you_mean(name: str, candidates) -> str:
+    """`` (did you mean 'x'?)`` for the closest candidate, or an empty string.
+
+    >>> did_you_mean("tnah", ["sin", "tanh"])
+    " (did you mean 'tanh'?)"
+    """
+    import difflib  # only on an error: difflib is not on the start-up path
+
+    guess = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
+    return f" (did you mean '{guess[0]}'?)" if guess else ""
+
+
 class GradcliError(Exception):
     """Base of every error gradcli reports to a user (exit code 2 on the command line)."""
 

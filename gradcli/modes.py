@@ -14,12 +14,11 @@ gradients in the API's order, ``None`` for a source the target does not reach.
 """
 from __future__ import annotations
 
-import difflib
 import numpy as np
 
 from . import engine as gc
 from .engine.api import NO_VARIABLES
-from .errors import InputError, ModeError, UnknownNameError
+from .errors import InputError, ModeError, UnknownNameError, did_you_mean
 
 MODES = ("tape", "grad", "implicit", "value-grad")
 
@@ -103,8 +102,7 @@ def _kind(model, name: str) -> str:
 
 
 def _unknown(name: str, known, what: str) -> UnknownNameError:
-    close = difflib.get_close_matches(name, list(known), n=1)
-    hint = f" (did you mean '{close[0]}'?)" if close else ""
+    hint = did_you_mean(name, known)
     listing = ", ".join(known) if known else "none"
     return UnknownNameError(f"unknown {what} '{name}'{hint}; known: {listing}")
 

@@ -4,7 +4,6 @@ JSON and plain output never import rich; the human output imports it when it is 
 """
 from __future__ import annotations
 
-import json
 import math
 import sys
 
@@ -57,6 +56,8 @@ def outcome_json(outcome: Outcome, check: dict | None = None,
 
 
 def print_json(obj, file=None) -> None:
+    import json  # only for --json: not on the human output's start-up path
+
     file = file or sys.stdout
     file.write(json.dumps(obj, allow_nan=False) + "\n")
 

@@ -21,7 +21,6 @@ so a tape sees the read.
 """
 from __future__ import annotations
 
-import difflib
 import inspect
 import math
 import warnings
@@ -38,6 +37,7 @@ from ..errors import (
     ParseError,
     ShapeError,
     UnknownNameError,
+    did_you_mean,
 )
 from . import limits
 from .parser import (
@@ -386,11 +386,6 @@ def _at(err: GradcliError, node, source: str) -> GradcliError:
 # ---------------------------------------------------------------------------------------
 # Building a model
 # ---------------------------------------------------------------------------------------
-def _did_you_mean(name: str, candidates) -> str:
-    guess = difflib.get_close_matches(name, list(candidates), n=1, cutoff=0.6)
-    return f" (did you mean '{guess[0]}'?)" if guess else ""
-
-
 def _declared_list(defined: dict) -> str:
     if not defined:
         return "nothing is declared (declare inputs with --arg NAME=VALUE)"
@@ -455,7 +450,7 @@ def build(program: Program, declarations=None, *, dtype: str = "float64",
         if later is not None:
             raise plan.error(UnknownNameError, f"'{name}' is used before its declaration on "
                                                f"line {later.pos.line}", node)
-        hint = _did_you_mean(name, list(defined) + list(CONSTANT_NAMES))
+        hint = did_you_mean(name, list(defined) + list(CONSTANT_NAMES))
         raise plan.error(UnknownNameError, f"undeclared name '{name}'{hint}; "
                                            f"{_declared_list(defined)}", node)
 
@@ -484,7 +479,7 @@ def build(program: Program, declarations=None, *, dtype: str = "float64",
         model.target_name = last.name if isinstance(last, Assign) else None
     else:
         if target not in defined:
-            hint = _did_you_mean(target, defined)
+            hint = did_you_mean(target, defined)
             raise UnknownNameError(f"unknown target '{target}'{hint}; "
                                    f"{_declared_list(defined)}")
         model.target_name = target
@@ -600,7 +595,7 @@ def _bind_arguments(arg_names: list[str], args: tuple, kwargs: dict) -> tuple:
     for key, value in kwargs.items():
         if key not in arg_names:
             raise ArgumentError(f"the program has no argument '{key}'"
-                                f"{_did_you_mean(key, arg_names)}")
+                                f"{did_you_mean(key, arg_names)}")
         index = arg_names.index(key)
         if index < len(args):
             raise ArgumentError(f"argument '{key}' given twice")

@@ -20,7 +20,6 @@ True
 """
 from __future__ import annotations
 
-import difflib
 import inspect
 import keyword
 import math
@@ -32,7 +31,8 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import ArgumentError, GradcliError, LimitError, ParseError, UnknownNameError
+from ..errors import (ArgumentError, GradcliError, LimitError, ParseError, UnknownNameError,
+                      did_you_mean)
 from . import limits
 from .tree import (
     ArrayLit,
@@ -633,9 +633,7 @@ class _Parser:
             return Name(name, self.pos(tok, tok)), tok, tok
         op = self.functions.get(name)
         if op is None:
-            guess = difflib.get_close_matches(name, list(self.functions) + list(DECLARE_NAMES),
-                                              n=1, cutoff=0.6)
-            hint = f" (did you mean '{guess[0]}'?)" if guess else ""
+            hint = did_you_mean(name, list(self.functions) + list(DECLARE_NAMES))
             raise self.error(UnknownNameError, f"unknown function '{name}'{hint}", tok)
         args, kwargs, last = self.call_arguments(tok)
         self.count()
@@ -1010,8 +1008,7 @@ def resolve_call(call: Call, source: str = "", shadowed: frozenset = frozenset()
             if key in op.inputs:
                 message = f"'{key}' is an input of {call.func}: pass it by position"
                 raise _arg_error(ArgumentError, message, value, source)
-            guess = difflib.get_close_matches(key, param_names, n=1, cutoff=0.6)
-            hint = f" (did you mean '{guess[0]}'?)" if guess else ""
+            hint = did_you_mean(key, param_names)
             accepts = (f"it accepts {', '.join(param_names)}" if param_names
                        else "it takes no keywords")
             raise _arg_error(UnknownNameError, f"{call.func} has no keyword '{key}'{hint}; "
