@@ -29,7 +29,6 @@ from .tensor import Node, Shape, Tensor, Variable, as_value
 EMPTY: dict = {}
 _recording = state.recording
 _new_tensor = object.__new__
-_shape_of = Shape.of
 _sequence = itertools.count(1)  # recording order: the backward pass's topological order
 
 CONSTANTS: dict[str, float] = {"pi": math.pi, "e": math.e, "inf": math.inf}
@@ -161,12 +160,12 @@ def _record(op: Op, out: Tensor, inputs, values, params) -> None:
     # read. Otherwise (nested or persistent tapes) keep everything, since rules computed
     # under another tape may be differentiated again.
     if len(_recording) == 1 and not trace.persistent:
-        if not op.keeps_inputs:
-            kept = []
+        if not op.keeps_inputs:  # (values is apply's own list: changed in place)
+            i = 0
             for v in values:  # small values cost nothing to keep; large arrays are freed
-                kept.append(_shape_of(v) if v.__class__ is np.ndarray
-                            and v.size > SHAPE_ONLY_ABOVE else v)
-            values = kept
+                if v.__class__ is np.ndarray and v.size > SHAPE_ONLY_ABOVE:
+                    values[i] = Shape((v.shape, v.dtype))
+                i += 1
         if not op.keeps_ans:
             ans = None
     out._node = Node(op, parents, values, ans, params, tapes, next(_sequence))

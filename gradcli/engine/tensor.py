@@ -139,18 +139,12 @@ class Node:
 class Shape(tuple):
     """What a node keeps of a large input its rules do not read: shape and dtype.
 
-    A tuple ``(shape, dtype)`` with read-only attributes: made and read entirely in C
-    (``Shape.of``), since one is made per unread input of every recorded operation."""
+    ``Shape((value.shape, value.dtype))``: a tuple with read-only attributes, made and
+    read without a Python frame, since one is made per unread input of every recorded
+    operation."""
     __slots__ = ()
     shape = property(itemgetter(0))
     dtype = property(itemgetter(1))
-
-    @staticmethod
-    def of(value) -> "Shape":
-        return _new_tuple(Shape, (value.shape, value.dtype))
-
-
-_new_tuple = tuple.__new__
 
 
 _creation = itertools.count()
