@@ -61,17 +61,23 @@ REDUCE = [lambda t: gc.sum(t), lambda t: gc.mean(t) * 3.0,
           lambda t: gc.sum(gc.sum(t, axis=0) * 2.0)]
 
 
-def _inputs(seed):
+def _inputs(seed, dtype):
     rng = np.random.default_rng(seed)
-    return {name: rng.uniform(-1.5, 1.5, size=shape) for name, shape in SHAPES.items()}
+    return {name: rng.uniform(-1.5, 1.5, size=shape).astype(dtype)
+            for name, shape in SHAPES.items()}
+
+
+# float32 stays float32 through every path (Python numbers are weak scalars), so the
+# shortcuts' dtype checks are exercised too; there the tolerance is float32's.
+TOLERANCE = {np.float64: dict(rtol=1e-10, atol=1e-12), np.float32: dict(rtol=2e-4, atol=1e-5)}
 
 
 @settings(max_examples=100, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(expr=expressions, reduce=st.sampled_from(range(len(REDUCE))),
-       seed=st.integers(0, 2**16))
-def test_fast_paths_give_the_plain_paths_gradients(expr, reduce, seed):
+       seed=st.integers(0, 2**16), dtype=st.sampled_from([np.float64, np.float32]))
+def test_fast_paths_give_the_plain_paths_gradients(expr, reduce, seed, dtype):
     names = sorted(SHAPES)
-    point = _inputs(seed)
+    point = _inputs(seed, dtype)
 
     def f(*args):
         out = REDUCE[reduce](expr(dict(zip(names, args))))
@@ -81,12 +87,12 @@ def test_fast_paths_give_the_plain_paths_gradients(expr, reduce, seed):
     fast_value, fast = gc.value_and_gradients_function(f)(*args)
     with gc.GradientTape():  # an outer tape records: no shortcut is taken
         plain_value, plain = gc.value_and_gradients_function(f)(*args)
-    np.testing.assert_allclose(fast_value.numpy(), plain_value.numpy(), rtol=1e-12)
+    tol = TOLERANCE[dtype]
+    np.testing.assert_allclose(fast_value.numpy(), plain_value.numpy(), **tol)
     for name, got, want in zip(names, fast, plain):
         assert (got is None) == (want is None), name
         if got is not None:
-            assert got.shape == SHAPES[name], name
-            np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-10, atol=1e-12,
-                                       err_msg=name)
+            assert got.shape == SHAPES[name] and got.dtype == dtype, name
+            np.testing.assert_allclose(got.numpy(), want.numpy(), err_msg=name, **tol)
     for name in names:  # nothing was written over the caller's arrays
-        np.testing.assert_array_equal(point[name], _inputs(seed)[name])
+        np.testing.assert_array_equal(point[name], _inputs(seed, dtype)[name])
