@@ -89,7 +89,7 @@ def _flat(value, precision: int | None) -> str:
 def console(stderr: bool = False):
     from rich.console import Console
     # rich turns colour off by itself for NO_COLOR and for output that is not a terminal.
-    return Console(stderr=stderr, highlight=False, soft_wrap=False)
+    return Console(stderr=stderr, highlight=False, soft_wrap=False, emoji=False)
 
 
 def _shape(value) -> str:
