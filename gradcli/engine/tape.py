@@ -165,11 +165,6 @@ class GradientTape:
             self._trace.keep.append(node)
             self._watched_variables.append(variable)
 
-    def _traces(self, tensor: Tensor) -> bool:
-        node = tensor._node
-        return node is not None and (self._trace in node.tapes
-                                     or id(node) in self._trace.watched)
-
     def watched_variables(self) -> tuple:
         """The variables this tape watches, in creation order."""
         return tuple(sorted(self._watched_variables, key=_creation_order))
