@@ -376,7 +376,8 @@ def _scale_in_place(g, factor):
 
 
 def _power_in_place(g, ans, x, y, spare=(None, None)):
-    if not ((type(y) is float or type(y) is int) and y == 2 and x.dtype == getattr(g, "dtype", None)):
+    if not ((type(y) is float or type(y) is int) and y == 2
+            and x.dtype == getattr(g, "dtype", None)):
         return None
     if g.__class__ is np.ndarray:
         g *= x
