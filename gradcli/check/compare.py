@@ -425,9 +425,10 @@ def check_outcome(model: Any, outcome: Any, *, rtol: float | None = None,
     ``gradcli.modes.run_mode`` returned (run first: ``model.values`` then holds every
     name's value). The finite differences run on float64 copies of the model, so the
     user's variables are never touched and a float32 program is still differenced in
-    float64. A ``tape`` source that the program computes (an intermediate, or an
-    argument the program rebinds) is perturbed by pinning its last assignment to a
-    frozen variable holding that value, the finite-difference twin of what the tape does.
+    float64. A ``tape`` source that the program only computes (an intermediate; a
+    declared name stays its declared input even where the program rebinds it) is
+    perturbed by pinning its last assignment to a frozen variable holding that value, the
+    finite-difference twin of what the tape does.
     """
     names = [g.name for g in outcome.gradients]
     point, pinned = _model_point(model, outcome.mode, names)
@@ -476,8 +477,9 @@ def _model_point(model: Any, mode: str, names: Sequence[str]) -> tuple[dict, lis
     point.update({name: _plain(c) for name, c in getattr(model, "constants", {}).items()})
     if mode != "tape":
         return point, []
-    computed = computed_names(model.program)
-    return point, [name for name in names if name in computed or name not in point]
+    # A declared name is its declared input even where the program rebinds it (issue 9):
+    # only names the program alone computes are pinned at their last assignment.
+    return point, [name for name in names if name not in point]
 
 
 def _outside_declarations(model: Any, pin: tuple[str, np.ndarray] | None = None):
