@@ -287,3 +287,18 @@ def test_slicing_gradients_flow_back():
     model, _ = run("sum(x[1:3] * 2) + x[0]", arg=["x=[1, 2, 3, 4]"])
     [grad] = gc.gradients_function(model.function)(*model.arg_values)
     np.testing.assert_array_equal(grad.numpy(), [1.0, 2.0, 2.0, 0.0])
+
+
+def test_where_differentiates_both_branches_as_the_readme_says():
+    # README: where(x > 0, log(x), 0) has gradient nan at 0 (0 * inf, as TensorFlow);
+    # the double-where idiom keeps the unused branch finite: gradients 0, 0, 1/2.
+    from gradcli.modes import run_mode
+    x = ["x=[-1, 0, 2]"]
+    single = build(parse_program("sum(where(x > 0, log(x), 0))"),
+                   Declarations.from_options(arg=x))
+    with np.errstate(all="ignore"):  # the nan is the point here
+        gradient = run_mode("grad", single).gradients[0].gradient
+    assert np.isnan(gradient[1]) and gradient[0] == 0.0 and gradient[2] == 0.5
+    double = build(parse_program("sum(where(x > 0, log(where(x > 0, x, 1)), 0))"),
+                   Declarations.from_options(arg=x))
+    assert run_mode("grad", double).gradients[0].gradient.tolist() == [0.0, 0.0, 0.5]
