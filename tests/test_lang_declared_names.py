@@ -196,3 +196,21 @@ def test_read_variables_are_known_from_the_tree():
     # w is rebound before it is read, z is never named; the frozen f is read too
     assert model.read_variables == ["v", "u", "f"]
     assert model.trainable == {"w": True, "v": True, "z": True, "u": True, "f": False}
+
+
+@pytest.mark.parametrize("text", ["sum(x, axis=e)", "x[e]", "reshape(x, (e,))"])
+def test_declared_constant_name_is_not_a_constant_in_static_places(text):
+    from gradcli.errors import ArgumentError
+    model = None
+    with pytest.raises(ArgumentError, match="'e' is declared, so it is not a constant here"):
+        model = build(parse_program(text), Declarations.from_options(arg=["x=[1, 2]", "e=0"]))
+        model.function(*model.arg_values)
+    assert model is None  # refused when the program is built, before it runs
+
+
+@pytest.mark.parametrize("text, words", [("sum(x, axis=pi)", "axis of sum must be an integer"),
+                                         ("x[inf]", "an index must be an integer")])
+def test_builtin_constants_in_static_places_are_still_checked(text, words):
+    from gradcli.errors import ArgumentError
+    with pytest.raises(ArgumentError, match=words):
+        build(parse_program(text), Declarations.from_options(arg=["x=[1, 2]"]))

@@ -152,16 +152,19 @@ class Model:
 
     @property
     def variables(self) -> dict[str, Any]:
+        """name -> ``Variable``, in creation order (made on first use)."""
         self.load()
         return self._variables
 
     @property
     def constants(self) -> dict[str, Any]:
+        """name -> the tensor of the program's ``constant(...)`` (made on first use)."""
         self.load()
         return self._constants
 
     @property
     def arg_values(self) -> list[Any]:
+        """The arguments' tensors, in ``arg_names`` order (made on first use)."""
         self.load()
         return self._arg_values
 

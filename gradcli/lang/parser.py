@@ -575,7 +575,8 @@ class _Parser:
             last = self.expect("]", "to close the index")
             self.count()
             node = Index(node, tuple(items), self.pos(first, last))
-            static_index(node, self.text, self.shadowed)  # indices are constant integers
+            # indices are constant integers
+            self._check_static(lambda: static_index(node, self.text, self.shadowed), node)
         return node, first, last
 
     def index_item(self):
@@ -639,8 +640,20 @@ class _Parser:
         self.count()
         call = Call(name, tuple(args), tuple((k, v) for k, (v, _) in kwargs.items()),
                     self.pos(tok, last))
-        resolve_call(call, self.text, self.shadowed)  # arity, keywords, static parameters
+        # arity, keywords, static parameters
+        self._check_static(lambda: resolve_call(call, self.text, self.shadowed), call)
         return call, tok, last
+
+    def _check_static(self, check, node) -> None:
+        """Run a parse-time check of ``node``; a failure where pi, e or inf appear is left
+        to ``build``, which knows whether a declaration shadows them (``--arg e=0``: then
+        ``axis=e`` is refused as not a constant, not as the float 2.718...)."""
+        try:
+            check()
+        except ArgumentError:
+            if not any(isinstance(n, Name) and n.id in CONSTANT_NAMES
+                       for n in iter_postorder(node)):
+                raise
 
     def call_arguments(self, name_tok: Tok):
         """``( args, key=value, ... )`` after a function name."""
