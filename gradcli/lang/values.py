@@ -267,15 +267,17 @@ def _load_text(path: str, shown: str, delimiter: str | None
     with open(path, "r", encoding="utf-8-sig", errors="strict") as f:
         text = f.read(limits.MAX_FILE_BYTES + 1)
     lines = text.splitlines()
-    content = [i for i, line in enumerate(lines) if line.split("#", 1)[0].strip()]
-    if not content:
+    # The lines with content, lazily: only the first two are needed here.
+    content = (i for i, line in enumerate(lines) if line.split("#", 1)[0].strip())
+    header_at = next(content, None)
+    if header_at is None:
         raise InputError(f"{shown}: the file holds no numbers")
-    columns = _header(lines[content[0]], delimiter)
+    columns = _header(lines[header_at], delimiter)
     if columns is not None:
-        header_at = content.pop(0)
-        if not content:
+        first_row = next(content, None)
+        if first_row is None:
             raise InputError(f"{shown}: the file holds no numbers, only a header row")
-        width = len(_fields(lines[content[0]].split("#", 1)[0], delimiter))
+        width = len(_fields(lines[first_row].split("#", 1)[0], delimiter))
         if width != len(columns):
             raise InputError(f"{shown}, line {header_at + 1}: the header names "
                              f"{len(columns)} columns, but the rows have {width} values",
