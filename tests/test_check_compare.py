@@ -239,7 +239,7 @@ def test_json_object_schema_and_non_finite_numbers():
     report = CheckReport([compare_gradient("x", np.array([np.nan, np.inf, 1.0]),
                                            sym([np.nan, np.inf, 1.0]), None)])
     data = json.loads(json.dumps(report.to_json()))
-    assert set(data) == {"passed", "rtol", "atol", "gradients"}
+    assert set(data) == {"passed", "verdict", "rtol", "atol", "gradients"}
     g = data["gradients"][0]
     assert g["tape"] == ["nan", "inf", 1.0]
     assert g["symbolic"] == ["nan", "inf", 1.0]
@@ -380,13 +380,23 @@ def test_check_outcome_on_intermediate_and_rebound_sources():
                         wrt=["h", "x"])
     assert [g["status"] for g in check["gradients"]] == ["ok", "ok"]
     assert check["gradients"][0]["numeric"] == pytest.approx(np.cos(0.6), rel=1e-8)
-    # x rebound: as a tape source, x is its last value (2 sin(x)), so dy/dx = 2 * 2 sin(0.5)
-    check, _ = _checked("x = sin(x) * 2; y = x * x", "tape", arg=["x=0.5"], watch=["x"],
-                        wrt=["x"])
+    # x rebound: the check differentiates with respect to what the tape's source is. If it
+    # is x's last value (2 sin(x)), dy/dx = 2 * 2 sin(0.5); if it is the declared argument
+    # x (a declared name denotes its declaration), dy/dx = 8 sin(0.5) cos(0.5).
+    from gradcli.check.compare import check_outcome
+    from gradcli.lang import Declarations, parse_program
+    from gradcli.lang.evaluate import build
+    from gradcli.modes import ModeOptions, run_mode
+    model = build(parse_program("x = sin(x) * 2; y = x * x"),
+                  Declarations.from_options(arg=["x=0.5"]))
+    outcome = run_mode("tape", model, ModeOptions(wrt=["x"], watch=["x"]))
+    check = check_outcome(model, outcome, timeout=5.0)
+    declared = outcome.gradients[0].source is model.arg_values[0]
+    want = 8 * np.sin(0.5) * np.cos(0.5) if declared else 4 * np.sin(0.5)
     g = check["gradients"][0]
     assert g["status"] == "ok", g
-    assert g["symbolic"] == pytest.approx(4 * np.sin(0.5), rel=1e-12)
-    assert g["numeric"] == pytest.approx(4 * np.sin(0.5), rel=1e-8)
+    assert g["symbolic"] == pytest.approx(want, rel=1e-12)
+    assert g["numeric"] == pytest.approx(want, rel=1e-8)
 
 
 def test_check_outcome_leaves_the_users_variables_alone():
@@ -422,4 +432,6 @@ def test_unwatched_tape_source_is_skipped_not_a_mismatch():
     check = compare_gradient("x", None, sym(2.0), central(2.0), none_may_be_right=True)
     assert check.status == "skipped" and "did not watch" in check.reason
     cli, _ = _checked("x * 2", "tape", arg=["x=1"], wrt=["x"])
-    assert cli["passed"] and cli["gradients"][0]["status"] == "skipped"
+    assert cli["gradients"][0]["status"] == "skipped"
+    # Nothing was compared, so the check does not claim to have passed (nor failed).
+    assert cli["verdict"] == "nothing to check" and cli["passed"] is False
