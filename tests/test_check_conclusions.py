@@ -13,11 +13,14 @@ Independent truths: mpmath (exact cosines at 1e20), hand-derived derivatives, nu
 from __future__ import annotations
 
 import math
+import os
 import time
 
 import mpmath
 import numpy as np
 import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
 
 from gradcli.check import compare_gradient, numeric_gradient, run_check
 from gradcli.check.compare import check_outcome, check_timeout
@@ -171,6 +174,18 @@ def test_the_status_and_reason_name_what_lies_at_the_point(text, x, status, kind
         assert "beyond float64's range" in g["reason"] and "kink" not in g["reason"]
 
 
+@pytest.mark.parametrize("tape", [0.0, np.nan])
+def test_arctan2_at_the_origin_is_a_singularity_whatever_the_tapes_convention(tape):
+    # The engine may give the subgradient 0 there (as PyTorch) or nan: either way the
+    # point is singular, not a mismatch.
+    prog = parse_program("arctan2(x, y)")
+    report = run_check(prog, {"x": 0.0, "y": 0.0}, ["x", "y"], {"x": tape, "y": tape},
+                       lambda v: float(np.arctan2(v["x"], v["y"])), timeout=10.0)
+    assert report.verdict == "passed"
+    for g in report.gradients:
+        assert g.status == "non-differentiable" and g.reason.startswith("singularity"), g
+
+
 def test_overflow_reports_the_exact_derivative():
     g = check_program("exp(x)", "grad", arg=["x=710"])["gradients"][0]
     assert g["tape"] == "inf"
@@ -250,3 +265,36 @@ def test_an_aliased_tape_source_is_checked_as_the_value_it_denotes(text, wrt, ex
     assert check["verdict"] == "passed" and g["status"] == "ok", g
     assert g["symbolic"] == expected
     assert g["numeric"] == pytest.approx(expected, rel=1e-8)
+
+
+# ---------------------------------------------------------------------------------------
+# The class: a right tape is never a mismatch, and an ok row's error is within tolerance,
+# at any magnitude (hypothesis; GRADCLI_LONG_TESTS=1 runs many more examples)
+# ---------------------------------------------------------------------------------------
+LONG = bool(os.environ.get("GRADCLI_LONG_TESTS"))
+
+# program, numpy f, exact derivative (mpmath, 50 digits)
+SMOOTH = {
+    "sin(x)": (np.sin, mpmath.cos),
+    "cos(x)": (np.cos, lambda x: -mpmath.sin(x)),
+    "tanh(x)": (np.tanh, lambda x: mpmath.sech(x) ** 2),
+    "x^3": (lambda x: x ** 3, lambda x: 3 * x ** 2),
+    "sin(x) * x": (lambda x: np.sin(x) * x, lambda x: mpmath.sin(x) + x * mpmath.cos(x)),
+    "exp(-x*x)": (lambda x: np.exp(-x * x), lambda x: -2 * x * mpmath.exp(-x * x)),
+}
+
+
+@settings(max_examples=400 if LONG else 25, deadline=None)
+@given(text=st.sampled_from(sorted(SMOOTH)), sign=st.sampled_from([-1.0, 1.0]),
+       exponent=st.floats(-3.0, 20.0))
+def test_a_right_tape_is_never_a_mismatch_at_any_magnitude(text, sign, exponent):
+    x = sign * 10.0 ** exponent
+    f, exact = SMOOTH[text]
+    with mpmath.workdps(50):
+        tape = float(exact(mpmath.mpf(x)))
+    report = run_check(parse_program(text), {"x": x}, ["x"], {"x": tape},
+                       lambda v: float(f(v["x"])), timeout=10.0)
+    g = report.gradients[0]
+    assert report.verdict == "passed", g
+    assert g.status == "ok", g
+    assert g.abs_error <= 1e-8 + 1e-6 * abs(tape), g
