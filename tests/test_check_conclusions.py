@@ -236,6 +236,20 @@ def test_the_time_limit_bounds_the_finite_differences_too():
     assert g.status == "skipped" and report.verdict == "nothing to check"
 
 
+def test_one_evaluation_that_never_ends_is_stopped_at_the_time_limit():
+    from gradcli.check.numeric import numeric_in_worker
+
+    def stuck(deadline):
+        time.sleep(60)  # one evaluation longer than any limit: only killing stops it
+        return {}
+
+    start = time.monotonic()
+    results = numeric_in_worker([stuck], ["x"], timeout=0.5).collect()
+    assert time.monotonic() - start < 5.0
+    assert results["x"].value is None
+    assert results["x"].note == "took longer than 0.5s (the time limit)"
+
+
 def test_finite_differences_stop_between_evaluations_at_the_deadline():
     calls = []
 
