@@ -239,7 +239,7 @@ def test_json_object_schema_and_non_finite_numbers():
     report = CheckReport([compare_gradient("x", np.array([np.nan, np.inf, 1.0]),
                                            sym([np.nan, np.inf, 1.0]), None)])
     data = json.loads(json.dumps(report.to_json()))
-    assert set(data) == {"passed", "rtol", "atol", "gradients"}
+    assert set(data) == {"passed", "verdict", "rtol", "atol", "gradients"}
     g = data["gradients"][0]
     assert g["tape"] == ["nan", "inf", 1.0]
     assert g["symbolic"] == ["nan", "inf", 1.0]
@@ -423,4 +423,6 @@ def test_unwatched_tape_source_is_skipped_not_a_mismatch():
     check = compare_gradient("x", None, sym(2.0), central(2.0), none_may_be_right=True)
     assert check.status == "skipped" and "did not watch" in check.reason
     cli, _ = _checked("x * 2", "tape", arg=["x=1"], wrt=["x"])
-    assert cli["passed"] and cli["gradients"][0]["status"] == "skipped"
+    assert cli["gradients"][0]["status"] == "skipped"
+    # Nothing was compared, so the check does not claim to have passed (nor failed).
+    assert cli["verdict"] == "nothing to check" and cli["passed"] is False

@@ -13,7 +13,10 @@ subprocess and reads its exit code, standard output and the ``check`` object of 
 - a deliberately wrong backward rule swapped into the table makes ``--check`` exit 1 with
   a ``mismatch`` (a real process exit code, and in-process with typer's CliRunner);
 - ``--symbolic`` prints sympy's derivative, in human output and in JSON;
-- bad input with ``--check`` is exit 2 with nothing on standard output.
+- bad input with ``--check`` is exit 2 with nothing on standard output;
+- (issue 9) no false mismatch where a reference cannot resolve the point, singular points,
+  overflows and jumps are named, aliases are checked as the value they denote, and a
+  check that compared nothing says "nothing to check" (exit 0), never "passed".
 """
 from __future__ import annotations
 
@@ -323,3 +326,49 @@ def test_bad_input_with_check_exits_2_and_prints_nothing(args, needle):
     assert result.stdout == ""
     assert needle in result.stderr
     assert "Traceback" not in result.stderr
+
+
+# ---------------------------------------------------------------------------------------
+# Issue 9: what --check concludes, as a user sees it (exit codes, the verdict line)
+# ---------------------------------------------------------------------------------------
+@pytest.mark.parametrize("args, status, start", [
+    # finite differences cannot resolve sin at 1e20 (step 6e14 >> period): unusable
+    (["grad", "sin(x)", "--arg", "x=1e20"], "ok", "finite differences unusable"),
+    (["grad", "arctan2(x, 0)", "--arg", "x=0"], "non-differentiable", "singularity"),
+    (["grad", "arccosh(cosh(tanh(reciprocal(x))))", "--arg", "x=0"], "non-differentiable",
+     "singularity"),
+    (["grad", "exp(x)", "--arg", "x=710"], "overflow", "the derivative is 2.23"),
+    (["grad", "where(x < 1, x^2, 3*x)", "--arg", "x=1"], "non-differentiable",
+     "discontinuity"),
+    (["tape", "h = x; h * 2 + x", "--arg", "x=1", "--watch", "x", "--wrt", "h"], "ok", None),
+])
+def test_check_concludes_without_a_false_mismatch_and_exits_0(args, status, start):
+    out = checked(run(*args, "--check", "--json"))
+    assert out["check"]["verdict"] == "passed"
+    g = out["check"]["gradients"][0]
+    assert g["status"] == status, g
+    if start is not None:
+        assert g["reason"].startswith(start), g["reason"]
+    human = run(*args, "--check")
+    assert human.returncode == 0, human.stdout + human.stderr
+    assert "check: passed" in human.stdout and "MISMATCH" not in human.stdout
+
+
+def test_an_empty_check_says_nothing_to_check_and_never_passed():
+    # The tape watched nothing (x is an argument it was not told to watch).
+    result = run("tape", "x * 2", "--arg", "x=1", "--check")
+    assert result.returncode == 0, result.stderr
+    assert "check: nothing to check" in result.stdout
+    assert "passed" not in result.stdout
+    out = checked(run("tape", "x * 2", "--arg", "x=1", "--check", "--json"))
+    assert out["check"]["verdict"] == "nothing to check"
+    assert out["check"]["passed"] is False and out["check"]["gradients"] == []
+
+
+@pytest.mark.parametrize("value", ["nan", "inf", "-1", "soon", "1e9"])
+def test_a_bad_check_timeout_is_one_clear_message_and_exit_2(value):
+    result = run("grad", "x^2", "--arg", "x=1", "--check", "--check-timeout", value)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    assert "--check-timeout" in result.stderr
+    assert "ValueError" not in result.stderr and "Traceback" not in result.stderr
