@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import ShapeError
 from . import state
 from .state import REFCOUNTS_EXACT
-from .table import INPLACE, ORDER, REGISTRY, Op, lookup, register
+from .table import INPLACE, ORDER, REGISTRY, Op, lookup, normalise_axes, register
 from .tensor import Node, Shape, Tensor, Variable, as_value
 
 EMPTY: dict = {}
@@ -56,6 +56,10 @@ def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
     values = [x._value if isinstance(x, Tensor) else
               x if x.__class__ is float or x.__class__ is int else as_value(x) for x in inputs]
     buffer = None if op.reuse is None else _reusable_buffer(inputs, values, frames)
+    if params is not EMPTY and op.axis_params and values:
+        # Axes made non-negative once, here: the forward, the recorded node (so the rules)
+        # and the error messages all see the same axes (entries without axes pay nothing).
+        params = normalise_axes(op, np.ndim(values[0]), params)
     try:
         if buffer is not None:
             ans = op.reuse(*values, out=buffer)
@@ -768,6 +772,7 @@ register(Op(name="concatenate", forward=lambda *xs, axis=0: np.concatenate(xs, a
             saves="none"))
 register(Op(name="stack", forward=lambda *xs, axis=0: np.stack(xs, axis=axis),
             vjps=(_stack_vjp,), inputs=("xs",), params=(("axis", 0),), variadic=True,
+            new_axis=True,
             doc="join arrays along a new axis", derivative="slices of g",
             sympy=lambda sp, *xs, axis=0: np.stack(xs, axis=axis), kind="shape", saves="none"))
 register(Op(name="where", forward=np.where,
