@@ -221,3 +221,51 @@ def test_sigmoid_derivative_for_large_positive_x_is_relatively_accurate():
     [g] = grads(lambda t: F["sum"](F["sigmoid"](t)), x)
     s = 1 / (1 + mpmath.exp(-30))
     np.testing.assert_allclose(g, float(s * (1 - s)), rtol=1e-15)
+
+
+# --- prod's gradient with zeros: O(n) ----------------------------------------------------
+def _others_by_loop(v):
+    return [math.prod(v[:i]) * math.prod(v[i + 1:]) for i in range(len(v))]
+
+
+@pytest.mark.parametrize("values", [[0.0, 2.0, 3.0], [2.0, 0.0, 3.0, 0.0], [0.0],
+                                    [1.5, -2.0, 0.0, 4.0, 0.5]])
+def test_prod_gradient_with_zeros_is_the_product_of_the_others(values):
+    [g] = grads(F["prod"], np.array(values))
+    np.testing.assert_array_equal(g, _others_by_loop(values))
+
+
+def test_prod_gradient_with_zeros_along_axes():
+    x = np.array([[[0.0, 2.0], [3.0, 1.5]], [[1.0, 0.5], [2.0, 0.0]]])
+    [g] = grads(lambda t: F["prod"](t, axis=(0, 2)), x)
+    for j in range(2):
+        block = [x[0, j, 0], x[0, j, 1], x[1, j, 0], x[1, j, 1]]
+        others = _others_by_loop(block)
+        np.testing.assert_array_equal([g[0, j, 0], g[0, j, 1], g[1, j, 0], g[1, j, 1]], others)
+
+
+def test_prod_second_derivatives_with_zeros_agree_with_finite_differences():
+    from gradcli.testing import check_grads
+    check_grads(F["prod"], [np.array([0.0, 2.0, 3.0, 1.5])], order=2)
+    check_grads(F["prod"], [np.array([0.0, 2.0, 0.0, 1.5, 0.7])], order=2)
+    check_grads(lambda t: F["prod"](t, axis=-1, keepdims=True),
+                [np.array([[0.0, 2.0, 3.0], [1.0, 0.5, 2.0]])], order=2)
+
+
+def test_prod_gradient_of_ten_thousand_elements_with_a_zero_stays_small():
+    import tracemalloc
+    v = np.random.default_rng(0).uniform(0.5, 1.5, 10_000)
+    v[1234] = 0.0
+    tracemalloc.start()
+    try:
+        [g] = grads(F["prod"], v)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 10_000_000  # an n x n intermediate would be 800 MB
+    expected = np.zeros(10_000)
+    expected[1234] = math.prod(np.delete(v, 1234).tolist())
+    np.testing.assert_allclose(g, expected, rtol=1e-11, atol=0)
+    v[77] = 0.0
+    [g] = grads(F["prod"], v)
+    np.testing.assert_array_equal(g, np.zeros(10_000))

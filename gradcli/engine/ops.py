@@ -473,18 +473,51 @@ def _prod_vjp(m, g, ans, x, axis=None, keepdims=False):
     ge = _expand(m, g, shape, axis, keepdims)
     if not np.any(raw == 0):
         return ge * m.broadcast_to(_reduced(m, ans, shape, axis, keepdims), shape=shape) / x
-    # With zeros, ans / x is 0/0: form each product of the others explicitly.
+    # With zeros, ans / x is 0/0: the product of the others is the product of the
+    # elements before times the product of those after, in O(n) (never an n x n array).
     axes = _norm_axes(axis, len(shape))
     rest = tuple(i for i in range(len(shape)) if i not in axes)
     perm = rest + axes
     n = _count(shape, axis)
     lead = tuple(shape[i] for i in rest)
-    xt = m.reshape(m.transpose(x, axes=perm), shape=lead + (1, n))
-    eye = np.eye(n, dtype=bool)
-    others = m.prod(m.where(eye, 1.0, m.broadcast_to(xt, shape=lead + (n, n))), axis=-1)
+    xt = m.reshape(m.transpose(x, axes=perm), shape=lead + (n,))
+    if m is NP:
+        others = _products_of_others(xt, lead, n)
+    else:
+        others = _products_of_others_traced(m, xt, lead, n, raw.dtype)
     others = m.transpose(m.reshape(others, shape=tuple(shape[i] for i in perm)),
-                         axes=tuple(np.argsort(perm)))
+                         axes=tuple(int(i) for i in np.argsort(perm)))
     return ge * others
+
+
+def _products_of_others(xt, lead, n):
+    """For each i along the last axis, the product of the other elements: exclusive
+    running products from the left times those from the right (numpy, O(n))."""
+    ones = np.ones(lead + (1,), xt.dtype)
+    left = np.cumprod(np.concatenate([ones, xt[..., :n - 1]], axis=-1), axis=-1)
+    right = np.cumprod(np.concatenate([ones, xt[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    return left * right
+
+
+def _products_of_others_traced(m, xt, lead, n, dtype):
+    """The same in engine operations, so that it can be differentiated again: running
+    products by doubling steps (log2 n multiplications of shifted copies)."""
+    every, backwards = (Ellipsis, slice(None)), (Ellipsis, slice(None, None, -1))
+
+    def exclusive_running_products(a):
+        a = m.concatenate([np.ones(lead + (1,), dtype),
+                           m.getitem(a, index=(Ellipsis, slice(0, n - 1)))], axis=-1)
+        k = 1
+        while k < n:
+            shifted = m.getitem(a, index=(Ellipsis, slice(0, n - k)))
+            a = a * m.concatenate([np.ones(lead + (k,), dtype), shifted], axis=-1)
+            k *= 2
+        return a
+
+    left = exclusive_running_products(m.getitem(xt, index=every))
+    right = m.getitem(exclusive_running_products(m.getitem(xt, index=backwards)),
+                      index=backwards)
+    return left * right
 
 
 def _logsumexp(x, axis=None, keepdims=False):
