@@ -143,3 +143,17 @@ def test_scalar_input_takes_axis_zero_or_minus_one_as_numpy():
     assert F["softmax"](2.0).numpy() == 1.0
     with pytest.raises(ShapeError, match="sum: axis 1 is out of range"):
         F["sum"](3.0, axis=1)
+
+
+@pytest.mark.parametrize("name", [n for n in AXIS_ENTRIES if dict(REGISTRY[n].params).get(
+    "axis", 0) is None])
+def test_reduction_of_a_scalar_along_axis_zero_is_differentiable(name):
+    """numpy takes axis 0 or -1 on a 0-d value (all of it); so must the gradient (found
+    by the differential fuzzer: prod and mean of a scalar with axis=0 crashed)."""
+    for axis in (0, -1, (0,)):
+        value, [g] = gc.value_and_gradients_function(
+            lambda x: F[name](x, axis=axis))(np.float64(2.0))
+        assert value.numpy() == F[name](np.float64(2.0)).numpy()
+        h = 1e-6
+        fd = (F[name](2.0 + h).numpy() - F[name](2.0 - h).numpy()) / (2 * h)
+        assert g.numpy() == pytest.approx(fd, rel=1e-8), (name, axis)

@@ -248,10 +248,10 @@ def _shape(x) -> tuple:
 
 
 def _norm_axes(axis, ndim: int) -> tuple:
-    if axis is None:
+    if axis is None or not ndim:  # (a 0-d value has no axes: numpy's axis 0 is all of it)
         return tuple(range(ndim))
     axes = axis if isinstance(axis, tuple) else (axis,)
-    return tuple(sorted(a % ndim if ndim else a for a in axes))
+    return tuple(sorted(a % ndim for a in axes))
 
 
 def _keep_shape(shape: tuple, axis) -> tuple:

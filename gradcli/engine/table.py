@@ -93,8 +93,9 @@ def normalise_axes(op: Op, ndim: int, params: dict) -> dict:
     ``ndim`` dimensions (a new dict; ``params`` itself is returned when no axis is given).
 
     An int stays an int, a tuple or list becomes a tuple (its order kept: ``transpose``'s
-    axes are a permutation). As in numpy, a 0-d input takes axis 0 or -1. An axis out of
-    range, repeated, or not an integer is a ``ShapeError`` naming the function.
+    axes are a permutation). As in numpy, a 0-d input takes axis 0 or -1 (None, all of
+    it, for a reduction). An axis out of range, repeated, or not an integer is a
+    ``ShapeError`` naming the function.
 
     >>> from gradcli.engine.table import REGISTRY
     >>> normalise_axes(REGISTRY["transpose"], 2, {"axes": (-1, 0)})
@@ -107,9 +108,17 @@ def normalise_axes(op: Op, ndim: int, params: dict) -> dict:
         return params
     rank = max(ndim + op.new_axis, 1)
     out = dict(params)
+    defaults = dict(op.params)
     for name in op.axis_params:
         value = params.get(name)
         if value is None:
+            continue
+        if rank > ndim + op.new_axis and name == "axis" and defaults[name] is None:
+            # A 0-d input's axis 0 or -1 is all of it: None, which every forward takes
+            # (numpy's mean refuses axis=0 on a 0-d array where its sum accepts it).
+            for a in value if isinstance(value, (tuple, list)) else (value,):
+                _one_axis(op, name, a, rank, ndim)
+            out[name] = None
             continue
         if isinstance(value, (tuple, list)):
             axes = tuple(_one_axis(op, name, a, rank, ndim) for a in value)
