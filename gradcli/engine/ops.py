@@ -56,17 +56,20 @@ def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
     values = [x._value if isinstance(x, Tensor) else
               x if x.__class__ is float or x.__class__ is int else as_value(x) for x in inputs]
     buffer = None if op.reuse is None else _reusable_buffer(inputs, values, frames)
-    if params is not EMPTY and op.axis_params and values:
-        # Axes made non-negative once, here: the forward, the recorded node (so the rules)
-        # and the error messages all see the same axes (entries without axes pay nothing).
-        params = normalise_axes(op, np.ndim(values[0]), params)
     try:
         if buffer is not None:
             ans = op.reuse(*values, out=buffer)
         elif params is EMPTY:
             ans = op.forward(*values)
         else:
+            if op.axis_params and values:
+                # Axes made non-negative once, here: the forward, the recorded node (so
+                # the rules) and the messages see the same axes (see table.normalise_axes;
+                # entries without parameters never come here).
+                params = normalise_axes(op, np.ndim(values[0]), params)
             ans = op.forward(*values, **params)
+    except ShapeError:
+        raise
     except (ValueError, IndexError, TypeError) as err:
         raise _shape_error(op, values, params, err) from None
     if ans.__class__ is float or ans.__class__ is int:
@@ -409,6 +412,14 @@ def _sigmoid(x):
     """1 / (1 + exp(-x)) to full relative precision over the whole range: for x < 0 as
     exp(x) / (1 + exp(x)), so that log(sigmoid(-30)) is -30, not -29.99983 (the value
     0.5 (1 + tanh(x/2)) loses the digits of a small result to cancellation)."""
+    if x.__class__ is np.ndarray and x.dtype.kind == "f":  # two arrays made, not five
+        e = np.abs(x)
+        np.negative(e, out=e)
+        np.exp(e, out=e)
+        out = np.where(x >= 0, 1.0, e)
+        e += 1.0
+        out /= e
+        return out
     e = np.exp(-np.abs(x))
     return np.where(x >= 0, 1.0, e) / (1.0 + e)
 
