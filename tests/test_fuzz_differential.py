@@ -149,7 +149,11 @@ class Generator:
     def squashed(self, child, lo, hi):
         """lo + (hi - lo) sigmoid(child): keeps a domain-limited entry in its domain."""
         s = self.make(REGISTRY["sigmoid"], [child], {})
+        if s is None:
+            return None
         scaled = self.make(REGISTRY["multiply"], [self.number(hi - lo), s], {}, "op")
+        if scaled is None:
+            return None
         return self.make(REGISTRY["add"], [self.number(lo), scaled], {}, "op")
 
     def number(self, v):

@@ -269,3 +269,12 @@ def test_prod_gradient_of_ten_thousand_elements_with_a_zero_stays_small():
     v[77] = 0.0
     [g] = grads(F["prod"], v)
     np.testing.assert_array_equal(g, np.zeros(10_000))
+
+
+def test_sigmoid_of_a_zero_dimensional_array():
+    """(where(...) of scalars is a 0-d array, on which numpy's ufuncs return scalars)"""
+    x = np.array(0.0)
+    assert F["sigmoid"](F["where"](x > -1.0, x, x)).numpy() == 0.5
+    mpmath.mp.dps = 50
+    exact = float(1 / (1 + mpmath.exp(30)))
+    assert F["sigmoid"](np.array(-30.0)).numpy() == pytest.approx(exact, rel=2e-16)

@@ -412,7 +412,7 @@ def _sigmoid(x):
     """1 / (1 + exp(-x)) to full relative precision over the whole range: for x < 0 as
     exp(x) / (1 + exp(x)), so that log(sigmoid(-30)) is -30, not -29.99983 (the value
     0.5 (1 + tanh(x/2)) loses the digits of a small result to cancellation)."""
-    if x.__class__ is np.ndarray and x.dtype.kind == "f":  # two arrays made, not five
+    if x.__class__ is np.ndarray and x.ndim and x.dtype.kind == "f":  # two arrays, not five
         e = np.abs(x)
         np.negative(e, out=e)
         np.exp(e, out=e)
