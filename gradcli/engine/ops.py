@@ -23,7 +23,7 @@ import numpy as np
 from ..errors import ShapeError
 from . import state
 from .state import REFCOUNTS_EXACT
-from .table import INPLACE, ORDER, REGISTRY, Op, lookup, register
+from .table import INPLACE, ORDER, REGISTRY, Op, lookup, normalise_axes, register
 from .tensor import Node, Shape, Tensor, Variable, as_value
 
 EMPTY: dict = {}
@@ -62,7 +62,14 @@ def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
         elif params is EMPTY:
             ans = op.forward(*values)
         else:
+            if op.axis_params and values:
+                # Axes made non-negative once, here: the forward, the recorded node (so
+                # the rules) and the messages see the same axes (see table.normalise_axes;
+                # entries without parameters never come here).
+                params = normalise_axes(op, np.ndim(values[0]), params)
             ans = op.forward(*values, **params)
+    except ShapeError:
+        raise
     except (ValueError, IndexError, TypeError) as err:
         raise _shape_error(op, values, params, err) from None
     if ans.__class__ is float or ans.__class__ is int:
@@ -244,10 +251,10 @@ def _shape(x) -> tuple:
 
 
 def _norm_axes(axis, ndim: int) -> tuple:
-    if axis is None:
+    if axis is None or not ndim:  # (a 0-d value has no axes: numpy's axis 0 is all of it)
         return tuple(range(ndim))
     axes = axis if isinstance(axis, tuple) else (axis,)
-    return tuple(sorted(a % ndim if ndim else a for a in axes))
+    return tuple(sorted(a % ndim for a in axes))
 
 
 def _keep_shape(shape: tuple, axis) -> tuple:
@@ -401,13 +408,33 @@ def _tanh_in_place(g, ans, x, spare=(None, None)):
     return t
 
 
+def _sigmoid(x):
+    """1 / (1 + exp(-x)) to full relative precision over the whole range: for x < 0 as
+    exp(x) / (1 + exp(x)), so that log(sigmoid(-30)) is -30, not -29.99983 (the value
+    0.5 (1 + tanh(x/2)) loses the digits of a small result to cancellation)."""
+    if x.__class__ is np.ndarray and x.ndim and x.dtype.kind == "f":  # two arrays, not five
+        e = np.abs(x)
+        np.negative(e, out=e)
+        np.exp(e, out=e)
+        out = np.where(x >= 0, 1.0, e)
+        e += 1.0
+        out /= e
+        return out
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0, e) / (1.0 + e)
+
+
+def _sigmoid_complement(m, ans, x):
+    """1 - sigmoid(x) to full relative precision: 1 - ans cancels for x > 0, where it is
+    exp(-x) sigmoid(x) instead."""
+    return m.where(x > 0, m.exp(-m.abs(x)) * ans, 1.0 - ans)
+
+
 def _sigmoid_in_place(g, ans, x, spare=(None, None)):
     if g.__class__ is not np.ndarray:
         return None
     g *= ans                                   # g s
-    t = spare[0] if spare[0] is not None else np.empty_like(ans)
-    np.subtract(1.0, ans, out=t)               # 1 - s (elementwise: t may be ans itself)
-    g *= t
+    g *= _sigmoid_complement(NP, ans, x)       # (1 - s), accurate on both sides
     return g
 
 
@@ -427,18 +454,20 @@ def _power_vjp_x(m, g, ans, x, y):
             return g * 2.0 * x
         if y == 1:
             return g
-        if y == 0:
-            return g * 0.0
+        if y == 0:  # x ** 0 does not depend on x: a hard zero, even under an infinite g
+            return m.zeros_like(x)
         return g * y * x ** (y - 1)
-    return g * y * x ** (y - 1)
+    # y == 0: a hard zero, as the literal x ** 0 (0 * 0 ** -1 would be nan at x = 0).
+    return _gate(m, y != 0, g * y * x ** (y - 1))
 
 
 def _power_vjp_y(m, g, ans, x, y):
-    # d/dy x**y = x**y log x, taken as 0 where x <= 0 (as TensorFlow does). x**y is
-    # recomputed rather than kept: exponents are rarely differentiated, and keeping every
-    # power's output (x**2 before a sum) would hold an array per power until the end.
-    safe = m.where(x > 0, x, 1.0)
-    return g * x ** y * m.log(safe)
+    # d/dy x**y = x**y log x, taken as 0 where x <= 0 (as TensorFlow does), a hard zero.
+    # x**y is recomputed rather than kept: exponents are rarely differentiated, and
+    # keeping every power's output (x**2 before a sum) would hold an array per power.
+    positive = x > 0
+    safe = m.where(positive, x, 1.0)
+    return _gate(m, positive, g * x ** y * m.log(safe))
 
 
 def _max_vjp(m, g, ans, x, axis=None, keepdims=False):
@@ -455,18 +484,51 @@ def _prod_vjp(m, g, ans, x, axis=None, keepdims=False):
     ge = _expand(m, g, shape, axis, keepdims)
     if not np.any(raw == 0):
         return ge * m.broadcast_to(_reduced(m, ans, shape, axis, keepdims), shape=shape) / x
-    # With zeros, ans / x is 0/0: form each product of the others explicitly.
+    # With zeros, ans / x is 0/0: the product of the others is the product of the
+    # elements before times the product of those after, in O(n) (never an n x n array).
     axes = _norm_axes(axis, len(shape))
     rest = tuple(i for i in range(len(shape)) if i not in axes)
     perm = rest + axes
     n = _count(shape, axis)
     lead = tuple(shape[i] for i in rest)
-    xt = m.reshape(m.transpose(x, axes=perm), shape=lead + (1, n))
-    eye = np.eye(n, dtype=bool)
-    others = m.prod(m.where(eye, 1.0, m.broadcast_to(xt, shape=lead + (n, n))), axis=-1)
+    xt = m.reshape(m.transpose(x, axes=perm), shape=lead + (n,))
+    if m is NP:
+        others = _products_of_others(xt, lead, n)
+    else:
+        others = _products_of_others_traced(m, xt, lead, n, raw.dtype)
     others = m.transpose(m.reshape(others, shape=tuple(shape[i] for i in perm)),
-                         axes=tuple(np.argsort(perm)))
+                         axes=tuple(int(i) for i in np.argsort(perm)))
     return ge * others
+
+
+def _products_of_others(xt, lead, n):
+    """For each i along the last axis, the product of the other elements: exclusive
+    running products from the left times those from the right (numpy, O(n))."""
+    ones = np.ones(lead + (1,), xt.dtype)
+    left = np.cumprod(np.concatenate([ones, xt[..., :n - 1]], axis=-1), axis=-1)
+    right = np.cumprod(np.concatenate([ones, xt[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    return left * right
+
+
+def _products_of_others_traced(m, xt, lead, n, dtype):
+    """The same in engine operations, so that it can be differentiated again: running
+    products by doubling steps (log2 n multiplications of shifted copies)."""
+    every, backwards = (Ellipsis, slice(None)), (Ellipsis, slice(None, None, -1))
+
+    def exclusive_running_products(a):
+        a = m.concatenate([np.ones(lead + (1,), dtype),
+                           m.getitem(a, index=(Ellipsis, slice(0, n - 1)))], axis=-1)
+        k = 1
+        while k < n:
+            shifted = m.getitem(a, index=(Ellipsis, slice(0, n - k)))
+            a = a * m.concatenate([np.ones(lead + (k,), dtype), shifted], axis=-1)
+            k *= 2
+        return a
+
+    left = exclusive_running_products(m.getitem(xt, index=every))
+    right = m.getitem(exclusive_running_products(m.getitem(xt, index=backwards)),
+                      index=backwards)
+    return left * right
 
 
 def _logsumexp(x, axis=None, keepdims=False):
@@ -488,9 +550,10 @@ def _norm(x, axis=None, keepdims=False):
 def _norm_vjp(m, g, ans, x, axis=None, keepdims=False):
     shape = _shape(x)
     denom = _reduced(m, ans, shape, axis, keepdims)
-    # Zero norm: the subgradient 0, as PyTorch gives.
-    denom = m.where(denom == 0, np.inf, denom)
-    return _expand(m, g, shape, axis, keepdims) * x / denom
+    # Zero norm: the subgradient 0, as PyTorch gives (a hard zero, whatever g is).
+    nonzero = denom != 0
+    denom = m.where(nonzero, denom, 1.0)
+    return _gate(m, nonzero, _expand(m, g, shape, axis, keepdims) * x / denom)
 
 
 def _concat_vjp(m, g, ans, *xs, index, axis=0):
@@ -575,6 +638,16 @@ def _zero_vjp(m, g, ans, x):
     return m.zeros_like(x)
 
 
+def _gate(m, keep, gradient):
+    """``gradient`` where ``keep``, else a hard 0: where a rule's local derivative is 0 by
+    selection (relu below 0, the unchosen side of ``where``/``maximum``/``clip``, an
+    exponent of 0, a kink's subgradient 0) the gradient is exactly 0 whatever flows from
+    above, as in PyTorch; ``0 * inf`` would make it nan (``sqrt(relu(x))`` at -1)."""
+    out = m.where(keep, gradient, 0.0)
+    # a scalar stays a numpy scalar, as the product it replaces was
+    return out[()] if out.__class__ is np.ndarray and not out.ndim else out
+
+
 # Arithmetic
 ADD = _binary("add", operator.add, (lambda m, g, ans, x, y: g, lambda m, g, ans, x, y: g),
               lambda sp, x, y: x + y, "x + y", "1, 1", saves="none")
@@ -620,13 +693,15 @@ _unary("reciprocal", np.reciprocal, lambda m, g, ans, x: -g * ans * ans,
        kind="arithmetic", saves="ans")
 
 # Elementwise
-_unary("abs", np.abs, lambda m, g, ans, x: g * m.sign(x), lambda sp, x: sp.Abs(x),
+_unary("abs", np.abs, lambda m, g, ans, x: _gate(m, x != 0, g * m.sign(x)),
+       lambda sp, x: sp.Abs(x),
        "absolute value |x|", "sign(x); 0 at x = 0", aliases=("absolute",))
 _unary("exp", np.exp, lambda m, g, ans, x: g * ans, lambda sp, x: sp.exp(x),
        "e ** x", "exp(x)", saves="ans",
        inplace=lambda g, ans, x, spare=None: _scale_in_place(g, ans))
-_unary("expm1", np.expm1, lambda m, g, ans, x: g * (ans + 1.0), lambda sp, x: sp.exp(x) - 1,
-       "exp(x) - 1, accurate near 0", "exp(x)", saves="ans")
+# (exp(x), not ans + 1: for x < -37 ans + 1 is 0, all digits lost)
+_unary("expm1", np.expm1, lambda m, g, ans, x: g * m.exp(x), lambda sp, x: sp.exp(x) - 1,
+       "exp(x) - 1, accurate near 0", "exp(x)")
 _unary("log", np.log, lambda m, g, ans, x: g / x, lambda sp, x: sp.log(x),
        "natural logarithm", "1/x", aliases=("ln",), sample=(0.5, 2.0), domain="x > 0")
 _unary("log1p", np.log1p, lambda m, g, ans, x: g / (1.0 + x), lambda sp, x: sp.log(1 + x),
@@ -651,10 +726,12 @@ _unary("cos", np.cos, lambda m, g, ans, x: g * -m.sin(x), lambda sp, x: sp.cos(x
 _unary("tan", np.tan, lambda m, g, ans, x: g * (1.0 + ans * ans), lambda sp, x: sp.tan(x),
        "tangent", "1 + tan(x)^2", sample=(-1.2, 1.2), domain="x != pi/2 + k pi",
        saves="ans")
-_unary("arcsin", np.arcsin, lambda m, g, ans, x: g / m.sqrt(1.0 - x * x),
+# The square roots of 1 - x^2 and x^2 - 1 as products of factors: 1 - x*x loses digits
+# near |x| = 1 and x*x overflows for large |x|.
+_unary("arcsin", np.arcsin, lambda m, g, ans, x: g / (m.sqrt(1.0 - x) * m.sqrt(1.0 + x)),
        lambda sp, x: sp.asin(x), "inverse sine", "1/sqrt(1-x^2)", aliases=("asin",),
        sample=(-0.9, 0.9), domain="-1 <= x <= 1")
-_unary("arccos", np.arccos, lambda m, g, ans, x: -g / m.sqrt(1.0 - x * x),
+_unary("arccos", np.arccos, lambda m, g, ans, x: -g / (m.sqrt(1.0 - x) * m.sqrt(1.0 + x)),
        lambda sp, x: sp.acos(x), "inverse cosine", "-1/sqrt(1-x^2)", aliases=("acos",),
        sample=(-0.9, 0.9), domain="-1 <= x <= 1")
 _unary("arctan", np.arctan, lambda m, g, ans, x: g / (1.0 + x * x),
@@ -666,20 +743,22 @@ _unary("cosh", np.cosh, lambda m, g, ans, x: g * m.sinh(x), lambda sp, x: sp.cos
 _unary("tanh", np.tanh, lambda m, g, ans, x: g * (1.0 - ans * ans), lambda sp, x: sp.tanh(x),
        "hyperbolic tangent", "1 - tanh(x)^2", saves="ans",
        inplace=_tanh_in_place)
-_unary("arcsinh", np.arcsinh, lambda m, g, ans, x: g / m.sqrt(x * x + 1.0),
+_unary("arcsinh", np.arcsinh, lambda m, g, ans, x: g / m.hypot(x, 1.0),
        lambda sp, x: sp.asinh(x), "inverse hyperbolic sine", "1/sqrt(x^2+1)",
        aliases=("asinh",))
-_unary("arccosh", np.arccosh, lambda m, g, ans, x: g / m.sqrt(x * x - 1.0),
+_unary("arccosh", np.arccosh,
+       lambda m, g, ans, x: g / (m.sqrt(x - 1.0) * m.sqrt(x + 1.0)),
        lambda sp, x: sp.acosh(x), "inverse hyperbolic cosine", "1/sqrt(x^2-1)",
        aliases=("acosh",), sample=(1.2, 3.0), domain="x >= 1")
-_unary("arctanh", np.arctanh, lambda m, g, ans, x: g / (1.0 - x * x),
+_unary("arctanh", np.arctanh, lambda m, g, ans, x: g / ((1.0 - x) * (1.0 + x)),
        lambda sp, x: sp.atanh(x), "inverse hyperbolic tangent", "1/(1-x^2)",
        aliases=("atanh",), sample=(-0.9, 0.9), domain="-1 < x < 1")
-_unary("sigmoid", lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)),  # stable for large |x|
-       lambda m, g, ans, x: g * ans * (1.0 - ans), lambda sp, x: 1 / (1 + sp.exp(-x)),
-       "logistic sigmoid 1/(1+exp(-x))", "sigmoid(x) (1 - sigmoid(x))", saves="ans",
+_unary("sigmoid", _sigmoid,
+       lambda m, g, ans, x: g * ans * _sigmoid_complement(m, ans, x),
+       lambda sp, x: 1 / (1 + sp.exp(-x)),
+       "logistic sigmoid 1/(1+exp(-x))", "sigmoid(x) (1 - sigmoid(x))", saves="all",
        inplace=_sigmoid_in_place)
-_unary("relu", lambda x: np.maximum(x, 0.0), lambda m, g, ans, x: g * (x > 0),
+_unary("relu", lambda x: np.maximum(x, 0.0), lambda m, g, ans, x: _gate(m, x > 0, g),
        lambda sp, x: sp.Max(0, x), "max(x, 0)", "1 if x > 0 else 0 (0 at x = 0)")
 _unary("softplus", lambda x: np.logaddexp(0.0, x), lambda m, g, ans, x: g * m.sigmoid(x),
        lambda sp, x: sp.log(1 + sp.exp(x)), "log(1 + exp(x))", "sigmoid(x)")
@@ -688,9 +767,19 @@ _unary("floor", np.floor, _zero_vjp, lambda sp, x: sp.floor(x), "largest integer
 _unary("ceil", np.ceil, _zero_vjp, lambda sp, x: sp.ceiling(x), "smallest integer >= x", "0")
 
 # Two arguments
+def _arctan2_vjp(m, g, numerator, y, x):
+    """g numerator / (x^2 + y^2), through hypot (x^2 + y^2 underflows for |x|, |y| below
+    1e-154, where the derivative is still finite); the subgradient 0 at the origin (as
+    PyTorch), where the angle jumps: nan there would poison a whole broadcast sum."""
+    r = m.hypot(x, y)
+    away = r != 0
+    safe = m.where(away, r, 1.0)
+    return _gate(m, away, g * (numerator / safe) / safe)
+
+
 _binary("arctan2", np.arctan2,
-        (lambda m, g, ans, y, x: g * x / (x * x + y * y),
-         lambda m, g, ans, y, x: -g * y / (x * x + y * y)),
+        (lambda m, g, ans, y, x: _arctan2_vjp(m, g, x, y, x),
+         lambda m, g, ans, y, x: _arctan2_vjp(m, g, -y, y, x)),
         lambda sp, y, x: sp.atan2(y, x), "angle of the point (x, y): arctan2(y, x)",
         "x/(x^2+y^2), -y/(x^2+y^2)", aliases=("atan2",), inputs=("y", "x"), sample=(0.5, 2.0),
         kind="binary")
@@ -768,6 +857,7 @@ register(Op(name="concatenate", forward=lambda *xs, axis=0: np.concatenate(xs, a
             saves="none"))
 register(Op(name="stack", forward=lambda *xs, axis=0: np.stack(xs, axis=axis),
             vjps=(_stack_vjp,), inputs=("xs",), params=(("axis", 0),), variadic=True,
+            new_axis=True,
             doc="join arrays along a new axis", derivative="slices of g",
             sympy=lambda sp, *xs, axis=0: np.stack(xs, axis=axis), kind="shape", saves="none"))
 register(Op(name="where", forward=np.where,
@@ -778,10 +868,12 @@ register(Op(name="where", forward=np.where,
             sympy=lambda sp, c, a, b: sp.Piecewise((a, c), (b, True)), kind="shape",
             saves="inputs"))
 register(Op(name="clip", forward=np.clip,
+            # numpy's clip is minimum(maximum(x, lo), hi): with lo > hi every element is hi,
+            # so the gradient goes to hi there.
             vjps=(lambda m, g, ans, x, lo, hi: m.where(x < lo, 0.0, m.where(x > hi, 0.0, g)),
-                  lambda m, g, ans, x, lo, hi: m.where(x < lo, g, 0.0),
-                  lambda m, g, ans, x, lo, hi: m.where(x > hi, g, 0.0)),
-            inputs=("x", "lo", "hi"), doc="x limited to [lo, hi]",
+                  lambda m, g, ans, x, lo, hi: m.where(lo > hi, 0.0, m.where(x < lo, g, 0.0)),
+                  lambda m, g, ans, x, lo, hi: m.where(lo > hi, g, m.where(x > hi, g, 0.0))),
+            inputs=("x", "lo", "hi"), doc="x limited to [lo, hi] (hi where lo > hi, as numpy)",
             derivative="1 inside [lo, hi] (bounds included), else 0", elementwise=True,
             sympy=lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi), kind="elementwise",
             saves="inputs"))

@@ -6,6 +6,7 @@ the language (``gradcli.lang``), the symbolic check (``gradcli.check``), the com
 """
 from __future__ import annotations
 
+import operator
 from dataclasses import dataclass, field
 from typing import Any, Callable
 
@@ -31,6 +32,12 @@ class Op:
       the recorded node keeps only those (a rule sees a ``Shape`` for an input not kept).
     - ``sample``: an input range for the tests that keeps the function in its domain;
       ``domain`` says the same in words for ``gradcli functions``.
+    - Parameters named ``axis`` or ``axes`` are axes (``axis_params``, found from the
+      names): ``ops.apply`` normalises them once per call against the first input's rank
+      (plus one with ``new_axis``, for entries such as ``stack`` whose axis indexes a new
+      dimension of the result), so forwards, rules and the sympy counterpart see
+      non-negative ints or tuples of them; out of range or repeated is a ``ShapeError``
+      naming the function. See ``normalise_axes``.
     """
     name: str
     forward: Callable[..., Any]
@@ -49,6 +56,7 @@ class Op:
     # What the rules read, so a recorded node keeps only that: "all", "inputs", "ans" or
     # "none" (the rules see a ``Shape`` for what is not kept).
     saves: str = "all"
+    new_axis: bool = False  # the axis indexes the result, one dimension more (stack)
     differentiable: bool = field(init=False, default=False)
     # The in-place twins of the rules (see INPLACE), looked up when the entry is made.
     twins: tuple = field(init=False, default=())
@@ -57,6 +65,8 @@ class Op:
     # A ufunc that can write the result into the first input's array, for entries whose
     # rules read no input (set in ops.py; see ops._reusable_buffer).
     reuse: Any = field(init=False, default=None)
+    # The names of the parameters that are axes (``axis``, ``axes``): normalised by apply.
+    axis_params: tuple[str, ...] = field(init=False, default=())
 
     def __post_init__(self) -> None:
         # Read on every recorded operation: computed once here.
@@ -67,6 +77,86 @@ class Op:
         object.__setattr__(self, "twins", twins if any(twins) else ())
         object.__setattr__(self, "keeps_inputs", self.saves in ("all", "inputs"))
         object.__setattr__(self, "keeps_ans", self.saves in ("all", "ans"))
+        axes = tuple(name for name, _ in self.params if name in AXIS_NAMES)
+        object.__setattr__(self, "axis_params", axes)
+        if axes and self.sympy is not None:
+            # The symbolic counterpart reads the same normalised axes as the forward.
+            object.__setattr__(self, "sympy", _normalising_sympy(self, self.sympy))
+
+
+# Parameters with these names are axes of the first input (see Op, normalise_axes).
+AXIS_NAMES = ("axis", "axes")
+
+
+def normalise_axes(op: Op, ndim: int, params: dict) -> dict:
+    """``params`` with every axis parameter of ``op`` made non-negative for an input of
+    ``ndim`` dimensions (a new dict; ``params`` itself is returned when no axis is given).
+
+    An int stays an int, a tuple or list becomes a tuple (its order kept: ``transpose``'s
+    axes are a permutation). As in numpy, a 0-d input takes axis 0 or -1 (None, all of
+    it, for a reduction). An axis out of range, repeated, or not an integer is a
+    ``ShapeError`` naming the function.
+
+    >>> from gradcli.engine.table import REGISTRY
+    >>> normalise_axes(REGISTRY["transpose"], 2, {"axes": (-1, 0)})
+    {'axes': (1, 0)}
+    """
+    for name in op.axis_params:
+        if params.get(name) is not None:
+            break
+    else:
+        return params
+    rank = max(ndim + op.new_axis, 1)
+    out = dict(params)
+    defaults = dict(op.params)
+    for name in op.axis_params:
+        value = params.get(name)
+        if value is None:
+            continue
+        if rank > ndim + op.new_axis and name == "axis" and defaults[name] is None:
+            # A 0-d input's axis 0 or -1 is all of it: None, which every forward takes
+            # (numpy's mean refuses axis=0 on a 0-d array where its sum accepts it).
+            for a in value if isinstance(value, (tuple, list)) else (value,):
+                _one_axis(op, name, a, rank, ndim)
+            out[name] = None
+            continue
+        if isinstance(value, (tuple, list)):
+            axes = tuple(_one_axis(op, name, a, rank, ndim) for a in value)
+            if len(set(axes)) != len(axes):
+                raise _shape_error(f"{op.name}: repeated axis in {name}={tuple(value)!r}")
+            out[name] = axes
+        else:
+            out[name] = _one_axis(op, name, value, rank, ndim)
+    return out
+
+
+def _one_axis(op: Op, name: str, value, rank: int, ndim: int) -> int:
+    try:
+        if value.__class__ is bool or getattr(value, "dtype", None) == bool:
+            raise TypeError
+        axis = operator.index(value)
+    except TypeError:
+        raise _shape_error(f"{op.name}: {name} must be an integer or a tuple of integers, "
+                           f"got {value!r}") from None
+    if not -rank <= axis < rank:
+        dims = "dimension" if ndim == 1 else "dimensions"
+        raise _shape_error(f"{op.name}: axis {axis} is out of range for an input of {ndim} "
+                           f"{dims} (its axes run from {-rank} to {rank - 1})")
+    return axis % rank
+
+
+def _shape_error(message: str):
+    from ..errors import ShapeError
+    return ShapeError(message)
+
+
+def _normalising_sympy(op: Op, sympy: Callable) -> Callable:
+    def build(sp, *inputs, **params):
+        if params:
+            first = inputs[0] if inputs else None
+            params = normalise_axes(op, len(getattr(first, "shape", ())), params)
+        return sympy(sp, *inputs, **params)
+    return build
 
 
 # In-place twins of some rules, for the numpy path on large arrays: rule -> fn(g, ans,

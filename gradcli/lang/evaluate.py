@@ -413,8 +413,9 @@ def _check_sizes(op, values, variadic: bool = False) -> None:
     for v in values:
         bound *= _size(v)
     # The result never has more elements than the product of the inputs' sizes, so the
-    # exact (slower) prediction is needed only above the limit.
-    if bound <= limits.MAX_ELEMENTS:
+    # exact (slower) prediction is needed only above the limit -- except for a matrix
+    # product of empty operands: (n, 0) @ (0, n) is n x n zeros.
+    if bound <= limits.MAX_ELEMENTS and (bound or op.name not in ("matmul", "dot")):
         return
     shapes = [np.shape(v) for v in values]
     try:
