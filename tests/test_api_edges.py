@@ -663,3 +663,30 @@ def test_ragged_list_of_numbers_is_the_librarys_shape_error():
         gc.constant([[1.0, 2.0], [3.0]])
     with pytest.raises(ShapeError):
         gc.sin([[1.0, 2.0], [3.0]])
+
+
+def test_custom_gradient_reading_a_variable_needs_grad_fn_to_take_variables():
+    w = gc.Variable(3.0, name="w")
+
+    @gc.custom_gradient
+    def f(x):
+        return x * w, lambda dy: dy * w
+    with pytest.raises(TypeError, match="reads variables \\(w\\).*'variables'"):
+        gc.implicit_gradients(lambda: f(gc.constant(2.0)))()
+
+
+def test_custom_gradient_gives_variables_their_gradients():
+    w = gc.Variable(3.0)
+
+    @gc.custom_gradient
+    def f(x):
+        def grad_fn(dy, variables=None):
+            assert variables == [w]
+            return dy * w * 10.0, [dy * x * 100.0]  # scaled: the custom rule is used
+        return x * w, grad_fn
+    x = gc.constant(2.0)
+    with gc.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    gx, gw = tape.gradient(y, [x, w])
+    assert y.numpy() == 6.0 and (gx.numpy(), gw.numpy()) == (30.0, 200.0)

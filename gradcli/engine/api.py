@@ -215,6 +215,10 @@ def custom_gradient(f):
     allows) and returns the gradient for each input: one tensor for a single input, or a
     list or tuple with exactly one entry (None for none) per input.
 
+    As in TensorFlow, when ``f`` reads trainable variables under a tape, ``grad_fn`` must
+    take a keyword ``variables`` (the list of them) and return ``(input_gradients,
+    variable_gradients)``, one gradient per variable.
+
     >>> @custom_gradient
     ... def clipped_identity(x):
     ...     return x, lambda dy: clip(dy, -1.0, 1.0)
@@ -225,9 +229,21 @@ def custom_gradient(f):
         saved = list(_recording)
         del _recording[:]  # f's own operations are not recorded: grad_fn replaces them
         try:
-            y, grad_fn = f(*xs)
+            if saved:  # a tape records: a throwaway tape sees which variables f reads
+                with GradientTape() as watcher:
+                    y, grad_fn = f(*xs)
+                variables = [v for v in watcher.watched_variables() if v._trainable]
+                del watcher
+            else:
+                y, grad_fn = f(*xs)
+                variables = []
         finally:
             _recording[:] = saved
+        if variables and not _takes_variables(grad_fn):
+            raise TypeError(f"custom_gradient: {_name(f)} reads variables "
+                            f"({', '.join(v.name for v in variables)}), so its grad_fn must "
+                            f"accept a keyword argument 'variables' and return (input "
+                            f"gradients, variable gradients), as in TensorFlow")
         leaves = _flatten(y, [])
         if not leaves or any(leaf is None for leaf in leaves):
             raise ValueError(f"custom_gradient: {_name(f)} must return (outputs, grad_fn) "
@@ -253,13 +269,27 @@ def custom_gradient(f):
                                      shape=shape)
                     dys.append(part if differentiable else _make(part))
                     start += size
-            dxs = grad_fn(*dys)
+            if variables:
+                result = grad_fn(*dys, variables=variables)
+                if not isinstance(result, (list, tuple)) or len(result) != 2:
+                    raise ValueError(f"custom_gradient: the grad_fn of {_name(f)} must "
+                                     "return (input gradients, variable gradients) when "
+                                     "given variables")
+                dxs, dvs = result
+            else:
+                dxs, dvs = grad_fn(*dys), []
             flat = ([dxs] if n == 1 and not isinstance(dxs, (list, tuple, dict))
                     else _flatten(dxs, []) if dxs is not None else [None] * n)
             if len(flat) != n:
                 raise ValueError(f"custom_gradient: the grad_fn of {_name(f)} returned "
                                  f"{len(flat)} gradient(s); expected {n}, one per input "
                                  f"of {_name(f)} (None for an input without one)")
+            flat_vars = _flatten(dvs, []) if dvs is not None else [None] * len(variables)
+            if len(flat_vars) != len(variables):
+                raise ValueError(f"custom_gradient: the grad_fn of {_name(f)} returned "
+                                 f"{len(flat_vars)} variable gradient(s); expected "
+                                 f"{len(variables)}, one per variable it read")
+            flat = flat + flat_vars
             cache[:] = [g, flat]
             return flat
 
@@ -283,7 +313,7 @@ def custom_gradient(f):
         op = Op(name=f"custom_gradient({_name(f)})", forward=lambda *_: packed,
                 vjps=(vjp,), inputs=("xs",), variadic=True,
                 doc="user-defined gradient", kind="custom")
-        out = ops.apply(op, xs)
+        out = ops.apply(op, tuple(xs) + tuple(variables))
         if single:
             return out
         outputs, start = [], 0
@@ -292,6 +322,15 @@ def custom_gradient(f):
             start += size
         return _pack(y, iter(outputs))
     return wrapper
+
+
+def _takes_variables(grad_fn) -> bool:
+    import inspect  # only here: a noticeable part of the command line's start-up
+    try:
+        params = inspect.signature(grad_fn).parameters.values()
+    except (TypeError, ValueError):
+        return True  # cannot tell: let the call say
+    return any(p.name == "variables" or p.kind is p.VAR_KEYWORD for p in params)
 
 
 def _fits(shape, target) -> bool:
