@@ -690,3 +690,25 @@ def test_custom_gradient_gives_variables_their_gradients():
         y = f(x)
     gx, gw = tape.gradient(y, [x, w])
     assert y.numpy() == 6.0 and (gx.numpy(), gw.numpy()) == (30.0, 200.0)
+
+
+def test_stop_recording_left_after_its_tape_block_does_not_resume_recording():
+    tape = gc.GradientTape()
+    paused = tape.stop_recording()
+    with tape:
+        paused.__enter__()
+    paused.__exit__(None, None, None)
+    assert state.recording == []
+
+
+def test_gradient_inside_stop_recording_then_recording_resumes_on_a_fresh_trace():
+    x = gc.constant(2.0)
+    with gc.GradientTape() as tape:
+        tape.watch(x)
+        y = x * x
+        with tape.stop_recording():
+            assert tape.gradient(y, x).numpy() == 4.0
+        tape.watch(x)
+        z = x * x * x
+    assert state.recording == []
+    assert tape.gradient(z, x).numpy() == 12.0

@@ -98,6 +98,7 @@ class GradientTape:
         self._persistent = bool(persistent)
         self._watch_accessed = bool(watch_accessed_variables)
         self._recording = False
+        self._blocks = 0  # how many of its with-blocks are open (stop_recording resumes)
         self._used = False
         self._watched_variables: list[Variable] = []
         self._trace = _Trace(self, self._watch_accessed, self._persistent)
@@ -111,9 +112,11 @@ class GradientTape:
         if self._used and not self._persistent:
             self.reset()  # a spent tape records afresh, as in TensorFlow
         self._push()
+        self._blocks += 1
         return self
 
     def __exit__(self, *exc) -> None:
+        self._blocks -= 1
         if self._recording:
             self._pop()
 
@@ -415,7 +418,13 @@ class _Paused:
         self.tape._pop()
 
     def __exit__(self, *exc):
-        self.tape._push()
+        tape = self.tape
+        # Resume only inside the tape's block (never leave a tape recording after it),
+        # and on a fresh trace if gradient() spent the tape meanwhile (as TensorFlow).
+        if tape._blocks > 0 and not tape._recording:
+            if tape._used and not tape._persistent:
+                tape.reset()
+            tape._push()
 
 
 
