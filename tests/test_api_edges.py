@@ -137,9 +137,8 @@ def test_traced_tensor_for_a_static_parameter_is_refused(name, key):
 
 def test_traced_tensor_inside_a_static_tuple_is_refused():
     n = gc.Variable(2.0)
-    with gc.GradientTape():
-        with pytest.raises(ArgumentError, match="shape of zeros"):
-            gc.zeros((n, 3))
+    with gc.GradientTape(), pytest.raises(ArgumentError, match="shape of zeros"):
+        gc.zeros((n, 3))
 
 
 def test_untraced_tensor_for_a_static_parameter_is_read_as_its_value():
@@ -272,20 +271,17 @@ def test_variable_argument_stays_connected_to_an_outer_tape():
 # --- tape misuse leaves no global state --------------------------------------------------
 def test_reentering_a_recording_tape_raises_and_leaves_nothing_recording():
     tape = gc.GradientTape()
-    with pytest.raises(ValueError, match="re-enter"):
-        with tape:
-            with tape:
-                pass
+    with pytest.raises(ValueError, match="re-enter"), tape, tape:
+        pass
     assert state.recording == []
 
 
 def test_exception_inside_the_block_leaves_nothing_recording():
     x = gc.constant(1.0)
-    with pytest.raises(KeyError):
-        with gc.GradientTape() as outer:
-            with gc.GradientTape(persistent=True) as inner:
-                inner.watch(x)
-                raise KeyError("boom")
+    with pytest.raises(KeyError), gc.GradientTape() as outer, \
+            gc.GradientTape(persistent=True) as inner:
+        inner.watch(x)
+        raise KeyError("boom")
     assert state.recording == [] and not outer._recording and not inner._recording
 
 
@@ -302,14 +298,11 @@ def test_gradient_inside_its_own_block_stops_a_non_persistent_tape():
 
 def test_misused_stop_recording_leaves_nothing_recording():
     tape = gc.GradientTape()
-    with pytest.raises(RuntimeError, match="not recording"):
-        with tape.stop_recording():
-            pass
-    with pytest.raises(RuntimeError, match="not recording"):
-        with tape:
-            with tape.stop_recording():
-                with tape.stop_recording():
-                    pass
+    with pytest.raises(RuntimeError, match="not recording"), tape.stop_recording():
+        pass
+    with pytest.raises(RuntimeError, match="not recording"), tape, tape.stop_recording(), \
+            tape.stop_recording():
+        pass
     assert state.recording == []
 
 

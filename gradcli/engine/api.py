@@ -13,10 +13,10 @@ import gc
 
 import numpy as np
 
+from ..errors import ShapeError
 from . import ops
 from .table import Op
 from .tape import GradientTape, _flatten, _pack
-from ..errors import ShapeError
 from .tensor import Tensor, Variable, _make, as_value, constant
 
 NO_VARIABLES = "No trainable variables were accessed while the function was being computed."

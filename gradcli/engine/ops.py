@@ -86,7 +86,7 @@ class _HoldsTensors(Exception):
 
 
 def _holds_tensor(x) -> bool:
-    """Whether a (nested) list or tuple holds a tensor (iteratively: no recursion limit)."""
+    """Whether x is a tensor or a (nested) list or tuple holding one (iteratively)."""
     stack = [x]
     while stack:
         item = stack.pop()
@@ -1024,9 +1024,7 @@ def _tensor_constructor(name, inputs, twin):
 
     def fn(*args, **kwargs):
         given = {**dict(zip(names, args)), **kwargs}
-        if len(args) > len(names) or not any(isinstance(given.get(k), Tensor) or (given.get(k).__class__ in (list, tuple)
-                                                        and _holds_tensor(given.get(k)))
-                   for k in inputs):
+        if len(args) > len(names) or not any(_holds_tensor(given.get(k)) for k in inputs):
             return table_fn(*args, **kwargs)
         params = _bind(op, names, dict(op.params), (), {k: v for k, v in given.items()
                                                         if k not in inputs})

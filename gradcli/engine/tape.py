@@ -152,10 +152,10 @@ class GradientTape:
         for item in _flatten(tensor, []):
             if not isinstance(item, Tensor):
                 # ValueError, as TensorFlow raises for anything but a tensor or variable
-                raise ValueError(f"GradientTape.watch takes tensors or variables (or "
-                                 f"nested lists, tuples or dicts of them), got "
-                                 f"{type(item).__name__}; make a tensor with "
-                                 f"gradcli.constant(...)")
+                raise ValueError(  # noqa: TRY004
+                    f"GradientTape.watch takes tensors or variables (or nested lists, tuples "
+                    f"or dicts of them), got {type(item).__name__}; make a tensor with "
+                    f"gradcli.constant(...)")
             if isinstance(item, Variable):
                 self._watch_variable(item)
             else:
