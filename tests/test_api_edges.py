@@ -521,7 +521,8 @@ def _build(structure, x):
         return tuple(_build(v, x) for v in structure)
     name, c = structure
     out = _engine_leaf(name, x)
-    return out if c == 1.0 else out * c
+    # a float64 constant factor: a float32 source's gradient must still be float32
+    return out if c == 1.0 else out * gc.constant(c)
 
 
 def _leaves(structure):
@@ -532,16 +533,16 @@ def _leaves(structure):
     return [structure]
 
 
-def _same_shape(structure, value, x0):
+def _same_shape(structure, value, x0, tol):
     """value has structure's nesting, with each leaf equal to numpy's c * f(x0)."""
     if isinstance(structure, dict):
         assert isinstance(value, dict) and list(value) == list(structure)
-        return all(_same_shape(structure[k], value[k], x0) for k in structure)
+        return all(_same_shape(structure[k], value[k], x0, tol) for k in structure)
     if isinstance(structure, (list, tuple)) and not isinstance(structure[0], str):
         assert type(value) is type(structure) and len(value) == len(structure)
-        return all(_same_shape(s, v, x0) for s, v in zip(structure, value))
+        return all(_same_shape(s, v, x0, tol) for s, v in zip(structure, value))
     name, c = structure
-    np.testing.assert_allclose(value.numpy(), c * _LEAVES[name][0](x0), rtol=1e-15)
+    np.testing.assert_allclose(value.numpy(), c * _LEAVES[name][0](x0), rtol=tol)
     return True
 
 
@@ -550,18 +551,21 @@ _points = st.one_of(st.floats(-2.0, 2.0), st.lists(st.floats(-2.0, 2.0), min_siz
 
 
 @PROPERTY
-@given(structure=_structure, x0=_points)
-def test_any_nest_of_outputs_differentiates_as_the_sum_of_its_leaves(structure, x0):
-    x0 = np.asarray(x0, dtype=float)
-    expected = sum(c * _LEAVES[name][1](x0) for name, c in _leaves(structure))
-    value, [g] = gc.value_and_gradients_function(lambda x: _build(structure, x))(x0)
-    np.testing.assert_allclose(g.numpy(), expected, rtol=1e-12, atol=1e-12)
-    assert _same_shape(structure, value, x0)
+@given(structure=_structure, x0=_points, dtype=st.sampled_from([np.float64, np.float32]))
+def test_any_nest_of_outputs_differentiates_as_the_sum_of_its_leaves(structure, x0, dtype):
+    x0 = np.asarray(x0, dtype=dtype)
+    tol = 1e-12 if dtype == np.float64 else 1e-5
+    expected = sum(c * _LEAVES[name][1](x0.astype(float)) for name, c in _leaves(structure))
+    value, [g] = gc.value_and_gradients_function(lambda x: _build(structure, x))(
+        gc.constant(x0))
+    assert g.dtype == dtype and g.shape == x0.shape
+    np.testing.assert_allclose(g.numpy(), expected, rtol=tol, atol=tol)
+    assert _same_shape(structure, value, x0, tol)
     w = gc.Variable(x0)
     value, [(gw, v)] = gc.implicit_value_and_gradients(lambda: _build(structure, w))()
-    assert v is w
-    np.testing.assert_allclose(gw.numpy(), expected, rtol=1e-12, atol=1e-12)
-    assert _same_shape(structure, value, x0)
+    assert v is w and gw.dtype == dtype
+    np.testing.assert_allclose(gw.numpy(), expected, rtol=tol, atol=tol)
+    assert _same_shape(structure, value, x0, tol)
     assert state.recording == []
 
 
@@ -705,3 +709,11 @@ def test_gradient_inside_stop_recording_then_recording_resumes_on_a_fresh_trace(
         z = x * x * x
     assert state.recording == []
     assert tape.gradient(z, x).numpy() == 12.0
+
+
+def test_custom_gradient_output_given_as_a_number_is_a_scalar_tensor():
+    @gc.custom_gradient
+    def f(x):
+        return 2.0, lambda dy: dy * 0.0
+    y = f(gc.constant(1.0))
+    assert isinstance(y.numpy(), np.float64) and y.numpy() == 2.0

@@ -248,7 +248,7 @@ def custom_gradient(f):
         if not leaves or any(leaf is None for leaf in leaves):
             raise ValueError(f"custom_gradient: {_name(f)} must return (outputs, grad_fn) "
                              f"with tensors as outputs, got {y!r}")
-        values = [leaf._value if isinstance(leaf, Tensor) else np.asarray(leaf, dtype=float)
+        values = [leaf._value if isinstance(leaf, Tensor) else as_value(leaf)
                   for leaf in leaves]
         single = len(values) == 1 and not isinstance(y, (list, tuple, dict))
         shapes = [np.shape(v) for v in values]
