@@ -717,3 +717,12 @@ def test_custom_gradient_output_given_as_a_number_is_a_scalar_tensor():
         return 2.0, lambda dy: dy * 0.0
     y = f(gc.constant(1.0))
     assert isinstance(y.numpy(), np.float64) and y.numpy() == 2.0
+
+
+def test_constructors_given_tensors_keep_their_argument_errors():
+    a = gc.constant(1.0)
+    with pytest.raises(TypeError, match="too many arguments"):
+        gc.full((2,), a, 3)
+    with pytest.raises(TypeError, match="unexpected keyword argument 'nums'"):
+        gc.linspace(a, 2.0, nums=3)
+    np.testing.assert_array_equal(gc.full(fill_value=a, shape=(2,)).numpy(), [1.0, 1.0])

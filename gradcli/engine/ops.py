@@ -1024,8 +1024,9 @@ def _tensor_constructor(name, inputs, twin):
 
     def fn(*args, **kwargs):
         given = {**dict(zip(names, args)), **kwargs}
-        if len(args) > len(names) or not any(_holds_tensor(given.get(k)) for k in inputs):
-            return table_fn(*args, **kwargs)
+        if (len(args) > len(names) or any(k not in given for k in inputs)
+                or not any(_holds_tensor(given[k]) for k in inputs)):
+            return table_fn(*args, **kwargs)  # numbers, or the table's own argument error
         params = _bind(op, names, dict(op.params), (), {k: v for k, v in given.items()
                                                         if k not in inputs})
         return apply(twin, tuple(given[k] for k in inputs),
