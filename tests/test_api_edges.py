@@ -68,6 +68,13 @@ def test_list_holding_a_variable_makes_the_tape_watch_it():
     assert v is w and g.numpy() == 12.0
 
 
+def test_python_operators_pack_lists_holding_tensors_on_either_side():
+    # sum([x^2 + x + x - 1, 2x + x + x - x]): d/dx = 2x + 2 + 3
+    [g] = gc.gradients_function(
+        lambda x: gc.sum([x, 2.0] * x + x + [x, x] - [1.0, x]))(3.0)
+    assert g.numpy() == 11.0
+
+
 def test_list_of_plain_numbers_is_still_a_value():
     np.testing.assert_array_equal(gc.square([1.0, 2.0]).numpy(), [1.0, 4.0])
     assert gc.sum(((1, 2), (3, 4))).numpy() == 10.0
