@@ -549,7 +549,9 @@ def _same_shape(structure, value, x0, tol):
         assert type(value) is type(structure) and len(value) == len(structure)
         return all(_same_shape(s, v, x0, tol) for s, v in zip(structure, value))
     name, c = structure
-    np.testing.assert_allclose(value.numpy(), c * _LEAVES[name][0](x0), rtol=tol)
+    leaf = _LEAVES[name][0](x0)  # in the source's dtype, then times a float64 constant
+    np.testing.assert_allclose(value.numpy(), leaf if c == 1.0 else leaf * np.float64(c),
+                               rtol=tol)
     return True
 
 
