@@ -17,9 +17,12 @@ __version__ = "0.1.0"
 
 # Every table entry (and alias) as a module function: gc.sin, gc.sum, gc.asin, ...
 globals().update({name: FUNCTIONS[name] for name in _REGISTRY if name in FUNCTIONS})
+# zeros_like/ones_like are Python API only (the language has no use for them).
+zeros_like, ones_like = FUNCTIONS["zeros_like"], FUNCTIONS["ones_like"]
 pi, e, inf = CONSTANTS["pi"], CONSTANTS["e"], CONSTANTS["inf"]
 
 __all__ = ["Tensor", "Variable", "constant", "GradientTape", "gradients_function",
            "value_and_gradients_function", "implicit_gradients", "implicit_value_and_gradients",
-           "custom_gradient", "stop_gradient", "pi", "e", "inf", "__version__",
+           "custom_gradient", "stop_gradient", "zeros_like", "ones_like", "pi", "e", "inf",
+           "__version__",
            *sorted(_REGISTRY)]

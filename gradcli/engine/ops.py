@@ -20,7 +20,7 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import ArgumentError, ShapeError
 from . import state
 from .state import REFCOUNTS_EXACT
 from .table import INPLACE, ORDER, REGISTRY, Op, lookup, normalise_axes, register
@@ -52,9 +52,15 @@ def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
     ``frames``: how many Python frames lie between the user's expression and this call
     (1 for the operators), for the temporary-reuse check of ``_reusable_buffer``."""
     # Python numbers stay Python numbers: numpy treats them as weak scalars, so float32
-    # tensors stay float32, and scalar arithmetic stays fast.
-    values = [x._value if isinstance(x, Tensor) else
-              x if x.__class__ is float or x.__class__ is int else as_value(x) for x in inputs]
+    # tensors stay float32, and scalar arithmetic stays fast. A list or tuple is looked
+    # into only here, off the path tensors and numbers take (see _sequence_value).
+    try:
+        values = [x._value if isinstance(x, Tensor) else
+                  x if x.__class__ is float or x.__class__ is int else
+                  as_value(x) if x.__class__ is not list and x.__class__ is not tuple else
+                  _sequence_value(x) for x in inputs]
+    except _HoldsTensors:
+        return apply(op, tuple(_packed(x) for x in inputs), params, frames)
     buffer = None if op.reuse is None else _reusable_buffer(inputs, values, frames)
     try:
         if buffer is not None:
@@ -80,6 +86,38 @@ def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
     if _recording:
         _record(op, out, inputs, values, params)
     return out
+
+
+class _HoldsTensors(Exception):
+    """Raised by _sequence_value: an input is a list or tuple holding tensors."""
+
+
+def _holds_tensor(x) -> bool:
+    """Whether x is a tensor or a (nested) list or tuple holding one (iteratively)."""
+    stack = [x]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Tensor):
+            return True
+        if item.__class__ is list or item.__class__ is tuple:
+            stack.extend(item)
+    return False
+
+
+def _sequence_value(x):
+    """The value of a list or tuple input; one holding tensors must be packed into a
+    recorded ``stack`` (as TensorFlow and autograd pack it), so that gradients reach the
+    tensors: ``apply`` then starts again with the packed input."""
+    if _holds_tensor(x):
+        raise _HoldsTensors
+    return as_value(x)
+
+
+def _packed(x):
+    """A list or tuple holding tensors as one stacked tensor; anything else unchanged."""
+    if (x.__class__ is not list and x.__class__ is not tuple) or not _holds_tensor(x):
+        return x
+    return apply(REGISTRY["stack"], tuple(_packed(item) for item in x), {"axis": 0})
 
 
 def _reusable_buffer(inputs, values, frames: int):
@@ -239,7 +277,47 @@ def _bind(op, names, defaults, args, kwargs) -> dict:
         if key not in defaults:
             raise TypeError(f"{op.name}() got an unexpected keyword argument {key!r}")
         params[key] = value
+    return _static_params(op, params, (*names[:len(args)], *kwargs))
+
+
+def _static_params(op, params: dict, given) -> dict:
+    """Tensors given for static parameters (an axis, a shape, a fill value) are read as
+    numbers; a tensor a recording tape traces is refused, since its gradient would be
+    silently lost (``full``/``linspace``/... take tensors differentiably: see below)."""
+    for key in given:
+        value = params[key]
+        if isinstance(value, Tensor) or (
+                (value.__class__ is tuple or value.__class__ is list) and _holds_tensor(value)):
+            params[key] = _static_value(op.name, key, value)
     return params
+
+
+def _static_value(name: str, key: str, value):
+    if value.__class__ is tuple or value.__class__ is list:
+        return type(value)(_static_value(name, key, v) for v in value)
+    if not isinstance(value, Tensor):
+        return value
+    if _traced(value):
+        raise ArgumentError(f"{key} of {name} is a static parameter: it cannot be "
+                            f"differentiated, but it was given a tensor that a tape is "
+                            f"tracing; pass a number (float(t)) or stop_gradient(t) to "
+                            f"use its value as a constant")
+    v = value._value
+    if np.ndim(v):
+        return v
+    v = v.item()  # a Python number: 2.0 as an axis or a shape is the integer 2
+    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
+def _traced(x: Tensor) -> bool:
+    """Whether a recording tape traces ``x``, so that a gradient could reach it."""
+    node = x._node
+    for trace in _recording:
+        if node is not None and (trace in node.tapes or id(node) in trace.watched):
+            return True
+        if x.__class__ is Variable and x._trainable and trace.watch_accessed:
+            return True  # reading it would make the tape watch it
+    return False
 
 
 # ---------------------------------------------------------------------------------------
@@ -956,8 +1034,61 @@ _internal(Op(name="scatter", forward=_scatter,
              vjps=(lambda m, g, ans, x, index, shape: m.getitem(g, index=index),),
              inputs=("x",), params=(("index", None), ("shape", None)),
              doc="zeros with x added at index", kind="shape", saves="none"))
-_internal(Op(name="zeros_like", forward=np.zeros_like, vjps=(None,), inputs=("x",),
-             doc="zeros shaped like x", kind="shape"))
+def _like(fill):
+    def forward(x):
+        out = fill(x)
+        return out[()] if out.ndim == 0 else out  # scalars are numpy scalars
+    return forward
+
+
+# zeros_like and ones_like have no gradient (None), as TensorFlow's ZerosLike/OnesLike.
+_internal(Op(name="zeros_like", forward=_like(np.zeros_like), vjps=(None,), inputs=("x",),
+             doc="zeros shaped like x (no gradient, as in TensorFlow)", kind="shape"))
+_internal(Op(name="ones_like", forward=_like(np.ones_like), vjps=(None,), inputs=("x",),
+             doc="ones shaped like x (no gradient, as in TensorFlow)", kind="shape"))
+
+
+def _cast(x, dtype):
+    out = np.array(x, dtype=dtype)  # a copy: also the identity that makes a new source
+    return out[()] if out.ndim == 0 else out
+
+
+CAST = _internal(Op(name="cast", forward=_cast,
+                    vjps=(lambda m, g, ans, x, dtype: m.cast(
+                        g, dtype=getattr(x, "dtype", None) or np.float64),),
+                    inputs=("x",), params=(("dtype", None),),
+                    doc="x converted to dtype (a copy)", kind="shape", saves="none"))
+
+
+# The constructors full and linspace given tensors: differentiable in the fill value and
+# in the endpoints (the table's entries take numbers, as the language's static values).
+def _fill(x, shape):
+    out = np.full(shape, x, dtype=np.result_type(x))
+    return out[()] if out.ndim == 0 else out
+
+
+FILL = _internal(Op(name="fill", forward=_fill,
+                    vjps=(lambda m, g, ans, x, shape: m.sum_to(g, shape=_shape(x)),),
+                    inputs=("x",), params=(("shape", None),),
+                    doc="an array of shape filled with x (broadcast)", kind="shape",
+                    saves="none"))
+
+
+def _ramp(g, num):
+    """i / (num - 1) for i < num, shaped to broadcast along linspace's first axis."""
+    t = np.linspace(0.0, 1.0, num, dtype=getattr(g, "dtype", None) or np.float64)
+    return t.reshape((num,) + (1,) * (len(_shape(g)) - 1))
+
+
+LINSPACE = _internal(Op(name="linspace_between",
+                        forward=lambda start, stop, num=50: np.linspace(start, stop, num),
+                        vjps=(lambda m, g, ans, start, stop, num=50:
+                              m.sum(g * (1.0 - _ramp(g, num)), axis=0),
+                              lambda m, g, ans, start, stop, num=50:
+                              m.sum(g * _ramp(g, num), axis=0)),
+                        inputs=("start", "stop"), params=(("num", 50),),
+                        doc="num evenly spaced values from start to stop (tensors)",
+                        kind="shape", saves="none"))
 
 
 # Entries whose result may be written over their first input's array (their rules read
@@ -974,6 +1105,32 @@ for _name, _ufunc in (("add", np.add), ("subtract", np.subtract), ("negative", n
 _ALL = {**{name: REGISTRY[name] for name in ORDER}, **INTERNAL}
 NP = SimpleNamespace(**{name: op.forward for name, op in _ALL.items()})
 FUNCTIONS = {name: _function(op) for name, op in _ALL.items()}
+
+
+def _tensor_constructor(name, inputs, twin):
+    """``full``/``linspace`` as the Python API offers them: given a tensor (or a list
+    holding tensors) for one of ``inputs``, the differentiable ``twin`` entry computes
+    it; given numbers, the table's entry."""
+    table_fn, op = FUNCTIONS[name], REGISTRY[name]
+    names = [key for key, _ in op.params]
+
+    def fn(*args, **kwargs):
+        given = {**dict(zip(names, args)), **kwargs}
+        if (len(args) > len(names) or any(k not in given for k in inputs)
+                or not any(_holds_tensor(given[k]) for k in inputs)):
+            return table_fn(*args, **kwargs)  # numbers, or the table's own argument error
+        params = _bind(op, names, dict(op.params), (), {k: v for k, v in given.items()
+                                                        if k not in inputs})
+        return apply(twin, tuple(given[k] for k in inputs),
+                     {k: params[k] for k, _ in twin.params})
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"{table_fn.__doc__}\nGiven tensors for {' and '.join(inputs)}, the "
+                  f"result is differentiable in them.")
+    return fn
+
+
+FUNCTIONS["full"] = _tensor_constructor("full", ("fill_value",), FILL)
+FUNCTIONS["linspace"] = _tensor_constructor("linspace", ("start", "stop"), LINSPACE)
 ENGINE = SimpleNamespace(**FUNCTIONS)
 for _op in list(REGISTRY.values()):
     for _alias in _op.aliases:
