@@ -8,8 +8,9 @@
 """
 from __future__ import annotations
 
-from .engine import (CONSTANTS, FUNCTIONS, GradientTape, Tensor, Variable, constant,
-                     custom_gradient, gradients_function, implicit_gradients,
+from .engine import (CONSTANTS, FUNCTIONS, ForwardAccumulator, GradientTape, Tensor,
+                     Variable, constant, custom_gradient, gradients_function,
+                     hessian_vector_product, implicit_gradients, jvp,
                      implicit_value_and_gradients, stop_gradient, value_and_gradients_function)
 from .engine.table import REGISTRY as _REGISTRY
 
@@ -24,5 +25,5 @@ pi, e, inf = CONSTANTS["pi"], CONSTANTS["e"], CONSTANTS["inf"]
 __all__ = ["Tensor", "Variable", "constant", "GradientTape", "gradients_function",
            "value_and_gradients_function", "implicit_gradients", "implicit_value_and_gradients",
            "custom_gradient", "stop_gradient", "zeros_like", "ones_like", "pi", "e", "inf",
-           "__version__",
+           "__version__", "ForwardAccumulator", "jvp", "hessian_vector_product",
            *sorted(_REGISTRY)]

@@ -339,3 +339,65 @@ def _fits(shape, target) -> bool:
         return np.broadcast_shapes(shape, target) == tuple(target)
     except ValueError:
         return False
+
+
+# ---------------------------------------------------------------------------------------
+# Forward mode
+# ---------------------------------------------------------------------------------------
+def _own_primals(primals) -> list:
+    """Each primal as a tensor of its own: an argument of ``f``, distinct from every
+    other use of the same tensor (which stays constant, as a partial derivative holds
+    it). A tensor is copied by a recorded identity, so outer tapes and accumulators still
+    see through it (higher derivatives)."""
+    if isinstance(primals, Tensor) or not isinstance(primals, (list, tuple)):
+        raise TypeError("primals must be a list or tuple of arguments, one per parameter "
+                        "of f (as jax.jvp takes them)")
+    return [ops.apply(ops.CAST, (p,), {"dtype": p.dtype}) if isinstance(p, Tensor)
+            else ops.FUNCTIONS["stack"](p) if ops._holds_tensor(p) else constant(p)
+            for p in primals]
+
+
+def jvp(f, primals, tangents):
+    """``(f(*primals), J tangents)``: the value and the directional derivative of ``f``
+    at ``primals`` along ``tangents`` (one per argument, of its shape), by forward mode,
+    as ``jax.jvp``. The JVP has the value's structure; an output the arguments do not
+    reach has a zero JVP.
+
+    >>> value, derivative = jvp(lambda x, y: x * y, [3.0, 4.0], [1.0, 0.0])
+    >>> float(value), float(derivative)
+    (12.0, 4.0)
+    """
+    from .forward import ForwardAccumulator
+    args = _own_primals(primals)
+    if not isinstance(tangents, (list, tuple)) or len(tangents) != len(args):
+        raise ValueError(f"jvp: give one tangent per primal ({len(args)}), as a list")
+    with ForwardAccumulator(args, list(tangents)) as acc:
+        value = f(*args)
+    if value is None:
+        raise ValueError(f"the function {_name(f)} returned None; it must return a tensor")
+    leaves = [t if isinstance(t, Tensor) else constant(t) for t in _flatten(value, [])]
+    value = _pack(value, iter(leaves))
+    return value, acc.jvp(value, unconnected_gradients="zero")
+
+
+def hessian_vector_product(f, primals, vectors):
+    """The Hessian of the scalar ``f`` at ``primals`` times ``vectors`` (one per argument,
+    of its shape): one tensor per argument, ``sum_j H_ij v_j``. Forward-over-reverse: the
+    tangent of the gradient along ``vectors``, never forming the Hessian (the cost of
+    about one gradient, whatever the number of arguments).
+
+    >>> hvp = hessian_vector_product(lambda x, y: x * x * y, [3.0, 2.0], [1.0, 0.0])
+    >>> [float(h) for h in hvp]           # [[2y, 2x], [2x, 0]] @ [1, 0]
+    [4.0, 6.0]
+    """
+    from .forward import ForwardAccumulator
+    args = _own_primals(primals)
+    if not isinstance(vectors, (list, tuple)) or len(vectors) != len(args):
+        raise ValueError(f"hessian_vector_product: give one vector per primal "
+                         f"({len(args)}), as a list")
+    with ForwardAccumulator(args, list(vectors)) as acc:
+        grads = gradients_function(f)(*args)
+    out = acc.jvp(grads, unconnected_gradients="zero")
+    return [h if h is not None else _make(np.zeros(a.shape, dtype=a.dtype)[()] if not a.ndim
+                                          else np.zeros(a.shape, dtype=a.dtype))
+            for h, a in zip(out, args)]

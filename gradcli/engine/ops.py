@@ -28,6 +28,7 @@ from .tensor import Node, Shape, Tensor, Variable, as_value
 
 EMPTY: dict = {}
 _recording = state.recording
+_forward = state.forward  # active forward accumulators (empty: forward mode is off)
 _new_tensor = object.__new__
 _sequence = itertools.count(1)  # recording order: the backward pass's topological order
 
@@ -85,6 +86,8 @@ def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
     out._node = None
     if _recording:
         _record(op, out, inputs, values, params)
+    if _forward:
+        _propagate(op, out, inputs, values, params)
     return out
 
 
@@ -139,6 +142,8 @@ def _reusable_buffer(inputs, values, frames: int):
             or not array.flags.writeable):
         return None
     if _recording and (len(_recording) > 1 or _recording[0].persistent):
+        return None
+    if _forward:  # an accumulator may still read the input (the rules' contract)
         return None
     # Holders of a temporary: the caller's expression, `frames` frames in between, the
     # inputs tuple, this function's local, getrefcount's argument. Of the array: its
@@ -647,6 +652,12 @@ def _stack_vjp(m, g, ans, *xs, index, axis=0):
     return m.getitem(g, index=(slice(None),) * ax + (index,))
 
 
+def _joined(m, name, xs, axis):
+    """A variadic entry in either namespace (numpy's forwards take the arrays as *xs, the
+    engine's functions as one list)."""
+    return getattr(m, name)(*xs, axis=axis) if m is NP else getattr(m, name)(xs, axis=axis)
+
+
 def _sympy_reduce(fn):
     """A reduction over object arrays of sympy expressions: fn(list) per output element."""
     def build(sp, x, axis=None, keepdims=False, **_):
@@ -677,13 +688,16 @@ def _const_array(forward):
 # ---------------------------------------------------------------------------------------
 # The table
 # ---------------------------------------------------------------------------------------
+# Forward mode for elementwise entries: the Jacobian is diagonal, so it is its own
+# transpose, and the VJP rule (g times the local derivative) applied to a tangent is the
+# JVP (t times the local derivative). These entries' JVPs are their VJPs, by that fact.
 def _unary(name, forward, vjp, sympy, doc, derivative, *, aliases=(), sample=(-2.0, 2.0),
            domain="all reals", kind="elementwise", saves="inputs", inplace=None):
     if inplace:
         INPLACE[vjp] = inplace
     return register(Op(name=name, forward=forward, vjps=(vjp,), inputs=("x",), doc=doc,
                        derivative=derivative, sympy=sympy, elementwise=True, aliases=aliases,
-                       sample=sample, domain=domain, kind=kind, saves=saves))
+                       sample=sample, domain=domain, kind=kind, saves=saves, jvps=(vjp,)))
 
 
 def _binary(name, forward, vjps, sympy, doc, derivative, *, aliases=(), sample=(-2.0, 2.0),
@@ -694,17 +708,28 @@ def _binary(name, forward, vjps, sympy, doc, derivative, *, aliases=(), sample=(
             INPLACE[vjp] = fast
     return register(Op(name=name, forward=forward, vjps=vjps, inputs=inputs, doc=doc,
                        derivative=derivative, sympy=sympy, elementwise=True, aliases=aliases,
-                       sample=sample, domain=domain, kind=kind, saves=saves))
+                       sample=sample, domain=domain, kind=kind, saves=saves, jvps=vjps))
 
 
 _AXIS = (("axis", None), ("keepdims", False))
 
 
 def _reduction(name, forward, vjp, sympy, doc, derivative, *, sample=(-2.0, 2.0),
-               saves="all"):
+               saves="all", jvp=None):
     return register(Op(name=name, forward=forward, vjps=(vjp,), inputs=("x",), doc=doc,
                        derivative=derivative, params=_AXIS, sympy=sympy, sample=sample,
-                       kind="reduction", saves=saves))
+                       kind="reduction", saves=saves,
+                       jvps=(jvp if jvp is not None else _reduction_jvp(vjp),)))
+
+
+def _reduction_jvp(vjp):
+    """Forward mode for a reduction: each input element feeds one output element, so the
+    output tangent is the sum, over the reduced axes, of the input tangent times the
+    local derivative d ans / d x — which is the VJP of an upstream gradient of ones."""
+    def jvp(m, t, ans, x, axis=None, keepdims=False):
+        return m.sum(t * vjp(m, 1.0, ans, x, axis=axis, keepdims=keepdims), axis=axis,
+                     keepdims=keepdims)
+    return jvp
 
 
 def _internal(op: Op) -> Op:
@@ -757,6 +782,9 @@ POWER = _binary("power", operator.pow, (_power_vjp_x, _power_vjp_y), lambda sp, 
                 inplace=(_power_in_place, None),
                 sample=(0.5, 2.0), domain="x > 0 for non-integer y", saves="inputs")
 MATMUL = register(Op(name="matmul", forward=np.matmul, vjps=(_matmul_vjp_x, _matmul_vjp_y),
+                     # bilinear: the tangent of one factor times the other
+                     jvps=(lambda m, t, ans, x, y: m.matmul(t, y),
+                           lambda m, t, ans, x, y: m.matmul(x, t)),
                      inputs=("x", "y"), doc="matrix product x @ y (batched, numpy rules)",
                      derivative="g @ y^T, x^T @ g", sympy=lambda sp, x, y: np.matmul(x, y),
                      kind="linalg", saves="inputs"))
@@ -893,11 +921,14 @@ def _sum(x, axis=None, keepdims=False):
 
 _reduction("sum", _sum, lambda m, g, ans, x, axis=None, keepdims=False:
            _expand(m, g, _shape(x), axis, keepdims), _sympy_reduce(lambda sp, xs: sp.Add(*xs)),
-           "sum of elements", "1 for each element", saves="none")
+           "sum of elements", "1 for each element", saves="none",
+           jvp=lambda m, t, ans, x, axis=None, keepdims=False:
+           m.sum(t, axis=axis, keepdims=keepdims))
 _reduction("mean", np.mean, lambda m, g, ans, x, axis=None, keepdims=False:
            _expand(m, g, _shape(x), axis, keepdims) / float(_count(_shape(x), axis)),
            _sympy_reduce(lambda sp, xs: sp.Add(*xs) / len(xs)), "mean of elements", "1/n",
-           saves="none")
+           saves="none", jvp=lambda m, t, ans, x, axis=None, keepdims=False:
+           m.mean(t, axis=axis, keepdims=keepdims))
 _reduction("prod", np.prod, _prod_vjp, _sympy_reduce(lambda sp, xs: sp.Mul(*xs)),
            "product of elements", "product of the other elements")
 _reduction("max", np.max, _max_vjp, _sympy_reduce(lambda sp, xs: sp.Max(*xs)),
@@ -916,41 +947,49 @@ _reduction("norm", _norm, _norm_vjp,
 # Linear algebra and shape
 register(Op(name="dot", forward=_dot, vjps=(_dot_vjp(0), _dot_vjp(1)), inputs=("x", "y"),
             doc="dot product (vectors, matrices; at most 2-D)", derivative="as matmul",
-            sympy=lambda sp, x, y: np.dot(x, y), kind="linalg", saves="inputs"))
+            sympy=lambda sp, x, y: np.dot(x, y), kind="linalg", saves="inputs",
+            # bilinear: the tangent of one factor times the other
+            jvps=(lambda m, t, ans, x, y: m.dot(t, y), lambda m, t, ans, x, y: m.dot(x, t))))
 register(Op(name="transpose", forward=lambda x, axes=None: np.asarray(x).transpose(axes),
             vjps=(lambda m, g, ans, x, axes=None: m.transpose(
                 g, axes=None if axes is None else tuple(np.argsort(axes))),),
             inputs=("x",), params=(("axes", None),), doc="reverse or permute the axes",
             derivative="transpose back", sympy=lambda sp, x, axes=None: np.transpose(x, axes),
-            kind="shape", saves="none"))
+            kind="shape", saves="none",
+            jvps=(lambda m, t, ans, x, axes=None: m.transpose(t, axes=axes),)))
 register(Op(name="reshape", forward=_reshape,
             vjps=(lambda m, g, ans, x, shape: m.reshape(g, shape=_shape(x)),),
             inputs=("x",), params=(("shape", None),), doc="same elements, new shape",
             derivative="reshape back", sympy=lambda sp, x, shape: np.reshape(x, shape),
-            kind="shape", saves="none"))
+            kind="shape", saves="none",
+            jvps=(lambda m, t, ans, x, shape: m.reshape(t, shape=_shape(ans)),)))
 register(Op(name="concatenate", forward=lambda *xs, axis=0: np.concatenate(xs, axis=axis),
             vjps=(_concat_vjp,), inputs=("xs",), params=(("axis", 0),), variadic=True,
             doc="join arrays along an existing axis", derivative="slices of g",
             sympy=lambda sp, *xs, axis=0: np.concatenate(xs, axis=axis), kind="shape",
-            saves="none"))
+            saves="none",
+            jvps=(lambda m, ts, ans, *xs, axis=0: _joined(m, "concatenate", ts, axis),)))
 register(Op(name="stack", forward=lambda *xs, axis=0: np.stack(xs, axis=axis),
             vjps=(_stack_vjp,), inputs=("xs",), params=(("axis", 0),), variadic=True,
             new_axis=True,
             doc="join arrays along a new axis", derivative="slices of g",
-            sympy=lambda sp, *xs, axis=0: np.stack(xs, axis=axis), kind="shape", saves="none"))
-register(Op(name="where", forward=np.where,
-            vjps=(None, lambda m, g, ans, c, a, b: m.where(c, g, 0.0),
-                  lambda m, g, ans, c, a, b: m.where(c, 0.0, g)),
+            sympy=lambda sp, *xs, axis=0: np.stack(xs, axis=axis), kind="shape", saves="none",
+            jvps=(lambda m, ts, ans, *xs, axis=0: _joined(m, "stack", ts, axis),)))
+_WHERE_RULES = (None, lambda m, g, ans, c, a, b: m.where(c, g, 0.0),
+                lambda m, g, ans, c, a, b: m.where(c, 0.0, g))
+register(Op(name="where", forward=np.where, vjps=_WHERE_RULES,
+            jvps=_WHERE_RULES,  # elementwise: the VJPs are the JVPs (see _unary)
             inputs=("cond", "a", "b"), doc="a where cond is true, else b",
             derivative="g where chosen, else 0", elementwise=True,
             sympy=lambda sp, c, a, b: sp.Piecewise((a, c), (b, True)), kind="shape",
             saves="inputs"))
-register(Op(name="clip", forward=np.clip,
-            # numpy's clip is minimum(maximum(x, lo), hi): with lo > hi every element is hi,
-            # so the gradient goes to hi there.
-            vjps=(lambda m, g, ans, x, lo, hi: m.where(x < lo, 0.0, m.where(x > hi, 0.0, g)),
-                  lambda m, g, ans, x, lo, hi: m.where(lo > hi, 0.0, m.where(x < lo, g, 0.0)),
-                  lambda m, g, ans, x, lo, hi: m.where(lo > hi, g, m.where(x > hi, g, 0.0))),
+# numpy's clip is minimum(maximum(x, lo), hi): with lo > hi every element is hi, so the
+# gradient goes to hi there.
+_CLIP_RULES = (lambda m, g, ans, x, lo, hi: m.where(x < lo, 0.0, m.where(x > hi, 0.0, g)),
+               lambda m, g, ans, x, lo, hi: m.where(lo > hi, 0.0, m.where(x < lo, g, 0.0)),
+               lambda m, g, ans, x, lo, hi: m.where(lo > hi, g, m.where(x > hi, g, 0.0)))
+register(Op(name="clip", forward=np.clip, vjps=_CLIP_RULES,
+            jvps=_CLIP_RULES,  # elementwise: the VJPs are the JVPs (see _unary)
             inputs=("x", "lo", "hi"), doc="x limited to [lo, hi] (hi where lo > hi, as numpy)",
             derivative="1 inside [lo, hi] (bounds included), else 0", elementwise=True,
             sympy=lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi), kind="elementwise",
@@ -960,7 +999,10 @@ register(Op(name="softmax", forward=_softmax,
                   ans * (g - m.sum(g * ans, axis=axis, keepdims=True)),),
             inputs=("x",), params=(("axis", -1),), doc="exp(x) / sum(exp(x)) along an axis",
             derivative="s (g - sum(g s))", sympy=_sympy_softmax, kind="reduction",
-            saves="ans"))
+            saves="ans",
+            # the Jacobian diag(s) - s s^T is symmetric: the JVP is the VJP's formula
+            jvps=(lambda m, t, ans, x, axis=-1:
+                  ans * (t - m.sum(t * ans, axis=axis, keepdims=True)),)))
 class hold_stop_gradients:
     """Context: record the values ``stop_gradient`` passes on (``values=None``), or pass
     on the recorded ones instead, in the same order.
@@ -1001,6 +1043,7 @@ def _stop_gradient_forward(x):
 
 
 STOP_GRADIENT = register(Op(name="stop_gradient", forward=_stop_gradient_forward, vjps=(None,),
+                            jvps=(None,),  # no tangent passes either (as TensorFlow)
                             inputs=("x",), doc="x, with no gradient flowing through",
                             derivative="0 (blocked)", kind="elementwise"))
 
@@ -1021,17 +1064,21 @@ for _name, _fwd, _params, _doc in (
 # Internal entries used by the rules.
 _internal(Op(name="broadcast_to", forward=_broadcast_to,
              vjps=(lambda m, g, ans, x, shape: m.sum_to(g, shape=_shape(x)),), inputs=("x",),
+             jvps=(lambda m, t, ans, x, shape: m.broadcast_to(t, shape=shape),),
              params=(("shape", None),), doc="x broadcast to shape", kind="shape", saves="none"))
 _internal(Op(name="sum_to", forward=_sum_to,
              vjps=(lambda m, g, ans, x, shape: m.broadcast_to(g, shape=_shape(x)),),
+             jvps=(lambda m, t, ans, x, shape: m.sum_to(t, shape=shape),),
              inputs=("x",), params=(("shape", None),), doc="sum x down to shape", kind="shape",
              saves="none"))
 GETITEM = _internal(Op(name="getitem", forward=_getitem,
                        vjps=(lambda m, g, ans, x, index: m.scatter(g, index=index, shape=_shape(x)),),
+                       jvps=(lambda m, t, ans, x, index: m.getitem(t, index=index),),
                        inputs=("x",), params=(("index", None),), doc="x[index]", kind="shape",
                        saves="none"))
 _internal(Op(name="scatter", forward=_scatter,
              vjps=(lambda m, g, ans, x, index, shape: m.getitem(g, index=index),),
+             jvps=(lambda m, t, ans, x, index, shape: m.scatter(t, index=index, shape=shape),),
              inputs=("x",), params=(("index", None), ("shape", None)),
              doc="zeros with x added at index", kind="shape", saves="none"))
 def _like(fill):
@@ -1043,8 +1090,10 @@ def _like(fill):
 
 # zeros_like and ones_like have no gradient (None), as TensorFlow's ZerosLike/OnesLike.
 _internal(Op(name="zeros_like", forward=_like(np.zeros_like), vjps=(None,), inputs=("x",),
+             jvps=(None,),
              doc="zeros shaped like x (no gradient, as in TensorFlow)", kind="shape"))
 _internal(Op(name="ones_like", forward=_like(np.ones_like), vjps=(None,), inputs=("x",),
+             jvps=(None,),
              doc="ones shaped like x (no gradient, as in TensorFlow)", kind="shape"))
 
 
@@ -1056,6 +1105,7 @@ def _cast(x, dtype):
 CAST = _internal(Op(name="cast", forward=_cast,
                     vjps=(lambda m, g, ans, x, dtype: m.cast(
                         g, dtype=getattr(x, "dtype", None) or np.float64),),
+                    jvps=(lambda m, t, ans, x, dtype: m.cast(t, dtype=dtype),),
                     inputs=("x",), params=(("dtype", None),),
                     doc="x converted to dtype (a copy)", kind="shape", saves="none"))
 
@@ -1069,6 +1119,7 @@ def _fill(x, shape):
 
 FILL = _internal(Op(name="fill", forward=_fill,
                     vjps=(lambda m, g, ans, x, shape: m.sum_to(g, shape=_shape(x)),),
+                    jvps=(lambda m, t, ans, x, shape: m.fill(t, shape=shape),),
                     inputs=("x",), params=(("shape", None),),
                     doc="an array of shape filled with x (broadcast)", kind="shape",
                     saves="none"))
@@ -1086,6 +1137,9 @@ LINSPACE = _internal(Op(name="linspace_between",
                               m.sum(g * (1.0 - _ramp(g, num)), axis=0),
                               lambda m, g, ans, start, stop, num=50:
                               m.sum(g * _ramp(g, num), axis=0)),
+                        # the output is start (1 - i/(n-1)) + stop i/(n-1): linear in both
+                        jvps=(lambda m, t, ans, start, stop, num=50: t * (1.0 - _ramp(ans, num)),
+                              lambda m, t, ans, start, stop, num=50: t * _ramp(ans, num)),
                         inputs=("start", "stop"), params=(("num", 50),),
                         doc="num evenly spaced values from start to stop (tensors)",
                         kind="shape", saves="none"))
@@ -1139,3 +1193,7 @@ globals().update({k: v for k, v in FUNCTIONS.items() if k not in ("sum", "max", 
 
 __all__ = ["apply", "CONSTANTS", "REGISTRY", "ORDER", "INTERNAL", "lookup", "FUNCTIONS",
            "NP", "ENGINE"]
+
+# Forward mode's bookkeeping (apply calls it only while an accumulator is active).
+from .forward import propagate as _propagate  # noqa: E402
+

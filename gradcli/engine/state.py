@@ -10,6 +10,10 @@ import sys
 # Tapes inside their ``with`` block and not paused by ``stop_recording``, innermost last.
 recording: list = []
 
+# Forward accumulators inside their ``with`` block, innermost last. Empty unless forward
+# mode is in use: ``apply`` tests it once per operation and does nothing more.
+forward: list = []
+
 # Whether sys.getrefcount tells if a value is shared (the in-place and reuse fast paths
 # rely on it). CPython 3.14 and free-threaded builds may leave references uncounted:
 # there those paths stay off.

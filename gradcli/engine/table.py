@@ -21,6 +21,12 @@ class Op:
       one place). ``m`` is the namespace the rule computes in: ``numpy`` on the fast path, or
       ``gradcli.engine.ops`` (differentiable ops on Tensors) when an outer tape records, so
       the same rule gives higher derivatives. ``None`` marks an input that gets no gradient.
+    - ``jvps`` has one forward-mode rule per tensor input, beside its VJP:
+      ``jvp(m, t, ans, *inputs, **params)`` returns that input's contribution to the output
+      tangent, given the input's tangent ``t`` (the forward pass sums the contributions and
+      broadcasts them to the output's shape in one place, ``forward.propagate``). ``None``
+      where the VJP is ``None``. A variadic entry's single rule takes the list of all the
+      tangents (zeros for an input without one) and returns the output tangent.
     - ``inputs`` names the tensor inputs in order; ``params`` the static keyword parameters
       with their defaults (``axis``, ``keepdims``, a shape, ...), which may also be passed
       positionally after the inputs.
@@ -57,6 +63,7 @@ class Op:
     # "none" (the rules see a ``Shape`` for what is not kept).
     saves: str = "all"
     new_axis: bool = False  # the axis indexes the result, one dimension more (stack)
+    jvps: tuple[Callable[..., Any] | None, ...] = ()  # forward mode: see above
     differentiable: bool = field(init=False, default=False)
     # The in-place twins of the rules (see INPLACE), looked up when the entry is made.
     twins: tuple = field(init=False, default=())

@@ -230,7 +230,9 @@ class GradientTape:
         With ``release`` (a spent non-persistent tape) each node drops its saved values
         once processed, as TensorFlow frees a tape's resources: memory is returned during
         the pass, not when the caller drops the result."""
-        differentiable = bool(_recording)  # an outer tape records: compute in engine ops
+        # An outer tape records, or an accumulator wants the gradient's tangent
+        # (forward-over-reverse): compute in engine ops.
+        differentiable = bool(_recording) or bool(state.forward)
         m = ops.ENGINE if differentiable else ops.NP
         trace = self._trace
         watched = trace.watched

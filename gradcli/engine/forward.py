@@ -1,0 +1,216 @@
+"""Forward mode: ``ForwardAccumulator``, as ``tf.autodiff.ForwardAccumulator``.
+
+An accumulator holds one tangent per value it has seen, keyed by the value's ``Node``
+(the node survives where the tensor object does not: the backward pass rebuilds tensors
+around saved values with their nodes, so a gradient computed inside the accumulator gets
+its tangent too — forward-over-reverse Hessian-vector products). While an accumulator is
+inside its ``with`` block, ``ops.apply`` hands every operation to ``propagate``, which
+asks the entry's JVP rules (``Op.jvps``) for the output's tangent. The rules are in the
+table; this module is only the bookkeeping.
+
+>>> from gradcli.engine.tensor import constant
+>>> from gradcli.engine import FUNCTIONS as F
+>>> x = constant(2.0)
+>>> with ForwardAccumulator(x, 1.0) as acc:
+...     y = x * x * x
+>>> float(acc.jvp(y))
+12.0
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import ops, state
+from .tape import _flatten, _pack
+from .tensor import Node, Tensor, _make, as_value
+
+_active = state.forward
+
+
+class ForwardAccumulator:
+    """Jacobian-vector products by forward mode, as ``tf.autodiff.ForwardAccumulator``.
+
+    ``primals``: a tensor or variable, or a nest of them; ``tangents``: the same structure
+    of values of the same shapes (the direction). Operations run inside ``with acc:``
+    carry tangents; ``acc.jvp(t)`` reads the tangent of any value computed there (also
+    after the block), or None (zeros with ``unconnected_gradients="zero"``).
+
+    Nesting, as in TensorFlow: a ``GradientTape`` inside the accumulator gives the
+    tangents of gradients (forward-over-reverse Hessian-vector products); a tape outside
+    records the tangent computations (reverse-over-forward); of two accumulators, the
+    outer one sees the inner one's tangent computations (second directional derivatives).
+
+    >>> from gradcli.engine.tensor import constant
+    >>> from gradcli.engine.tape import GradientTape
+    >>> x = constant([1.0, 2.0])
+    >>> with ForwardAccumulator(x, constant([1.0, 0.0])) as acc:
+    ...     with GradientTape() as tape:
+    ...         tape.watch(x)
+    ...         y = ops.FUNCTIONS["sum"](x ** 3.0)
+    ...     g = tape.gradient(y, x)
+    >>> acc.jvp(g).numpy()           # the Hessian diag(6 x) times [1, 0]
+    array([6., 0.])
+    """
+
+    def __init__(self, primals, tangents):
+        flat_primals = _flatten(primals, [])
+        flat_tangents = _flatten(tangents, [])
+        if len(flat_primals) != len(flat_tangents):
+            raise ValueError(f"ForwardAccumulator: {len(flat_primals)} primal(s) but "
+                             f"{len(flat_tangents)} tangent(s); give one tangent per primal")
+        self._tangents: dict[int, tuple] = {}  # id(node) -> (node, tangent)
+        self._recording = False
+        for primal, tangent in zip(flat_primals, flat_tangents):
+            if not isinstance(primal, Tensor):
+                raise TypeError(f"ForwardAccumulator primals must be tensors or variables, "
+                                f"got {type(primal).__name__}; make one with "
+                                f"gradcli.constant(...)")
+            if not isinstance(tangent, Tensor):
+                tangent = as_value(tangent, primal.dtype)
+            if np.shape(tangent) != primal.shape:
+                raise ValueError(f"ForwardAccumulator: a tangent of shape "
+                                 f"{np.shape(tangent)} for a primal of shape {primal.shape}")
+            if primal._node is None:
+                primal._node = Node()  # a leaf: what its tangent is kept under
+            node = primal._node
+            previous = self._tangents.get(id(node))
+            if previous is not None:  # the same primal twice: its tangents add up
+                tangent = previous[1] + tangent
+            self._tangents[id(node)] = (node, tangent)
+
+    def __enter__(self) -> "ForwardAccumulator":
+        if self._recording:
+            raise ValueError("ForwardAccumulator is already active: it cannot be "
+                             "re-entered")
+        self._recording = True
+        _active.append(self)
+        return self
+
+    def __exit__(self, *exc) -> None:
+        self._recording = False
+        for i in range(len(_active) - 1, -1, -1):
+            if _active[i] is self:
+                del _active[i]
+                break
+
+    def jvp(self, primals, unconnected_gradients="none"):
+        """The tangents of ``primals`` (a tensor or a nest of them), in their structure:
+        None for a value the primals' tangents do not reach, or zeros with
+        ``unconnected_gradients="zero"``. Computes nothing: the tangents were computed
+        as the operations ran."""
+        unconnected = getattr(unconnected_gradients, "value", unconnected_gradients)
+        if unconnected not in ("none", "zero"):
+            raise ValueError(f"unconnected_gradients must be 'none' or 'zero', "
+                             f"got {unconnected_gradients!r}")
+        out = []
+        for x in _flatten(primals, []):
+            if not isinstance(x, Tensor):
+                raise TypeError(f"jvp takes tensors (or nests of them), "
+                                f"got {type(x).__name__}")
+            tangent = self._tangent(x)
+            if tangent is None:
+                out.append(None if unconnected == "none" else _make(_zeros(x._value)))
+            else:
+                out.append(tangent if isinstance(tangent, Tensor) else _make(tangent))
+        return _pack(primals, iter(out))
+
+    def _tangent(self, x):
+        node = x._node
+        if node is None:
+            return None
+        entry = self._tangents.get(id(node))
+        return None if entry is None else entry[1]
+
+
+def _zeros(value):
+    out = np.zeros(np.shape(value), dtype=getattr(value, "dtype", np.float64))
+    return out[()] if out.ndim == 0 else out
+
+
+def propagate(op, out: Tensor, inputs, values, params) -> None:
+    """The tangent of ``out = op(*inputs)`` for every active accumulator that holds a
+    tangent of an input, innermost first. Called by ``ops.apply`` when an accumulator is
+    active.
+
+    An accumulator's rules compute on numpy values when nothing else watches (the fast
+    path); when a tape records, or an outer accumulator is active, they compute in engine
+    operations on the input tensors, so that the tape or the outer accumulator sees them.
+    While they run, this accumulator and the ones inside it are set aside: an accumulator
+    never sees its own tangent computations (as in TensorFlow)."""
+    for level in range(len(_active) - 1, -1, -1):
+        acc = _active[level]
+        table = acc._tangents
+        tangents = None
+        for i, x in enumerate(inputs):
+            node = x._node if isinstance(x, Tensor) else None
+            if node is not None:
+                entry = table.get(id(node))
+                if entry is not None:
+                    if tangents is None:
+                        tangents = [None] * len(inputs)
+                    tangents[i] = entry[1]
+        if tangents is None:
+            continue
+        if level == 0 and not state.recording:
+            tangent = _output_tangent(ops.NP, op, out._value, values, tangents, params)
+        else:
+            inner = _active[level:]
+            del _active[level:]
+            try:
+                tangent = _output_tangent(ops.ENGINE, op, out, inputs, tangents, params)
+            finally:
+                _active.extend(inner)
+        if tangent is None:
+            continue
+        node = out._node
+        if node is None:
+            node = out._node = Node()  # a leaf of no tape: its tangent is kept under it
+        table[id(node)] = (node, tangent)
+
+
+def _output_tangent(m, op, ans, inputs, tangents, params):
+    """The sum of the rules' contributions, broadcast to the output's shape and given its
+    dtype (the one place forward mode broadcasts, as ``tape._unbroadcast`` in reverse)."""
+    if m is ops.NP:
+        tangents = [t._value if isinstance(t, Tensor) else t for t in tangents]
+    rules = op.jvps
+    if op.variadic:
+        if not rules or rules[0] is None:
+            return _no_rule(op, rules)
+        full = [t if t is not None else m.zeros_like(x) for t, x in zip(tangents, inputs)]
+        total = rules[0](m, full, ans, *inputs, **params)
+    else:
+        total = None
+        for i, t in enumerate(tangents):
+            if t is None:
+                continue
+            if i >= len(rules):
+                return _no_rule(op, rules)
+            rule = rules[i]
+            if rule is None:
+                if op.vjps[i] is None:
+                    continue  # declared not differentiable in this input: no tangent
+                return _no_rule(op, rules)
+            part = rule(m, t, ans, *inputs, **params)
+            total = part if total is None else total + part
+        if total is None:
+            return None
+    shape, dtype = np.shape(ans._value if isinstance(ans, Tensor) else ans), ans.dtype
+    if dtype.kind != "f":
+        return None  # booleans and integers carry no tangent
+    tshape = total.shape if isinstance(total, Tensor) else np.shape(total)
+    if tshape != shape:
+        total = m.broadcast_to(total, shape=shape)
+    if total.dtype != dtype:
+        if m is ops.NP:
+            total = np.asarray(total).astype(dtype)
+            total = total[()] if total.ndim == 0 else total
+        else:
+            total = ops.FUNCTIONS["cast"](total, dtype=dtype)
+    return total
+
+
+def _no_rule(op, rules):
+    from ..errors import ModeError
+    raise ModeError(f"forward mode: {op.name} has no JVP rule, so no tangent can pass "
+                    f"through it (use reverse mode, GradientTape, instead)")
