@@ -397,7 +397,8 @@ def hessian_vector_product(f, primals, vectors):
                          f"({len(args)}), as a list")
     with ForwardAccumulator(args, list(vectors)) as acc:
         grads = gradients_function(f)(*args)
-    out = acc.jvp(grads, unconnected_gradients="zero")
-    return [h if h is not None else _make(np.zeros(a.shape, dtype=a.dtype)[()] if not a.ndim
-                                          else np.zeros(a.shape, dtype=a.dtype))
-            for h, a in zip(out, args)]
+    # An argument the value does not reach has no gradient: its row of H is zero.
+    return [acc.jvp(g, unconnected_gradients="zero") if g is not None
+            else _make(np.zeros(a.shape, dtype=a.dtype)[()] if not a.ndim
+                       else np.zeros(a.shape, dtype=a.dtype))
+            for g, a in zip(grads, args)]

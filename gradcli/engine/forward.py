@@ -54,10 +54,7 @@ class ForwardAccumulator:
 
     def __init__(self, primals, tangents):
         flat_primals = _flatten(primals, [])
-        flat_tangents = _flatten(tangents, [])
-        if len(flat_primals) != len(flat_tangents):
-            raise ValueError(f"ForwardAccumulator: {len(flat_primals)} primal(s) but "
-                             f"{len(flat_tangents)} tangent(s); give one tangent per primal")
+        flat_tangents = _flatten_like(primals, tangents)
         self._tangents: dict[int, tuple] = {}  # id(node) -> (node, tangent)
         self._recording = False
         for primal, tangent in zip(flat_primals, flat_tangents):
@@ -120,6 +117,28 @@ class ForwardAccumulator:
             return None
         entry = self._tangents.get(id(node))
         return None if entry is None else entry[1]
+
+
+def _flatten_like(primals, tangents) -> list:
+    """The tangents as one value per primal leaf: ``tangents`` has the structure of
+    ``primals``, down to each primal, whose tangent may itself be a list (array-like)."""
+    out, stack = [], [(primals, tangents)]
+    while stack:
+        p, t = stack.pop()
+        if isinstance(p, Tensor) or not isinstance(p, (list, tuple, dict)):
+            out.append(t)
+        elif isinstance(p, dict):
+            if not isinstance(t, dict) or set(t) != set(p):
+                raise ValueError("ForwardAccumulator: the tangents must have the primals' "
+                                 "structure (the same dict keys)")
+            stack.extend((p[k], t[k]) for k in reversed(list(p)))
+        else:
+            if isinstance(t, Tensor) or not isinstance(t, (list, tuple)) or len(t) != len(p):
+                raise ValueError(f"ForwardAccumulator: {len(p)} primal(s) but "
+                                 f"{len(t) if isinstance(t, (list, tuple)) else 1} "
+                                 f"tangent(s); give one tangent per primal")
+            stack.extend(zip(reversed(p), reversed(t)))
+    return out
 
 
 def _zeros(value):
