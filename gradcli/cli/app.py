@@ -322,6 +322,30 @@ def functions(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.
 _COMMANDS["functions"] = (functions, dict(
     help="The function table: name, aliases, derivative, domain.",
     epilog="Example: gradcli functions --json"))
+
+
+# ---------------------------------------------------------------------------------------
+# Forward mode: jvp, and compare's jvp row (the work is in cli/jvp.py, imported only when
+# one of them runs: the other commands' start-up is unchanged)
+# ---------------------------------------------------------------------------------------
+def _forward(name: str):
+    def run(s: _Settings) -> None:
+        from . import jvp
+        getattr(jvp, name)(s)
+    return run
+
+
+TANGENTS = [_opt("tangent", Annotated[Optional[List[str]], typer.Option(
+    "--tangent", metavar="NAME=VALUE", show_default=False,
+    help="The direction: a tangent for an argument or variable (repeatable; others are "
+         "held constant). VALUE as for --arg; one number fills an array.")], None)]
+HELP["jvp"] = ("tf.autodiff.ForwardAccumulator: the directional derivative of the target "
+               "along the --tangent values (forward mode, one pass), with the value.")
+EXAMPLES["jvp"] = "gradcli jvp 'x^2 * y' --arg x=3 --arg y=2 --tangent x=1 --json"
+_command("jvp", TANGENTS + [o for o in CHECK if o.name != "symbolic"], _forward("run_jvp"))
+# compare gains a jvp row when --tangent is given (without it, compare runs as before).
+_command("compare", TAPE + GRAD + TANGENTS, lambda s: _run_compare(s) if not s.tangent
+         else _forward("run_compare")(s))
 app = build_app()
 
 

@@ -209,7 +209,10 @@ def functions_json(entries) -> list:
              "params": {k: _json_default(v) for k, v in op.params},
              "kind": op.kind, "derivative": op.derivative, "domain": op.domain,
              "description": op.doc, "differentiable": op.differentiable,
-             "sympy": op.sympy is not None} for op in entries]
+             "sympy": op.sympy is not None,
+             # which modes have rules: reverse (a VJP), forward (a JVP), per entry
+             "reverse": op.differentiable,
+             "forward": any(rule is not None for rule in op.jvps)} for op in entries]
 
 
 def _json_default(value):
