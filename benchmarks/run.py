@@ -59,7 +59,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 IMPLS = ("numpy", "gradcli", "autograd", "torch")
-WORKLOADS = ("weighted", "chain", "big", "mlp", "deep", "cli")
+WORKLOADS = ("weighted", "chain", "big", "mlp", "deep", "cli", "hessian")
 
 # ---------------------------------------------------------------------------------------
 # optional libraries
@@ -401,6 +401,71 @@ def build_mlp(gc, ag, torch):
         impls["torch"] = torch_run
 
     return impls, mlp_numpy_hand(W, X, Y, b)
+
+
+# ---------------------------------------------------------------------------------------
+# hessian: the full Hessian of sum(tanh(W @ x)), x of 100 elements (issue 11)
+
+HESSIAN_N = 100
+
+
+def hessian_data():
+    rng = np.random.default_rng(11)
+    return rng.standard_normal((HESSIAN_N, HESSIAN_N)) / 10.0, rng.standard_normal(HESSIAN_N)
+
+
+def hessian_numpy_hand(W, x):
+    """sum(tanh(W x)) and its Hessian W^T diag(-2 t (1 - t^2)) W, t = tanh(W x)."""
+    t = np.tanh(W @ x)
+    return float(np.sum(t)), [(W.T * (-2.0 * t * (1.0 - t * t))) @ W]
+
+
+def build_hessian(gc, ag, torch):
+    """Three ways to the same Hessian: forward over reverse (one Hessian-vector product
+    per column, never the whole Hessian at once), reverse over reverse (tape.jacobian of
+    the gradient: one backward pass per row), and torch.autograd.functional.hessian."""
+    W, x0 = hessian_data()
+    impls: dict[str, Any] = {"numpy": lambda: hessian_numpy_hand(W, x0)}
+
+    if gc is not None:
+        Wc = gc.constant(W)
+
+        def f(x):
+            return gc.sum(gc.tanh(Wc @ x))
+
+        basis = np.eye(HESSIAN_N)
+
+        def forward_over_reverse():
+            columns = [gc.hessian_vector_product(f, [x0], [basis[k]])[0].numpy()
+                       for k in range(HESSIAN_N)]
+            return float(f(gc.constant(x0))), [np.stack(columns, axis=1)]
+
+        def reverse_over_reverse():
+            x = gc.constant(x0)
+            with gc.GradientTape(persistent=True) as outer:
+                outer.watch(x)
+                with gc.GradientTape() as inner:
+                    inner.watch(x)
+                    y = f(x)
+                g = inner.gradient(y, x)
+            return float(y), [outer.jacobian(g, x).numpy()]
+
+        impls["gradcli fwd-over-rev"] = forward_over_reverse
+        impls["gradcli rev-over-rev"] = reverse_over_reverse
+
+    if torch is not None:
+        tW = torch.tensor(W)
+
+        def ft(x):
+            return torch.sum(torch.tanh(tW @ x))
+
+        def torch_run():
+            x = torch.tensor(x0)
+            return ft(x), [torch.autograd.functional.hessian(ft, x)]
+
+        impls["torch"] = torch_run
+
+    return impls, hessian_numpy_hand(W, x0)
 
 
 DEEP_SIZES = (10**4, 10**5)
@@ -946,6 +1011,21 @@ def report(results, meta):
                   f"and ratios are unreliable; run again on an idle machine.")
         print()
 
+    if "hessian" in results:
+        e = results["hessian"]
+        m = e.get("median", {})
+        print(f"hessian of sum(tanh(W @ x)), x of {HESSIAN_N} elements (full {HESSIAN_N}x"
+              f"{HESSIAN_N} Hessian, value included):")
+        for impl in ("numpy", "gradcli fwd-over-rev", "gradcli rev-over-rev", "torch"):
+            check = e.get("check", {}).get(impl)
+            shown = fmt_time(m[impl]) if impl in m else ("n/a" if check is None else "error")
+            flag = "" if check in (None, "ok") else f"   ({check})"
+            print(f"  {impl:22s} {shown:>10s}{flag}")
+        print(f"  fwd-over-rev / rev-over-rev: "
+              f"{fmt_ratio(paired(e, 'gradcli fwd-over-rev', 'gradcli rev-over-rev'))};  "
+              f"fwd-over-rev / torch: {fmt_ratio(paired(e, 'gradcli fwd-over-rev', 'torch'))}")
+        print()
+
     rows = targets(results)
     if rows:
         print("Targets (issue 5)")
@@ -1065,7 +1145,8 @@ def main(argv=None) -> int:
 
     results: dict[str, Any] = {}
     t_start = time.perf_counter()
-    builders = {"weighted": build_weighted, "chain": build_chain, "big": build_big, "mlp": build_mlp}
+    builders = {"weighted": build_weighted, "chain": build_chain, "big": build_big, "mlp": build_mlp,
+                "hessian": build_hessian}
     for work in only:
         _pygc.collect()
         time.sleep(0.2)  # let the previous workload's threads and allocations settle
