@@ -144,3 +144,33 @@ def test_rules_in_engine_operations_give_hessian_vector_products(fn, args):
     for got, up, down in zip(hvp, gradient_at(h), gradient_at(-h)):
         np.testing.assert_allclose(got.numpy(), (np.asarray(up) - down) / (2 * h),
                                    rtol=1e-4, atol=1e-5)
+
+
+@pytest.fixture
+def every_rule_transposed():
+    """Every entry's JVP replaced by the transposition of its VJP (ops.transposed), for
+    the duration of a test."""
+    saved = {name: op.jvps for name, op in ENTRIES.items()}
+    for op in ENTRIES.values():
+        object.__setattr__(op, "jvps", ops.transposed_rules(op.vjps, op.variadic))
+    yield
+    for name, op in ENTRIES.items():
+        object.__setattr__(op, "jvps", saved[name])
+
+
+@pytest.fixture
+def hand_written_jvps():
+    """(id -> jvp) from the entries' own rules, computed before any is replaced."""
+    rng = np.random.default_rng(13)
+    out = {}
+    for name, fn, args in CASES:
+        tangents = [rng.standard_normal(np.shape(a)) for a in args]
+        out[name] = (tangents, _forward(fn, args, tangents)[1])
+    return out
+
+
+def test_transposed_vjps_give_the_hand_written_jvps(hand_written_jvps, every_rule_transposed):
+    for name, fn, args in CASES:
+        tangents, expected = hand_written_jvps[name]
+        np.testing.assert_allclose(_forward(fn, args, tangents)[1], expected, rtol=1e-12,
+                                   atol=1e-14, err_msg=name)

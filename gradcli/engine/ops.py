@@ -737,6 +737,56 @@ def _internal(op: Op) -> Op:
     return op
 
 
+def transposed(vjp, variadic: bool = False):
+    """A JVP rule derived from a VJP rule by linear transposition, for entries whose
+    forward derivative has no shorter form (factorisations, multi-output entries): the
+    VJP ``g -> J^T g`` is linear in ``g``, so ``J t`` is the gradient with respect to
+    ``g`` of ``<vjp(g), t>`` (at any ``g``: ones, so no rule skips a zero upstream). One
+    VJP and one backward pass through it, as TensorFlow computes forward mode for
+    operations without a forward rule. ``variadic``: the rule of a variadic entry (it
+    takes the list of tangents)."""
+    def jvp(m, t, ans, *inputs, **params):
+        from .tape import GradientTape, _unbroadcast
+        paused = None
+        if m is NP:  # the fast path: no accumulator may see this internal computation
+            paused = _forward[:]
+            del _forward[:]
+        try:
+            g = Tensor(np.ones(np.shape(ans._value if isinstance(ans, Tensor) else ans)))
+            tangents = t if variadic else [t]
+            with GradientTape() as tape:
+                tape.watch(g)
+                total = 0.0
+                for i, ti in enumerate(tangents):
+                    x = inputs[i] if variadic else inputs[jvp.index]
+                    gx = (vjp(ENGINE, g, ans, *inputs, index=i, **params) if variadic
+                          else vjp(ENGINE, g, ans, *inputs, **params))
+                    gx = _unbroadcast(ENGINE, gx, _shape(x))
+                    total = total + FUNCTIONS["sum"](gx * ti)
+            out = tape.gradient(total, g, unconnected_gradients="zero")
+        finally:
+            if paused is not None:
+                _forward[:] = paused
+        return out._value if m is NP else out
+    jvp.index = 0  # which input the rule is for (set by transposed_rules)
+    return jvp
+
+
+def transposed_rules(vjps, variadic: bool = False) -> tuple:
+    """``transposed`` for each rule of an entry (None stays None)."""
+    if variadic:
+        return (transposed(vjps[0], variadic=True),)
+    out = []
+    for i, vjp in enumerate(vjps):
+        if vjp is None:
+            out.append(None)
+            continue
+        rule = transposed(vjp)
+        rule.index = i
+        out.append(rule)
+    return tuple(out)
+
+
 def _zero_vjp(m, g, ans, x):
     return m.zeros_like(x)
 
