@@ -30,7 +30,16 @@ class Op:
     - ``saves``: which forward values the rules read ("all", "inputs", "ans", "none");
       the recorded node keeps only those (a rule sees a ``Shape`` for an input not kept).
     - ``sample``: an input range for the tests that keeps the function in its domain;
-      ``domain`` says the same in words for ``gradcli functions``.
+      ``domain`` says the same in words for ``gradcli functions``. Entries whose domain a
+      range cannot describe (square, symmetric positive definite or batched matrices) also
+      give ``samples(rng) -> [(label, args, params), ...]``: valid calls the table-wide
+      tests run (they are built only when a test asks, never at import).
+    - ``outputs``: for an entry returning several tensors (``eigh``: w, v), their names.
+      The tape records one value per entry, so ``forward`` returns them packed into one
+      array, and ``api`` makes the Python function that unpacks them into a tuple.
+    - ``api(op, plain) -> function``: the Python API function, when it differs from the
+      plain ``f(*inputs, *params)`` that ``plain`` is (``einsum`` takes its subscripts
+      first; entries with ``outputs`` return a tuple).
     """
     name: str
     forward: Callable[..., Any]
@@ -49,6 +58,9 @@ class Op:
     # What the rules read, so a recorded node keeps only that: "all", "inputs", "ans" or
     # "none" (the rules see a ``Shape`` for what is not kept).
     saves: str = "all"
+    samples: Callable[..., Any] | None = None
+    outputs: tuple[str, ...] = ()
+    api: Callable[..., Any] | None = None
     differentiable: bool = field(init=False, default=False)
     # The in-place twins of the rules (see INPLACE), looked up when the entry is made.
     twins: tuple = field(init=False, default=())

@@ -60,6 +60,7 @@ from .tree import (
     Name,
     Number,
     Program,
+    Slice,
     TupleLit,
     Unary,
 )
@@ -144,6 +145,7 @@ class _Plan:
         self.folded: dict[int, Any] = {}
         # pi, e, inf when declared: then not constants in static places (axis=, indices).
         self.shadowed: frozenset = frozenset()
+        self.picked: set[int] = set()  # calls returning several tensors that are indexed
 
     # --- registers ----------------------------------------------------------------------
     def register(self, value=None) -> int:
@@ -178,6 +180,8 @@ class _Plan:
                                                                   self.shadowed)
             return resolved.inputs
         if isinstance(node, Index):
+            if self._several(node.value):
+                self.picked.add(id(node.value))  # eigh(a)[0]: the index picks an output
             return (node.value,)
         if isinstance(node, ArrayLit):
             folded = self._fold_array(node)
@@ -252,10 +256,14 @@ class _Plan:
         if isinstance(node, Call):
             resolved = self.resolved[id(node)]
             inputs = [regs[id(e)] for e in resolved.inputs]
+            if self._several(node):
+                return self._outputs_step(resolved, inputs, node)
             return self._op_step(resolved.op, inputs, resolved.params, node,
                                  variadic=resolved.op.variadic)
         if isinstance(node, Index):
             index = static_index(node, self.source, self.shadowed)
+            if self._several(node.value):
+                return self._pick_step(node, index, regs[id(node.value)])
             return self._op_step(ops.INTERNAL["getitem"], [regs[id(node.value)]],
                                  {"index": index if len(index) > 1 else index[0]}, node)
         if isinstance(node, ArrayLit):
@@ -267,6 +275,53 @@ class _Plan:
             return self._op_step(ops.REGISTRY["stack"], [regs[id(e)] for e in node.elements],
                                  {"axis": 0}, node, variadic=True)
         raise self.error(ParseError, f"{type(node).__name__} is not allowed here", node)
+
+    # --- entries returning several tensors (slogdet, eigh, svd) ----------------------------
+    def _several(self, node) -> bool:
+        """Whether ``node`` is a call returning several tensors (which must be indexed)."""
+        if not isinstance(node, Call):
+            return False
+        resolved = self.resolved.get(id(node))
+        if resolved is None:
+            resolved = self.resolved[id(node)] = resolve_call(node, self.source, self.shadowed)
+        from ..engine.linalg import several_outputs
+        return several_outputs(resolved.op, resolved.params)
+
+    def _outputs_step(self, resolved, inputs: list, node) -> int:
+        op = resolved.op
+        if id(node) not in self.picked:
+            names = ", ".join(op.outputs)
+            raise self.error(ArgumentError, f"{op.name} returns {len(op.outputs)} tensors "
+                                            f"({names}): pick one with an index, e.g. "
+                                            f"{node.func}(...)[0]", node)
+        api, params, out = self.ops.FUNCTIONS[op.name], resolved.params, self.register()
+
+        def step(r, env, used, out=out):
+            values = [r[i] if isinstance(i, int) else i for i in inputs]
+            value = api(*values, **params)
+            used[0] += sum(v.size for v in value)
+            r[out] = value
+        self.add(step, node)
+        return out
+
+    def _pick_step(self, node, index: tuple, source_reg: int) -> int:
+        op = self.resolved[id(node.value)].op
+        n = len(op.outputs)
+        first = node.items[0]
+        if isinstance(first, Slice) or not -n <= index[0] < n:
+            raise self.error(ArgumentError, f"{op.name} returns {n} tensors "
+                                            f"({', '.join(op.outputs)}): the first index "
+                                            f"picks one, an integer from 0 to {n - 1}", first)
+        out = self.register()
+
+        def step(r, env, used, out=out, k=index[0]):
+            r[out] = r[source_reg][k]
+        self.add(step, node)
+        rest = index[1:]
+        if not rest:
+            return out
+        return self._op_step(self.ops.INTERNAL["getitem"], [out],
+                             {"index": rest if len(rest) > 1 else rest[0]}, node)
 
     def _operands(self, node, regs: dict) -> list:
         """The two operands of an operator. A literal number next to a non-literal stays a
