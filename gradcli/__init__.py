@@ -18,8 +18,9 @@ __version__ = "0.1.0"
 # Every table entry (and alias) as a module function: gc.sin, gc.sum, gc.asin, ...
 globals().update({name: FUNCTIONS[name] for name in _REGISTRY if name in FUNCTIONS})
 pi, e, inf = CONSTANTS["pi"], CONSTANTS["e"], CONSTANTS["inf"]
+from . import linalg  # noqa: E402  (gc.linalg.inv, numpy.linalg's names and signatures)
 
 __all__ = ["Tensor", "Variable", "constant", "GradientTape", "gradients_function",
            "value_and_gradients_function", "implicit_gradients", "implicit_value_and_gradients",
-           "custom_gradient", "stop_gradient", "pi", "e", "inf", "__version__",
+           "custom_gradient", "stop_gradient", "pi", "e", "inf", "__version__", "linalg",
            *sorted(_REGISTRY)]

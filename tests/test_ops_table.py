@@ -98,6 +98,30 @@ def test_entry_first_and_second_order(fn, args):
     check_grads(fn, args, order=2)
 
 
+SAMPLES = entry_samples(np.random.default_rng(2))
+
+
+@pytest.mark.parametrize("name,args,params", [c[1:] for c in SAMPLES], ids=[c[0] for c in SAMPLES])
+def test_entry_samples_stay_float32(name, args, params):
+    """float32 inputs give float32 values and gradients, equal to float64's within
+    float32's precision (gradients of a random projection of the outputs)."""
+    rng = np.random.default_rng(0)
+    out64 = call_entry(name, args, params)
+    weights = rng.standard_normal(out64.shape)
+
+    def loss(*xs):
+        return F["sum"](call_entry(name, xs, params) * weights.astype(xs[0].dtype))
+    args32 = [np.asarray(a, dtype=np.float32) for a in args]
+    value32 = call_entry(name, args32, params)
+    assert value32.dtype == np.float32
+    np.testing.assert_allclose(value32.numpy(), out64.numpy(), rtol=1e-4, atol=1e-5)
+    grads32 = gc.gradients_function(loss)(*args32)
+    grads64 = gc.gradients_function(loss)(*args)
+    for g32, g64 in zip(grads32, grads64):
+        assert g32.dtype == np.float32
+        np.testing.assert_allclose(g32.numpy(), g64.numpy(), rtol=2e-3, atol=2e-4)
+
+
 NOT_DIFFERENTIABLE = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
                       "stop_gradient", "zeros", "ones", "full", "eye", "linspace", "arange"}
 

@@ -48,6 +48,16 @@ def _is_zero(x) -> bool:
     return not np.any(_raw(x))
 
 
+def _dtype(x):
+    """The float dtype of a value (constants in rules take it: float32 stays float32)."""
+    dtype = getattr(_raw(x), "dtype", None)
+    return dtype if dtype is not None and dtype.kind == "f" else np.dtype(np.float64)
+
+
+def _eye(n, like):
+    return np.eye(n, dtype=_dtype(like))
+
+
 def _col(m, v):
     """(..., n) -> (..., n, 1)."""
     return m.reshape(v, shape=_shape(v) + (1,))
@@ -216,12 +226,21 @@ def _det(a):
 
 def _det_vjp(m, g, ans, a):
     ga = g * ans
+    if m is _ops.NP and np.any(ans == 0):
+        # singular: det inv(a)^T is 0 * inf, but the gradient, the adjugate's transpose,
+        # exists: through the SVD, adj(a)^T = det(U) det(Vh) U diag(prod_{j!=i} s_j) Vh
+        u, s, vh = np.linalg.svd(a)
+        eye = np.eye(s.shape[-1], dtype=bool)
+        others = np.prod(np.where(eye, 1.0, s[..., None, :]), axis=-1)
+        sign = np.linalg.det(u) * np.linalg.det(vh)
+        adj_t = (u * others[..., None, :]) @ vh * sign[..., None, None]
+        return np.reshape(g, np.shape(g) + (1, 1)) * adj_t.astype(_dtype(a))
     return m.reshape(ga, shape=_shape(ga) + (1, 1)) * _T(m, m.inv(a))
 
 
 _linalg("det", _det, (_det_vjp,), ("a",), "determinant (batched)", "det(a) inv(a)^T",
-        sympy=_sympy_matrices(lambda sp, a: a.det()), domain="square matrices "
-        "(the gradient needs an invertible a)", samples=_samples_square())
+        sympy=_sympy_matrices(lambda sp, a: a.det()), domain="square matrices",
+        samples=_samples_square())
 
 
 def _slogdet(a):
@@ -261,7 +280,7 @@ def _cholesky_vjp(m, g, ans, a):
     # Murray, "Differentiation of the Cholesky decomposition" (2016), as autograd:
     # S = L^-T phi(L^T g) L^-1 with phi the lower triangle, diagonal halved; symmetrised.
     n = _shape(ans)[-1]
-    phi = np.tril(np.ones((n, n))) - 0.5 * np.eye(n)
+    phi = (np.tril(np.ones((n, n))) - 0.5 * np.eye(n)).astype(_dtype(ans))
     inv_l = m.inv(ans)
     s = m.matmul(m.matmul(_T(m, inv_l), m.matmul(_T(m, ans), g) * phi), inv_l)
     return 0.5 * (s + _T(m, s))
@@ -303,7 +322,7 @@ def _eigh_vjp(m, g, ans, a):
     n = _shape(ans)[-2]
     w, v = m.getitem(ans, index=(Ellipsis, 0)), m.getitem(ans, index=(Ellipsis, slice(1, None)))
     gw, gv = m.getitem(g, index=(Ellipsis, 0)), m.getitem(g, index=(Ellipsis, slice(1, None)))
-    inner = _row(m, gw) * np.eye(n)
+    inner = _row(m, gw) * _eye(n, gw)
     if not _is_zero(gv):
         f = _off_diagonal_inverse(m, _row(m, w) - _col(m, w), "eigh")
         inner = inner + f * m.matmul(_T(m, v), gv)
@@ -379,7 +398,7 @@ def _svd_vjp(m, g, ans, a, full_matrices=True, compute_uv=True):
             m.getitem(gu, index=(Ellipsis, slice(0, k)))
         vh, gvh = m.getitem(vh, index=(Ellipsis, slice(0, k), slice(None))), \
             m.getitem(gvh, index=(Ellipsis, slice(0, k), slice(None)))
-    middle = _row(m, gs) * np.eye(k)
+    middle = _row(m, gs) * _eye(k, gs)
     if _is_zero(gu) and _is_zero(gvh):
         return m.matmul(m.matmul(u, middle), vh)
     # autograd's grad_svd (Townsend, "Differentiating the singular value decomposition")
@@ -394,10 +413,10 @@ def _svd_vjp(m, g, ans, a, full_matrices=True, compute_uv=True):
         raise ValueError("svd: the gradient through U or Vh of a rank-deficient "
                          "rectangular matrix is not defined")
     if rows < cols:
-        rest = np.eye(cols) - m.matmul(v, vh)
+        rest = _eye(cols, vh) - m.matmul(v, vh)
         out = out + m.matmul(m.matmul(u / _row(m, s), _T(m, gv)), rest)
     elif rows > cols:
-        rest = np.eye(rows) - m.matmul(u, _T(m, u))
+        rest = _eye(rows, u) - m.matmul(u, _T(m, u))
         out = out + _T(m, m.matmul(m.matmul(v / _row(m, s), _T(m, gu)), rest))
     return out
 
@@ -430,8 +449,8 @@ def _pinv_vjp(m, g, ans, a):
     # a_bar = -X^T g X^T + (I - a X) g^T X X^T + X^T X g^T (I - X a), X = pinv(a)
     x, xt, gt = ans, _T(m, ans), _T(m, g)
     rows, cols = _shape(a)[-2], _shape(a)[-1]
-    left = np.eye(rows) - m.matmul(a, x)
-    right = np.eye(cols) - m.matmul(x, a)
+    left = _eye(rows, x) - m.matmul(a, x)
+    right = _eye(cols, x) - m.matmul(x, a)
     return (-m.matmul(m.matmul(xt, g), xt) + m.matmul(m.matmul(left, gt), m.matmul(x, xt))
             + m.matmul(m.matmul(xt, x), m.matmul(gt, right)))
 
@@ -696,14 +715,14 @@ def _einsum_grad(m, g, xs, subscripts, index):
             fresh = free.pop()
             size = sizes[c]
             others.append(c + fresh)
-            operands.append(np.eye(size))
+            operands.append(_eye(size, g))
             target.append(fresh)
             continue
         seen.add(c)
         target.append(c)
         if c not in present:
             others.append(c)
-            operands.append(np.ones(n))
+            operands.append(np.ones(n, dtype=_dtype(g)))
             present.add(c)
     return _es(m, ",".join(others) + "->" + "".join(target), *operands)
 
@@ -934,7 +953,7 @@ def norm_vjp(m, g, ans, x, axis, keepdims, ord):
             return ge * m.sign(x)
         if np.isinf(p):  # the largest (smallest) |x|: ties split equally, as max does
             mask = m.abs(x) == top
-            count = m.sum(mask * 1.0, axis=axes, keepdims=True)
+            count = m.sum(mask * _dtype(x).type(1), axis=axes, keepdims=True)
             return m.where(mask, ge * m.sign(x) / count, 0.0)
         # sign(x) |x|^(p-1) / norm^(p-1); 0 where x = 0 and where the norm is 0
         zero = x == 0
@@ -947,7 +966,7 @@ def norm_vjp(m, g, ans, x, axis, keepdims, ord):
         over = rows if ord in (1, -1) else cols  # column sums (1) or row sums (inf)
         sums = m.sum(m.abs(x), axis=over, keepdims=True)
         best = sums == top
-        count = m.sum(best * 1.0, axis=axes, keepdims=True)  # tied columns (rows)
+        count = m.sum(best * _dtype(x).type(1), axis=axes, keepdims=True)  # tied columns
         mask = m.broadcast_to(best, shape=shape)
         return m.where(mask, ge * m.sign(x) / count, 0.0)
     # 2, -2, 'nuc': through the singular value decomposition of the moved matrices
