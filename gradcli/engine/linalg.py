@@ -686,6 +686,7 @@ def _canonical(subscripts: str, shapes: tuple) -> tuple:
 
 
 def _einsum(*xs, subscripts):
+    _canonical(subscripts, tuple(np.shape(x) for x in xs))  # gradcli's messages (cached)
     return np.einsum(subscripts, *xs, optimize=len(xs) > 2)
 
 
