@@ -337,3 +337,15 @@ def test_entry_rules_work_from_what_a_lean_node_keeps(fn, args, monkeypatch):
         assert (got is None) == (want is None)
         if got is not None:
             np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-12, atol=1e-15)
+
+
+def test_the_readme_lists_every_function_of_the_table():
+    """The README's function list is checked against the table: every entry by name."""
+    import pathlib
+    import re
+    text = pathlib.Path(__file__).resolve().parent.parent.joinpath("README.md").read_text()
+    section = text[text.index("## The language"):text.index("### Declarations and files")]
+    listed = set(re.findall(r"[a-z_0-9]+", " ".join(re.findall(r"`([^`]*)`", section))))
+    operators = {"add", "subtract", "multiply", "divide", "negative", "less", "less_equal",
+                 "greater", "greater_equal", "equal", "not_equal"}  # written as operators
+    assert set(ORDER) - operators - listed == set()
