@@ -284,6 +284,7 @@ MATRIX_ORDS = [None, 1, -1, 2, -2, np.inf, -np.inf, "fro", "nuc"]
 
 
 @pytest.mark.parametrize("ord_", VECTOR_ORDS)
+@pytest.mark.filterwarnings("ignore:divide by zero")
 def test_vector_norms_equal_numpy(ord_):
     x = np.array([[0.5, -2.0, 0.0], [1.5, 0.25, -3.0]])
     for axis in (0, 1, -1):
