@@ -21,6 +21,7 @@ import pytest
 
 import gradcli as gc
 from gradcli.engine.table import ORDER, REGISTRY
+from gradcli.lang import Declarations, build, parse_program
 
 EPS = np.finfo(np.float64).eps
 mp = mpmath.mp
@@ -414,3 +415,16 @@ def test_command_line_check_of_decompositions_uses_finite_differences():
     [row] = json.loads(result.stdout)["check"]["gradients"]
     assert row["symbolic_skipped"] == "no symbolic form for eigh"
     assert row["rel_error"] < 1e-6
+
+
+@pytest.mark.parametrize("program", [
+    "outer(v, v)", "kron(v, v)", 'einsum("i,j->ij", v, v)', "tensordot(v, v, axes=0)",
+    "inner(reshape(v, (5000, 1)), reshape(v, (5000, 1)))", "svd(reshape(v, (5000, 1)))[0]",
+    "diag(v)"])
+def test_language_refuses_products_over_the_size_limit_before_computing(program):
+    from gradcli.errors import LimitError
+    decls = Declarations()
+    decls.add("arg", "v", np.ones(5000))
+    model = build(parse_program(program), decls)
+    with pytest.raises(LimitError, match="array size limit"):
+        model.function(*model.arg_values)

@@ -1034,3 +1034,40 @@ def norm_samples(rng):
             ("vector-axis", (u(2, 3),), {"ord": 1, "axis": 0}),
             ("ord-none", (u(2, 3),), {})]
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# Result sizes, for the language's size limit (known before computing)
+# ---------------------------------------------------------------------------------------
+def result_count(name: str, shapes: list, params: dict) -> int | None:
+    """How many elements a linear algebra entry returns for inputs of ``shapes`` (None
+    when the inputs do not fit: the entry reports that itself)."""
+    def prod(dims):
+        out = 1
+        for n in dims:
+            out *= int(n)
+        return out
+    try:
+        if name in ("outer", "kron"):
+            return prod(shapes[0]) * prod(shapes[1])
+        if name == "inner":
+            a, b = shapes
+            return prod(a) * prod(b) if not a or not b else prod(a[:-1]) * prod(b[:-1])
+        if name == "tensordot":
+            a, b = shapes
+            ax_a, ax_b = _tensordot_axes(len(a), len(b), params.get("axes", 2))
+            return prod(n for i, n in enumerate(a) if i not in ax_a) * \
+                prod(n for j, n in enumerate(b) if j not in ax_b)
+        if name == "einsum":
+            _, out, sizes = _canonical(params["subscripts"], tuple(map(tuple, shapes)))
+            return prod(sizes[c] for c in out)
+        if name == "svd" and params.get("full_matrices", True):
+            shape = shapes[0]
+            rows, cols = shape[-2], shape[-1]
+            return prod(shape[:-2]) * (rows * rows + cols * cols + min(rows, cols))
+        if name == "diag" and len(shapes[0]) == 1:
+            n = shapes[0][0] + abs(int(params.get("k", 0)))
+            return n * n
+        return prod(np.broadcast_shapes(*shapes)) if shapes else None
+    except (ValueError, TypeError, IndexError, KeyError):
+        return None

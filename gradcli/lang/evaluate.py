@@ -298,6 +298,7 @@ class _Plan:
 
         def step(r, env, used, out=out):
             values = [r[i] if isinstance(i, int) else i for i in inputs]
+            _check_sizes(op, values, False, params)
             value = api(*values, **params)
             used[0] += sum(v.size for v in value)
             r[out] = value
@@ -338,7 +339,7 @@ class _Plan:
         apply, out = self.ops.apply, self.register()
         check = _check_sizes
         regs_in = [i for i in inputs if isinstance(i, int)]
-        if len(inputs) == 1 and regs_in:
+        if len(inputs) == 1 and regs_in and op.kind != "linalg":  # (linalg: size checked)
             (a,) = inputs
 
             def step(r, env, used, out=out, a=a):
@@ -353,14 +354,14 @@ class _Plan:
             def step(r, env, used, out=out, a=a, b=b, a_reg=a_reg, b_reg=b_reg):
                 x = r[a] if a_reg else a
                 y = r[b] if b_reg else b
-                check(op, (x, y))
+                check(op, (x, y), False, params)
                 value = apply(op, (x, y), params)
                 used[0] += value.size
                 r[out] = value
         else:
             def step(r, env, used, out=out):
                 values = [r[i] if isinstance(i, int) else i for i in inputs]
-                check(op, values, variadic)
+                check(op, values, variadic, params)
                 value = apply(op, values, params)
                 used[0] += value.size
                 r[out] = value
@@ -381,9 +382,16 @@ def _size(x) -> int:
     return size if type(size) is int else int(size)
 
 
-def _check_sizes(op, values, variadic: bool = False) -> None:
+def _check_sizes(op, values, variadic: bool = False, params=None) -> None:
     """Refuse an operation whose result would be over the array size limit, before it is
     computed: a broadcast ``(n, 1) * (1, n)``, an outer matrix product, a big stack."""
+    if op.kind == "linalg" and op.name not in ("matmul", "dot"):
+        # products (outer, kron, einsum) and full SVDs grow beyond their inputs' sizes
+        from ..engine.linalg import result_count
+        count = result_count(op.name, [np.shape(v) for v in values], params or {})
+        if count is not None and count > limits.MAX_ELEMENTS:
+            limits.check_elements(count, op.name)
+        return
     if variadic:
         total = sum(_size(v) for v in values)
         if total > limits.MAX_ELEMENTS:
