@@ -116,11 +116,11 @@ def _rng_spd(rng, shape):
 
 def _linalg(name, forward, vjps, inputs, doc, derivative, *, sympy=None, params=(),
             saves="all", domain="all real matrices", samples=None, outputs=(), api=None,
-            variadic=False, aliases=()):
+            variadic=False, aliases=(), own_axes=False):
     return register(Op(name=name, forward=forward, vjps=vjps, inputs=inputs, doc=doc,
                        derivative=derivative, params=params, sympy=sympy, kind=_LINALG,
                        saves=saves, domain=domain, samples=samples, outputs=outputs, api=api,
-                       variadic=variadic, aliases=aliases))
+                       variadic=variadic, aliases=aliases, own_axes=own_axes))
 
 
 def _unpacking(unpack):
@@ -782,7 +782,8 @@ def _contraction(name, subscripts_of, doc, derivative, params=(), samples=None,
         return lambda m, g, ans, a, b, **p: _einsum_grad(
             m, g, (a, b), subscripts_of(len(_shape(a)), len(_shape(b)), **p), i)
     return _linalg(name, forward, (vjp(0), vjp(1)), ("a", "b"), doc, derivative,
-                   params=params, sympy=sympy, saves="inputs", samples=samples, domain=domain)
+                   params=params, sympy=sympy, saves="inputs", samples=samples, domain=domain,
+                   own_axes=bool(params))
 
 
 _L = string.ascii_letters
@@ -897,22 +898,39 @@ _linalg("kron", np.kron, (_kron_vjp(0), _kron_vjp(1)), ("a", "b"),
                               ("mixed", ((2,), (2, 3)), {})))
 
 
+def _from_end(axis, a):
+    """cross's axis counted from the end of ``a`` (the same for inputs of other ranks,
+    which broadcast against a from the end)."""
+    axis = int(axis)
+    return axis - np.ndim(a) if axis >= 0 else axis
+
+
 def _cross(a, b, axis=-1):
-    if np.shape(a)[axis] != 3 or np.shape(b)[axis] != 3:
+    axis = _from_end(axis, a)
+    if not (-np.ndim(a) <= axis and -np.ndim(b) <= axis) \
+            or np.shape(a)[axis] != 3 or np.shape(b)[axis] != 3:
         raise ValueError(f"cross takes vectors of 3 components along axis {axis}, got "
                          f"shapes {np.shape(a)} and {np.shape(b)}")
     return np.cross(a, b, axis=axis)
 
 
-_linalg("cross", _cross,
-        (lambda m, g, ans, a, b, axis=-1: m.cross(b, g, axis=axis),
-         lambda m, g, ans, a, b, axis=-1: m.cross(g, a, axis=axis)),
-        ("a", "b"), "cross product of 3-vectors along axis (broadcast)", "b x g, g x a",
-        params=(("axis", -1),), sympy=lambda sp, a, b, axis=-1: np.cross(a, b, axis=axis),
-        saves="inputs", domain="vectors of 3 components",
+def _cross_vjp(which):
+    def vjp(m, g, ans, a, b, axis=-1):
+        axis = axis - len(_shape(a)) if axis >= 0 else axis
+        return m.cross(b, g, axis=axis) if which == 0 else m.cross(g, a, axis=axis)
+    return vjp
+
+
+_linalg("cross", _cross, (_cross_vjp(0), _cross_vjp(1)),
+        ("a", "b"), "cross product of 3-vectors along axis (broadcast; axis counts from the "
+        "end of a)", "b x g, g x a",
+        params=(("axis", -1),),
+        sympy=lambda sp, a, b, axis=-1: np.cross(a, b, axis=_from_end(axis, a)),
+        saves="inputs", domain="vectors of 3 components", own_axes=True,
         samples=_pair_samples(("vectors", ((3,), (3,)), {}),
                               ("broadcast", ((2, 3), (3,)), {}),
-                              ("axis0", ((3, 2), (3, 2)), {"axis": 0})))
+                              ("axis0", ((3, 2), (3, 2)), {"axis": 0}),
+                              ("mixed-ranks", ((2, 3, 2), (3, 1)), {"axis": 1})))
 
 
 # ---------------------------------------------------------------------------------------
@@ -950,18 +968,18 @@ def norm_vjp(m, g, ans, x, axis, keepdims, ord):
         p = 2.0 if ord == "fro" else float(ord)
         if p == 0:
             return m.zeros_like(x)
-        if p == 1:
-            return ge * m.sign(x)
+        if p == 1:  # sign(x); a hard 0 at x = 0, whatever g is
+            return m.where(x == 0, 0.0, ge * m.sign(x))
         if np.isinf(p):  # the largest (smallest) |x|: ties split equally, as max does
             mask = m.abs(x) == top
             count = m.sum(mask * _dtype(x).type(1), axis=axes, keepdims=True)
             return m.where(mask, ge * m.sign(x) / count, 0.0)
         # sign(x) |x|^(p-1) / norm^(p-1); 0 where x = 0 and where the norm is 0
-        zero = x == 0
+        zero, empty = x == 0, top == 0
         safe = m.abs(m.where(zero, 1.0, x))
-        part = m.where(zero, 0.0, m.sign(x) * safe ** (p - 1.0))
-        denom = m.where(top == 0, np.inf, top)
-        return ge * part / denom ** (p - 1.0)
+        denom = m.where(empty, 1.0, top)
+        part = m.where(zero, 0.0, ge * m.sign(x) * (safe / denom) ** (p - 1.0))
+        return m.where(empty, 0.0, part)
     rows, cols = axes
     if ord in (1, -1, np.inf, -np.inf):
         over = rows if ord in (1, -1) else cols  # column sums (1) or row sums (inf)

@@ -59,6 +59,10 @@ class Op:
     # "none" (the rules see a ``Shape`` for what is not kept).
     saves: str = "all"
     samples: Callable[..., Any] | None = None
+    # The entry reads its axis parameters itself: they are not axes of the first input
+    # alone (cross: of both inputs, broadcast; tensordot: an int or a pair of axis lists
+    # of two inputs), so a normalisation against the first input's rank must skip them.
+    own_axes: bool = False
     outputs: tuple[str, ...] = ()
     api: Callable[..., Any] | None = None
     differentiable: bool = field(init=False, default=False)
