@@ -298,7 +298,7 @@ class _Plan:
 
         def step(r, env, used, out=out):
             values = [r[i] if isinstance(i, int) else i for i in inputs]
-            _check_sizes(op, values, False, params)
+            _check_linalg_sizes(op, values, False, params)
             value = api(*values, **params)
             used[0] += sum(v.size for v in value)
             r[out] = value
@@ -337,7 +337,7 @@ class _Plan:
 
     def _op_step(self, op, inputs: list, params: dict, node, variadic: bool = False) -> int:
         apply, out = self.ops.apply, self.register()
-        check = _check_sizes
+        check = _check_linalg_sizes if op.kind == "linalg" else _check_sizes
         regs_in = [i for i in inputs if isinstance(i, int)]
         if len(inputs) == 1 and regs_in and op.kind != "linalg":  # (linalg: size checked)
             (a,) = inputs
@@ -382,16 +382,20 @@ def _size(x) -> int:
     return size if type(size) is int else int(size)
 
 
+def _check_linalg_sizes(op, values, variadic: bool = False, params=None) -> None:
+    """``_check_sizes`` for the linear algebra entries: products (outer, kron, einsum) and
+    full SVDs grow beyond their inputs' sizes, so the result is counted from the shapes."""
+    if op.name in ("matmul", "dot"):
+        return _check_sizes(op, values, variadic, params)
+    from ..engine.linalg import result_count
+    count = result_count(op.name, [np.shape(v) for v in values], params or {})
+    if count is not None and count > limits.MAX_ELEMENTS:
+        limits.check_elements(count, op.name)
+
+
 def _check_sizes(op, values, variadic: bool = False, params=None) -> None:
     """Refuse an operation whose result would be over the array size limit, before it is
     computed: a broadcast ``(n, 1) * (1, n)``, an outer matrix product, a big stack."""
-    if op.kind == "linalg" and op.name not in ("matmul", "dot"):
-        # products (outer, kron, einsum) and full SVDs grow beyond their inputs' sizes
-        from ..engine.linalg import result_count
-        count = result_count(op.name, [np.shape(v) for v in values], params or {})
-        if count is not None and count > limits.MAX_ELEMENTS:
-            limits.check_elements(count, op.name)
-        return
     if variadic:
         total = sum(_size(v) for v in values)
         if total > limits.MAX_ELEMENTS:
