@@ -186,8 +186,15 @@ _linalg("inv", _inv, (_inv_vjp,), ("a",), "matrix inverse (batched)", "-inv(a)^T
 
 
 def _solve(a, b):
+    """numpy 2's solve under any numpy: a 1-D b is one vector, any other b a stack of
+    matrices (numpy 1 took b of a.ndim - 1 dimensions as a stack of vectors)."""
     _square("solve", a)
-    return np.linalg.solve(a, b)
+    b = np.asarray(b)
+    if b.ndim == 1:
+        return np.linalg.solve(a, b[:, None])[..., 0]
+    batch = np.broadcast_shapes(np.shape(a)[:-2], b.shape[:-2])
+    return np.linalg.solve(np.broadcast_to(a, batch + np.shape(a)[-2:]),
+                           np.broadcast_to(b, batch + b.shape[-2:]))
 
 
 def _solve_grad_b(m, g, a, b):
