@@ -640,14 +640,12 @@ def check_subscripts(text: str, n_operands: int | None = None) -> None:
 
 
 def _check_term(term: str, at: int) -> None:
-    dots = term.replace(" ", "")
     i = term.find(".")
     if i >= 0:
         if term[i:i + 3] != "...":
             raise SubscriptError("'.' is only allowed as the ellipsis '...'", at + i)
         if "." in term[i + 3:]:
             raise SubscriptError("one ellipsis '...' per term at most", at + i + 3)
-    del dots
 
 
 @lru_cache(maxsize=256)
