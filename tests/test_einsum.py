@@ -2,7 +2,7 @@
 its gradient (the transposed einsum, diagonals embedded) against finite differences,
 and the one string literal of the language with its errors.
 
-Random expressions are drawn by hypothesis; GRADCLI_HYPOTHESIS_EXAMPLES sets how many
+Random expressions are drawn by hypothesis; GRADCLI_PROPERTY_EXAMPLES sets how many
 (60 by default, to keep CI fast).
 """
 from __future__ import annotations
@@ -21,7 +21,7 @@ from gradcli.errors import ArgumentError, ParseError, ShapeError
 from gradcli.lang import Declarations, build, parse_program
 from gradcli.testing import check_grads
 
-EXAMPLES = int(os.environ.get("GRADCLI_HYPOTHESIS_EXAMPLES", "60"))
+EXAMPLES = int(os.environ.get("GRADCLI_PROPERTY_EXAMPLES", "60"))
 
 
 def grad(f, *args):
