@@ -20,9 +20,10 @@ globals().update({name: FUNCTIONS[name] for name in _REGISTRY if name in FUNCTIO
 # zeros_like/ones_like are Python API only (the language has no use for them).
 zeros_like, ones_like = FUNCTIONS["zeros_like"], FUNCTIONS["ones_like"]
 pi, e, inf = CONSTANTS["pi"], CONSTANTS["e"], CONSTANTS["inf"]
+from . import linalg  # noqa: E402  (gc.linalg.inv, numpy.linalg's names and signatures)
 
 __all__ = ["Tensor", "Variable", "constant", "GradientTape", "gradients_function",
            "value_and_gradients_function", "implicit_gradients", "implicit_value_and_gradients",
            "custom_gradient", "stop_gradient", "zeros_like", "ones_like", "pi", "e", "inf",
-           "__version__",
+           "__version__", "linalg",
            *sorted(_REGISTRY)]

@@ -268,6 +268,14 @@ def table_check_cases():
         op = REGISTRY[name]
         if op.sympy is None or not op.differentiable or op.kind == "constructor":
             continue
+        if op.samples is not None and op.kind == "linalg":
+            # matrices a range cannot describe: the entry's own samples, as program text
+            from table_samples import sample_programs
+
+            from gradcli.lang import parse_program
+            for label, text, point, _, run in sample_programs(name):
+                cases.append((f"{name}-{label}", parse_program(text), point, list(point), run))
+            continue
         if name == "where":
             point = {"c": RNG.uniform(-1, 1, (3,)), "a": _sample(op, A23), "b": _sample(op, A23)}
             prog = program(call("where", Compare(">", Name("c"), Number(0.0)), Name("a"), Name("b")))

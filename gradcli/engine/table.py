@@ -38,6 +38,15 @@ class Op:
       dimension of the result), so forwards, rules and the sympy counterpart see
       non-negative ints or tuples of them; out of range or repeated is a ``ShapeError``
       naming the function. See ``normalise_axes``.
+    - Entries whose domain a range cannot describe (square, symmetric positive definite
+      or batched matrices) also give ``samples(rng) -> [(label, args, params), ...]``:
+      valid calls the table-wide tests run (built only when a test asks, never at import).
+    - ``outputs``: for an entry returning several tensors (``eigh``: w, v), their names.
+      The tape records one value per entry, so ``forward`` returns them packed into one
+      array, and ``api`` makes the Python function that unpacks them into a tuple.
+    - ``api(op, plain) -> function``: the Python API function, when it differs from the
+      plain ``f(*inputs, *params)`` that ``plain`` is (``einsum`` takes its subscripts
+      first; entries with ``outputs`` return a tuple).
     """
     name: str
     forward: Callable[..., Any]
@@ -57,6 +66,13 @@ class Op:
     # "none" (the rules see a ``Shape`` for what is not kept).
     saves: str = "all"
     new_axis: bool = False  # the axis indexes the result, one dimension more (stack)
+    samples: Callable[..., Any] | None = None
+    # The entry reads its axis parameters itself: they are not axes of the first input
+    # alone (cross: of both inputs, broadcast; tensordot: an int or a pair of axis lists
+    # of two inputs), so a normalisation against the first input's rank must skip them.
+    own_axes: bool = False
+    outputs: tuple[str, ...] = ()
+    api: Callable[..., Any] | None = None
     differentiable: bool = field(init=False, default=False)
     # The in-place twins of the rules (see INPLACE), looked up when the entry is made.
     twins: tuple = field(init=False, default=())
@@ -77,7 +93,8 @@ class Op:
         object.__setattr__(self, "twins", twins if any(twins) else ())
         object.__setattr__(self, "keeps_inputs", self.saves in ("all", "inputs"))
         object.__setattr__(self, "keeps_ans", self.saves in ("all", "ans"))
-        axes = tuple(name for name, _ in self.params if name in AXIS_NAMES)
+        axes = () if self.own_axes else tuple(name for name, _ in self.params
+                                              if name in AXIS_NAMES)
         object.__setattr__(self, "axis_params", axes)
         if axes and self.sympy is not None:
             # The symbolic counterpart reads the same normalised axes as the forward.

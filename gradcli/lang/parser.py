@@ -48,6 +48,7 @@ from .tree import (
     Pos,
     Program,
     Slice,
+    Str,
     TupleLit,
     Unary,
 )
@@ -228,7 +229,14 @@ def _tokenize(text: str) -> list[Tok]:
                 close = text.find(ch, pos + 1)
                 nl = _LINE_BREAK.search(text, pos)
                 stop = close + 1 if close != -1 and (nl is None or close < nl.start()) else pos + 1
-                raise fail(ParseError, "strings are not allowed", col, stop - pos)
+                if _einsum_subscripts_here(tokens) and stop > pos + 1:
+                    _check_subscripts(text[pos + 1:stop - 1], fail, col + 1)
+                    tokens.append(Tok("str", text[pos + 1:stop - 1], line, col))
+                    prev, unary_run, pos = tokens[-1], 0, stop
+                    continue
+                raise fail(ParseError, "strings are not allowed (the one string is einsum's "
+                                       "subscripts: einsum(\"ij,jk->ik\", a, b))", col,
+                           stop - pos)
             if ch == "\\":
                 raise fail(ParseError, "line continuation '\\' is not allowed "
                                        "(a newline inside brackets continues a line)", col)
@@ -316,6 +324,20 @@ def _tokenize(text: str) -> list[Tok]:
     last_line = text[line_start:]
     tokens.append(Tok("end", "", line, len(last_line)))
     return tokens
+
+
+def _einsum_subscripts_here(tokens: list) -> bool:
+    """A string is allowed only as einsum's first argument: right after ``einsum(``."""
+    return (len(tokens) >= 2 and tokens[-1].kind == "op" and tokens[-1].text == "("
+            and tokens[-2].kind == "name" and tokens[-2].text == "einsum")
+
+
+def _check_subscripts(subscripts: str, fail, col: int, n_operands: int | None = None) -> None:
+    from ..engine.linalg import SubscriptError, check_subscripts
+    try:
+        check_subscripts(subscripts, n_operands)
+    except SubscriptError as err:
+        raise fail(ParseError, str(err), col + err.offset) from None
 
 
 # ---------------------------------------------------------------------------------------
@@ -608,6 +630,10 @@ class _Parser:
             return Number(float(tok.text), self.pos(tok, tok)), tok, tok
         if tok.kind == "name":
             return self.name_or_call()
+        if tok.kind == "str":  # the tokenizer lets one through only after 'einsum('
+            self.take()
+            self.count()
+            return Str(tok.text, Pos(tok.line, tok.col, len(tok.text) + 2)), tok, tok
         if tok.kind == "op":
             if tok.text == "(":
                 return self.parenthesized()
@@ -638,6 +664,8 @@ class _Parser:
             raise self.error(UnknownNameError, f"unknown function '{name}'{hint}", tok)
         args, kwargs, last = self.call_arguments(tok)
         self.count()
+        if op.name == "einsum":
+            args, kwargs = self.einsum_arguments(tok, last, args, kwargs)
         call = Call(name, tuple(args), tuple((k, v) for k, (v, _) in kwargs.items()),
                     self.pos(tok, last))
         # arity, keywords, static parameters
@@ -654,6 +682,26 @@ class _Parser:
             if not any(isinstance(n, Name) and n.id in CONSTANT_NAMES
                        for n in iter_postorder(node)):
                 raise
+
+    def einsum_arguments(self, name_tok: Tok, last: Tok, args: list, kwargs: dict):
+        """``einsum("ij,jk->ik", a, b)`` as the table's einsum: the operands as one list and
+        the subscripts as its ``subscripts`` parameter."""
+        if not args or not isinstance(args[0], Str):
+            raise self.error(ArgumentError, "einsum takes its subscripts first, e.g. "
+                                            "einsum(\"ij,jk->ik\", a, b)", name_tok, last)
+        subscripts, operands = args[0], args[1:]
+        if not operands:
+            raise self.error(ArgumentError, "einsum needs at least one array after its "
+                                            "subscripts", name_tok, last)
+        pos = subscripts.pos
+
+        def fail(cls, message, col, width=1):
+            return cls(message, source=self.text, line=pos.line, col=col, width=width)
+        _check_subscripts(subscripts.value, fail, pos.col + 1, len(operands))
+        start, end = operands[0].pos, operands[-1].pos
+        width = end.col + end.width - start.col if start.line == end.line else start.width
+        arrays = TupleLit(tuple(operands), Pos(start.line, start.col, max(1, width)))
+        return [arrays], {**kwargs, "subscripts": (subscripts, name_tok)}
 
     def call_arguments(self, name_tok: Tok):
         """``( args, key=value, ... )`` after a function name."""
@@ -788,7 +836,7 @@ def parse_expression(text: str):
 # ---------------------------------------------------------------------------------------
 def children(node) -> tuple:
     """The direct sub-nodes of a node, in source order."""
-    if isinstance(node, (Number, Name)):
+    if isinstance(node, (Number, Name, Str)):
         return ()
     if isinstance(node, Unary):
         return (node.operand,)
@@ -869,6 +917,8 @@ def static_value(expr, shadowed: frozenset = frozenset()) -> Any:
                          "**": np.power}[node.op](a, b)
             elif isinstance(node, (TupleLit, ArrayLit)):
                 value = tuple(values[id(e)] for e in node.elements)
+            elif isinstance(node, Str):
+                value = node.value
             else:
                 raise NotStatic(node)
             values[id(node)] = value
@@ -882,6 +932,8 @@ def _numeric(value, node):
 
 
 def _to_python(value):
+    if isinstance(value, str):
+        return value
     if isinstance(value, tuple):
         return tuple(_to_python(v) for v in value)
     if isinstance(value, (bool, np.bool_)):
@@ -952,7 +1004,7 @@ def static_index(index: Index, source: str = "", shadowed: frozenset = frozenset
 
 # Static parameters that take integers (or tuples of integers); the others take floats,
 # except those whose default is a bool (keepdims), which take True or False.
-_INT_PARAMS = {"axis", "axes", "shape", "N", "M", "num", "k"}
+_INT_PARAMS = {"axis", "axes", "shape", "N", "M", "num", "k", "offset", "axis1", "axis2"}
 _TUPLE_PARAMS = {"axis", "axes", "shape"}  # the integer parameters that also take tuples
 _NON_NEGATIVE = {"N", "M", "num"}
 _MAX_DIMS = 64  # numpy's own limit on the number of dimensions
@@ -1067,6 +1119,10 @@ def _coerce_param(op, name: str, value, expr, source: str):
             if len(value) > _MAX_DIMS:
                 raise _arg_error(ArgumentError, f"{what} has {len(value)} entries; at most "
                                                 f"{_MAX_DIMS} dimensions are allowed", expr, source)
+            if name == "axes" and value and all(isinstance(v, tuple) for v in value):
+                # tensordot's pair of axis lists: ((1, 2), (0, 1))
+                return tuple(tuple(_as_int(v, what, expr, source) for v in part)
+                             for part in value)
             ints = tuple(_as_int(v, what, expr, source) for v in value)
         else:
             ints = _as_int(value, what, expr, source)
