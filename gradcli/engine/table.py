@@ -69,7 +69,8 @@ class Op(_Slots):
         if saves not in ("all", "inputs", "ans", "none"):
             raise ValueError(f"{name}: saves must be all, inputs, ans or none")
         # Filled as a writable twin, then turned into an Op: plain slot stores cost a
-        # third of object.__setattr__ calls, and entries are made at every start.
+        # third of object.__setattr__ calls, and entries are made at every start. (So a
+        # subclass, like the twin, declares ``__slots__ = ()``: the layouts must match.)
         self = object.__new__(_Filling)
         self.name, self.forward, self.vjps, self.inputs, self.doc = (
             name, forward, vjps, inputs, doc)
