@@ -10,10 +10,14 @@ import inspect
 import sys
 from typing import Annotated, List, Optional
 
-import typer
+from .. import _pause_collector, _resume_collector
 
-from .. import __version__
-from ..errors import GradcliError, LimitError
+_collecting = _pause_collector()  # until the end of this module: see gradcli/__init__.py
+
+import typer  # noqa: E402
+
+from .. import __version__  # noqa: E402
+from ..errors import GradcliError, LimitError  # noqa: E402
 
 _APP_SETTINGS = dict(
     name="gradcli", no_args_is_help=True, add_completion=True,
@@ -322,14 +326,23 @@ def functions(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.
 _COMMANDS["functions"] = (functions, dict(
     help="The function table: name, aliases, derivative, domain.",
     epilog="Example: gradcli functions --json"))
-app = build_app()
+_resume_collector(_collecting)
+
+
+def __getattr__(name: str):
+    """``app``: the typer app with every command (for typer's CliRunner and other tools),
+    built when first asked for, since a run builds only its own command (``main``)."""
+    if name == "app":
+        globals()["app"] = built = build_app()
+        return built
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
     """The console script."""
     command = sys.argv[1] if len(sys.argv) > 1 else None
     try:
-        (build_app(command) if command in _COMMANDS else app)()
+        build_app(command if command in _COMMANDS else None)()
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
