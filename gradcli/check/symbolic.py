@@ -85,6 +85,7 @@ from ..lang.tree import (
     Name,
     Number,
     Program,
+    Str,
     Slice,
     TupleLit,
     Unary,
@@ -471,6 +472,8 @@ class _Translator:
                 raise SymbolicSkip("an array literal with rows of different shapes") from None
         if isinstance(node, Index):
             index = tuple(self.index_item(item) for item in node.items)
+            if isinstance(args[0], tuple):  # eigh(a)[0]: the first index picks an output
+                args, index = [args[0][index[0]]], index[1:]
             try:
                 return self.wrap(args[0][index])
             except (IndexError, TypeError, ValueError) as err:
@@ -540,6 +543,8 @@ class _Translator:
             out = op.sympy(sp, *inputs, **params)
         except (ValueError, IndexError, TypeError) as err:
             raise SymbolicSkip(f"{op.name} failed in sympy: {err}") from None
+        if isinstance(out, tuple):  # several outputs (slogdet): an index picks one
+            return tuple(self.wrap(o) for o in out)
         return self.wrap(out)
 
     def index_item(self, item):
@@ -559,6 +564,8 @@ class _Translator:
             return {"None": None, "True": True, "False": False}[node.id]
         if isinstance(node, (TupleLit, ArrayLit)):
             return tuple(self.static(e) for e in node.elements)
+        if isinstance(node, Str):  # einsum's subscripts
+            return node.value
         if isinstance(node, Number):
             return _python_number(node.value)
         values = self.at_point(self.expr(node))

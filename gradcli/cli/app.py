@@ -10,10 +10,14 @@ import inspect
 import sys
 from typing import Annotated, List, Optional
 
-import typer
+from .. import _pause_collector, _resume_collector
 
-from .. import __version__
-from ..errors import GradcliError, LimitError
+_collecting = _pause_collector()  # until the end of this module: see gradcli/__init__.py
+
+import typer  # noqa: E402
+
+from .. import __version__  # noqa: E402
+from ..errors import GradcliError, LimitError  # noqa: E402
 
 _APP_SETTINGS = dict(
     name="gradcli", no_args_is_help=True, add_completion=True,
@@ -346,14 +350,23 @@ _command("jvp", TANGENTS + [o for o in CHECK if o.name != "symbolic"], _forward(
 # compare gains a jvp row when --tangent is given (without it, compare runs as before).
 _command("compare", TAPE + GRAD + TANGENTS, lambda s: _run_compare(s) if not s.tangent
          else _forward("run_compare")(s))
-app = build_app()
+_resume_collector(_collecting)
+
+
+def __getattr__(name: str):
+    """``app``: the typer app with every command (for typer's CliRunner and other tools),
+    built when first asked for, since a run builds only its own command (``main``)."""
+    if name == "app":
+        globals()["app"] = built = build_app()
+        return built
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
     """The console script."""
     command = sys.argv[1] if len(sys.argv) > 1 else None
     try:
-        (build_app(command) if command in _COMMANDS else app)()
+        build_app(command if command in _COMMANDS else None)()
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(130)

@@ -56,7 +56,7 @@ def outcome_json(outcome: Outcome, check: dict | None = None,
 
 
 def print_json(obj, file=None) -> None:
-    import json  # only for --json: not on the human output's start-up path
+    from .. import jsonvalue as json  # json.dumps's text without importing json (issue 14)
 
     file = file or sys.stdout
     file.write(json.dumps(obj, allow_nan=False) + "\n")

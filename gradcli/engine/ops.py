@@ -238,6 +238,8 @@ def _shape_error(op: Op, values, params, err: Exception) -> ShapeError:
     else:
         what = ", ".join(f"{k}={v!r}" for k, v in params.items())
     detail = str(err).split("\n")[0]
+    if isinstance(err, np.linalg.LinAlgError):  # not a shape: the matrix is outside the domain
+        return ShapeError(f"{op.name}: {detail} ({what})")
     if "broadcast" in detail:
         detail = "the shapes do not broadcast together"
     elif "core dimension" in detail or "not aligned" in detail:
@@ -270,7 +272,7 @@ def _function(op: Op):
             return apply(op, args[:n_inputs], _bind(op, names, defaults, args[n_inputs:], kwargs))
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = f"{op.doc}\n\nDerivative: {op.derivative or 'none'}. Domain: {op.domain}."
-    return fn
+    return fn if op.api is None else op.api(op, fn)
 
 
 def _bind(op, names, defaults, args, kwargs) -> dict:
@@ -626,11 +628,15 @@ def _softmax(x, axis=-1):
     return z / np.sum(z, axis=axis, keepdims=True)
 
 
-def _norm(x, axis=None, keepdims=False):
+def _norm(x, axis=None, keepdims=False, ord=None):
+    if ord is not None:  # numpy's vector and matrix norms (engine/linalg.py)
+        return _linalg.norm_forward(x, axis, keepdims, ord)
     return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))
 
 
-def _norm_vjp(m, g, ans, x, axis=None, keepdims=False):
+def _norm_vjp(m, g, ans, x, axis=None, keepdims=False, ord=None):
+    if ord is not None:
+        return _linalg.norm_vjp(m, g, ans, x, axis, keepdims, ord)
     shape = _shape(x)
     denom = _reduced(m, ans, shape, axis, keepdims)
     # Zero norm: the subgradient 0, as PyTorch gives (a hard zero, whatever g is).
@@ -726,9 +732,9 @@ def _reduction_jvp(vjp):
     """Forward mode for a reduction: each input element feeds one output element, so the
     output tangent is the sum, over the reduced axes, of the input tangent times the
     local derivative d ans / d x — which is the VJP of an upstream gradient of ones."""
-    def jvp(m, t, ans, x, axis=None, keepdims=False):
-        return m.sum(t * vjp(m, 1.0, ans, x, axis=axis, keepdims=keepdims), axis=axis,
-                     keepdims=keepdims)
+    def jvp(m, t, ans, x, axis=None, keepdims=False, **params):
+        local = vjp(m, m.ones_like(ans), ans, x, axis=axis, keepdims=keepdims, **params)
+        return m.sum(t * local, axis=axis, keepdims=keepdims)
     return jvp
 
 
@@ -990,9 +996,17 @@ _reduction("logsumexp", _logsumexp, lambda m, g, ans, x, axis=None, keepdims=Fal
            * m.exp(x - _reduced(m, ans, _shape(x), axis, keepdims)),
            _sympy_reduce(lambda sp, xs: sp.log(sp.Add(*[sp.exp(v) for v in xs]))),
            "log(sum(exp(x))), computed stably", "softmax(x)")
-_reduction("norm", _norm, _norm_vjp,
-           _sympy_reduce(lambda sp, xs: sp.sqrt(sp.Add(*[v ** 2 for v in xs]))),
-           "Euclidean (Frobenius) norm", "x / norm(x); 0 at 0")
+_sympy_norm2 = _sympy_reduce(lambda sp, xs: sp.sqrt(sp.Add(*[v ** 2 for v in xs])))
+register(Op(name="norm", forward=_norm, vjps=(_norm_vjp,), inputs=("x",),
+            doc="Euclidean (Frobenius) norm over axis; with ord=, numpy's vector norms (p, "
+            "inf, -inf, 0) and matrix norms (1, -1, 2, -2, inf, -inf, 'fro', 'nuc')",
+            derivative="x / norm(x); 0 at 0 (with ord: see gradcli.engine.linalg)",
+            params=_AXIS + (("ord", None),),
+            sympy=lambda sp, x, axis=None, keepdims=False, ord=None:
+            _sympy_norm2(sp, x, axis, keepdims) if ord is None
+            else _linalg.sympy_norm(sp, x, axis, keepdims, ord),
+            kind="reduction", saves="all",
+            samples=lambda rng: _linalg.norm_samples(rng), jvps=(_reduction_jvp(_norm_vjp),)))
 
 # Linear algebra and shape
 register(Op(name="dot", forward=_dot, vjps=(_dot_vjp(0), _dot_vjp(1)), inputs=("x", "y"),
@@ -1206,6 +1220,8 @@ for _name, _ufunc in (("add", np.add), ("subtract", np.subtract), ("negative", n
 # ---------------------------------------------------------------------------------------
 # Namespaces the rules compute in, and the public functions
 # ---------------------------------------------------------------------------------------
+from . import linalg as _linalg  # noqa: E402,F401  (registers the linear algebra entries)
+
 _ALL = {**{name: REGISTRY[name] for name in ORDER}, **INTERNAL}
 NP = SimpleNamespace(**{name: op.forward for name, op in _ALL.items()})
 FUNCTIONS = {name: _function(op) for name, op in _ALL.items()}

@@ -60,6 +60,7 @@ from .tree import (
     Name,
     Number,
     Program,
+    Slice,
     TupleLit,
     Unary,
 )
@@ -219,6 +220,7 @@ class _Plan:
         self.folded: dict[int, Any] = {}
         # pi, e, inf when declared: then not constants in static places (axis=, indices).
         self.shadowed: frozenset = frozenset()
+        self.picked: set[int] = set()  # calls returning several tensors that are indexed
 
     # --- registers ----------------------------------------------------------------------
     def register(self, value=None) -> int:
@@ -253,6 +255,8 @@ class _Plan:
                                                                   self.shadowed)
             return resolved.inputs
         if isinstance(node, Index):
+            if self._several(node.value):
+                self.picked.add(id(node.value))  # eigh(a)[0]: the index picks an output
             return (node.value,)
         if isinstance(node, ArrayLit):
             folded = self._fold_array(node)
@@ -327,10 +331,14 @@ class _Plan:
         if isinstance(node, Call):
             resolved = self.resolved[id(node)]
             inputs = [regs[id(e)] for e in resolved.inputs]
+            if self._several(node):
+                return self._outputs_step(resolved, inputs, node)
             return self._op_step(resolved.op, inputs, resolved.params, node,
                                  variadic=resolved.op.variadic)
         if isinstance(node, Index):
             index = static_index(node, self.source, self.shadowed)
+            if self._several(node.value):
+                return self._pick_step(node, index, regs[id(node.value)])
             return self._op_step(ops.INTERNAL["getitem"], [regs[id(node.value)]],
                                  {"index": index if len(index) > 1 else index[0]}, node)
         if isinstance(node, ArrayLit):
@@ -342,6 +350,54 @@ class _Plan:
             return self._op_step(ops.REGISTRY["stack"], [regs[id(e)] for e in node.elements],
                                  {"axis": 0}, node, variadic=True)
         raise self.error(ParseError, f"{type(node).__name__} is not allowed here", node)
+
+    # --- entries returning several tensors (slogdet, eigh, svd) ----------------------------
+    def _several(self, node) -> bool:
+        """Whether ``node`` is a call returning several tensors (which must be indexed)."""
+        if not isinstance(node, Call):
+            return False
+        resolved = self.resolved.get(id(node))
+        if resolved is None:
+            resolved = self.resolved[id(node)] = resolve_call(node, self.source, self.shadowed)
+        from ..engine.linalg import several_outputs
+        return several_outputs(resolved.op, resolved.params)
+
+    def _outputs_step(self, resolved, inputs: list, node) -> int:
+        op = resolved.op
+        if id(node) not in self.picked:
+            names = ", ".join(op.outputs)
+            raise self.error(ArgumentError, f"{op.name} returns {len(op.outputs)} tensors "
+                                            f"({names}): pick one with an index, e.g. "
+                                            f"{node.func}(...)[0]", node)
+        api, params, out = self.ops.FUNCTIONS[op.name], resolved.params, self.register()
+
+        def step(r, env, used, out=out):
+            values = [r[i] if isinstance(i, int) else i for i in inputs]
+            _check_linalg_sizes(op, values, False, params)
+            value = api(*values, **params)
+            used[0] += sum(v.size for v in value)
+            r[out] = value
+        self.add(step, node)
+        return out
+
+    def _pick_step(self, node, index: tuple, source_reg: int) -> int:
+        op = self.resolved[id(node.value)].op
+        n = len(op.outputs)
+        first = node.items[0]
+        if isinstance(first, Slice) or not -n <= index[0] < n:
+            raise self.error(ArgumentError, f"{op.name} returns {n} tensors "
+                                            f"({', '.join(op.outputs)}): the first index "
+                                            f"picks one, an integer from 0 to {n - 1}", first)
+        out = self.register()
+
+        def step(r, env, used, out=out, k=index[0]):
+            r[out] = r[source_reg][k]
+        self.add(step, node)
+        rest = index[1:]
+        if not rest:
+            return out
+        return self._op_step(self.ops.INTERNAL["getitem"], [out],
+                             {"index": rest if len(rest) > 1 else rest[0]}, node)
 
     def _operands(self, node, regs: dict) -> list:
         """The two operands of an operator. A literal number next to a non-literal stays a
@@ -356,9 +412,9 @@ class _Plan:
 
     def _op_step(self, op, inputs: list, params: dict, node, variadic: bool = False) -> int:
         apply, out = self.ops.apply, self.register()
-        check = _check_sizes
+        check = _check_linalg_sizes if op.kind == "linalg" else _check_sizes
         regs_in = [i for i in inputs if isinstance(i, int)]
-        if len(inputs) == 1 and regs_in:
+        if len(inputs) == 1 and regs_in and op.kind != "linalg":  # (linalg: size checked)
             (a,) = inputs
 
             def step(r, env, used, out=out, a=a):
@@ -373,14 +429,14 @@ class _Plan:
             def step(r, env, used, out=out, a=a, b=b, a_reg=a_reg, b_reg=b_reg):
                 x = r[a] if a_reg else a
                 y = r[b] if b_reg else b
-                check(op, (x, y))
+                check(op, (x, y), False, params)
                 value = apply(op, (x, y), params)
                 used[0] += value.size
                 r[out] = value
         else:
             def step(r, env, used, out=out):
                 values = [r[i] if isinstance(i, int) else i for i in inputs]
-                check(op, values, variadic)
+                check(op, values, variadic, params)
                 value = apply(op, values, params)
                 used[0] += value.size
                 r[out] = value
@@ -401,7 +457,18 @@ def _size(x) -> int:
     return size if type(size) is int else int(size)
 
 
-def _check_sizes(op, values, variadic: bool = False) -> None:
+def _check_linalg_sizes(op, values, variadic: bool = False, params=None) -> None:
+    """``_check_sizes`` for the linear algebra entries: products (outer, kron, einsum) and
+    full SVDs grow beyond their inputs' sizes, so the result is counted from the shapes."""
+    if op.name in ("matmul", "dot"):
+        return _check_sizes(op, values, variadic, params)
+    from ..engine.linalg import result_count
+    count = result_count(op.name, [np.shape(v) for v in values], params or {})
+    if count is not None and count > limits.MAX_ELEMENTS:
+        limits.check_elements(count, op.name)
+
+
+def _check_sizes(op, values, variadic: bool = False, params=None) -> None:
     """Refuse an operation whose result would be over the array size limit, before it is
     computed: a broadcast ``(n, 1) * (1, n)``, an outer matrix product, a big stack."""
     if variadic:
