@@ -231,3 +231,15 @@ def test_hessian_vector_product_matches_differences_of_the_gradient():
 def test_hessian_vector_product_of_an_unreached_argument_is_zero():
     hvp = gc.hessian_vector_product(lambda a, b: a * a, [3.0, 1.0], [1.0, 1.0])
     assert [float(h) for h in hvp] == [2.0, 0.0]
+
+
+def test_a_tape_inside_the_accumulator_does_not_record_its_tangent_computations():
+    # As TensorFlow: only tapes entered before the accumulator see its computations.
+    x = gc.constant(2.0)
+    with gc.ForwardAccumulator(x, 1.0) as acc:
+        with gc.GradientTape() as tape:
+            tape.watch(x)
+            y = x ** 3.0
+            derivative = acc.jvp(y)
+    assert float(derivative) == 12.0
+    assert tape.gradient(derivative, x) is None

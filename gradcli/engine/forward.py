@@ -57,6 +57,7 @@ class ForwardAccumulator:
         flat_tangents = _flatten_like(primals, tangents)
         self._tangents: dict[int, tuple] = {}  # id(node) -> (node, tangent)
         self._recording = False
+        self._outer_tapes: list = []  # the tapes recording when the block was entered
         for primal, tangent in zip(flat_primals, flat_tangents):
             if not isinstance(primal, Tensor):
                 raise TypeError(f"ForwardAccumulator primals must be tensors or variables, "
@@ -80,6 +81,9 @@ class ForwardAccumulator:
             raise ValueError("ForwardAccumulator is already active: it cannot be "
                              "re-entered")
         self._recording = True
+        # Tapes entered before the accumulator see its tangent computations (reverse over
+        # forward); tapes entered inside it do not (as in TensorFlow).
+        self._outer_tapes = list(state.recording)
         _active.append(self)
         return self
 
@@ -170,14 +174,20 @@ def propagate(op, out: Tensor, inputs, values, params) -> None:
                     tangents[i] = entry[1]
         if tangents is None:
             continue
-        if level == 0 and not state.recording:
+        recording = state.recording
+        outer = acc._outer_tapes
+        if level == 0 and not any(trace in outer for trace in recording):
+            # Nothing outside watches: the rules run on numpy values (the fast path).
             tangent = _output_tangent(ops.NP, op, out._value, values, tangents, params)
         else:
             inner = _active[level:]
             del _active[level:]
+            tapes = recording[:]
+            recording[:] = [trace for trace in tapes if trace in outer]
             try:
                 tangent = _output_tangent(ops.ENGINE, op, out, inputs, tangents, params)
             finally:
+                recording[:] = tapes
                 _active.extend(inner)
         if tangent is None:
             continue
