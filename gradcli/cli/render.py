@@ -206,7 +206,8 @@ def print_plain(outcome: Outcome, precision: int | None, prefix: str = "") -> No
     notes = plain_notes(outcome)
     if notes:
         sys.stdout.flush()  # keep the order of the two streams on a terminal
-        sys.stderr.write("".join(f"note: {prefix}{note}\n" for note in notes))
+        label = f"{prefix.strip()}: " if prefix else ""  # compare: which mode's note
+        sys.stderr.write("".join(f"note: {label}{note}\n" for note in notes))
 
 
 def _flat(value, precision: int | None) -> str:
