@@ -268,10 +268,11 @@ def _breaks(line: str, width: int, hang: int) -> list[int]:
 
 
 def _emit(out, *parts) -> None:
-    """Print one logical line, wrapped at spaces to the terminal's width with a hanging
-    indent; a number is never cut, and nothing is interpreted."""
+    """Print one logical line, wrapped at spaces to the terminal's width (an indented
+    line with a hanging indent); a number is never cut, and nothing is interpreted."""
     for line in _text(*parts).split("\n", allow_blank=True):
-        hang = len(line.plain) - len(line.plain.lstrip(" ")) + 2
+        indent = len(line.plain) - len(line.plain.lstrip(" "))
+        hang = indent + 2 if indent else 0  # a field's continuation under its value
         for i, piece in enumerate(line.divide(_breaks(line.plain, max(out.width, 1), hang))):
             piece.rstrip()
             out.print(_text(" " * hang) + piece if i else piece, soft_wrap=True, crop=False)
@@ -314,12 +315,12 @@ def _show(out, headers: list, rows: list, *, title: str | None = None,
         if spare < 0 and not (prose and out.width >= 60):
             _vertical(out, headers, rows, title)
             return
-        # every column gets its longest word; the rest is shared equally, a column
-        # taking no more than it needs (the narrow ones first, so they need not wrap)
+        # every column gets its longest word; the rest goes to the columns that need the
+        # least to show their lines whole, so that as many columns as possible do not wrap
         order = sorted(range(len(columns)), key=lambda k: columns[k][1] - columns[k][0])
-        for done, k in enumerate(order):
+        for k in order:
             low, high = columns[k]
-            give = min(high - low, max(spare, 0) // (len(order) - done))
+            give = min(high - low, max(spare, 0))
             spare -= give
             if spare >= 0:  # (prose that does not fit: rich's own layout, which folds)
                 table.columns[k].width = low + give
