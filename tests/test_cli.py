@@ -343,6 +343,9 @@ def test_an_option_typo_is_named_with_a_suggestion():
     result = run("grad", "sin(x)", "--arg", "x=1", "--chek")
     assert result.returncode == 2 and result.stdout == ""
     assert "no such option --chek (did you mean --check?)" in result.stderr
+    result = run("--versoin")
+    assert result.returncode == 2
+    assert "no such option --versoin (did you mean --version?)" in result.stderr
 
 
 def test_dash_h_is_help_everywhere():

@@ -55,11 +55,12 @@ def _output_flushed(work) -> None:
         raise _OutputFailed(err) from None
 
 
-def _checked_options(command, ctx, args: list) -> list:
+def _checked_options(command, ctx, args: list, group: bool = False) -> list:
     """The arguments, with ``-h`` read as ``--help`` and an unknown ``--name`` refused
     with a suggestion. A command takes unknown options as arguments (a program may start
     with "-", as in '-x**2 + 1'), so only tokens shaped like a long option are checked,
-    and only before ``--``; ``-h`` is not a click option, since '-sinh(x)' would be one."""
+    and only before ``--``; ``-h`` is not a click option, since '-sinh(x)' would be one.
+    For the ``group``, only the options before the command's name."""
     known: dict = {}
     for param in command.get_params(ctx):
         for name in getattr(param, "opts", []) + getattr(param, "secondary_opts", []):
@@ -67,7 +68,7 @@ def _checked_options(command, ctx, args: list) -> list:
     checked, i = [], 0
     while i < len(args):
         token = args[i]
-        if token == "--":
+        if token == "--" or (group and not token.startswith("-")):
             return checked + args[i:]
         name = token.split("=", 1)[0]
         if token == "-h":
@@ -105,6 +106,13 @@ class _Command(typer.core.TyperCommand):
         return super().parse_args(ctx, _checked_options(self, ctx, list(args)))
 
 
+class _Group(typer.core.TyperGroup):
+    """The ``gradcli`` group: unknown options before the command named in the same way."""
+
+    def parse_args(self, ctx, args: list) -> list:
+        return super().parse_args(ctx, _checked_options(self, ctx, list(args), group=True))
+
+
 # name -> (function, typer.command keyword arguments), filled below.
 _COMMANDS: dict = {}
 
@@ -113,7 +121,7 @@ def build_app(only: str | None = None) -> typer.Typer:
     """The typer app with every command, or with the one command ``only``: click builds
     each command's options at every start, and a run needs only its own (5 ms of the
     start-up budget)."""
-    new = typer.Typer(**_APP_SETTINGS)
+    new = typer.Typer(cls=_Group, **_APP_SETTINGS)
     new.callback()(_main)
     for name, (function, settings) in _COMMANDS.items():
         if only is None or name == only:
