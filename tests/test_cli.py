@@ -378,4 +378,4 @@ def test_a_large_array_prints_a_summary_quickly():
     assert result.stdout == "1.0 1.0 1.0 ... 1.0 1.0 1.0\n"
     assert "1048576 elements" in result.stderr
     human = run("grad", program, "--arg", f"w=ones({shape})")
-    assert "1048576 elements" in human.stdout
+    assert "1048576" in human.stdout.split() and "flattened:" in human.stdout
