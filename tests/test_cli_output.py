@@ -290,3 +290,12 @@ def test_functions_table_keeps_brackets():
                                      out=render.console(file=buffer, width=width))
         text = buffer.getvalue()
         assert "x[i]" in text and "[x, ...]" in " ".join(text.split()), width
+
+
+def test_check_verdict_and_reason_print_as_written():
+    outcome = Outcome("tape", np.float64(1.0), [])
+    check = {"passed": False, "verdict": "nothing to check",
+             "reason": "no source [x] was checked", "gradients": []}
+    text = human(outcome, None, 80, check=check)
+    assert "check: nothing to check (no source [x] was checked)" in text
+    assert "passed" not in text and "MISMATCH" not in text

@@ -284,7 +284,7 @@ def _shape(value) -> str:
 
 def _status_style(status: str) -> str:
     return {"ok": "green", "mismatch": "bold red", "skipped": "yellow",
-            "non-differentiable": "magenta"}.get(status, "")
+            "non-differentiable": "magenta", "overflow": "cyan"}.get(status, "")
 
 
 def _show(out, headers: list, rows: list, *, title: str | None = None,
@@ -405,7 +405,16 @@ def print_check(out, check: dict, precision: int | None, tapes: dict | None = No
                      _text((status, _status_style(status)), f" ({reason})" if reason else "")])
     _show(out, ["name", "tape", "symbolic", "finite diff", "abs err", "rel err", "status"],
           rows, title=title)
-    _emit(out, "check: ", ("passed", "green") if check["passed"] else ("MISMATCH", "bold red"))
+    verdict = check_verdict(check)
+    _emit(out, "check: ", {"passed": ("passed", "green"), "mismatch": ("MISMATCH", "bold red")
+                           }.get(verdict, (verdict, "yellow")),
+          f" ({check['reason']})" if check.get("reason") else "")
+
+
+def check_verdict(check: dict) -> str:
+    """The check's verdict: "passed", "mismatch" or "nothing to check" (a check object
+    without one: from its ``passed``)."""
+    return check.get("verdict") or ("passed" if check["passed"] else "mismatch")
 
 
 def _cell(value, precision) -> str:
