@@ -417,7 +417,7 @@ def main() -> None:
     killed by SIGPIPE); never a traceback."""
     command = sys.argv[1] if len(sys.argv) > 1 else None
     try:
-        code = (build_app(command) if command in _COMMANDS else app)(standalone_mode=False)
+        code = build_app(command if command in _COMMANDS else None)(standalone_mode=False)
     except KeyboardInterrupt:
         code = 130
     except (_OutputFailed, OSError) as err:
