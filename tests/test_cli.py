@@ -300,12 +300,12 @@ def test_a_full_output_is_one_line_and_exit_2():
 
 
 def test_a_closed_pipe_ends_quietly_with_141():
-    process = subprocess.Popen(COMMAND + ["functions"], stdout=subprocess.PIPE,
-                               stderr=subprocess.PIPE)
-    process.stdout.readline()
-    process.stdout.close()  # as `head -1` does
-    assert process.wait(timeout=120) == 141
-    assert process.stderr.read() == b""
+    for args in (["functions"], ["value-grad", *SEED, "--json"], ["grad", *SEED, "--plain"]):
+        process = subprocess.Popen(COMMAND + args, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE)
+        process.stdout.close()  # the reader is gone before gradcli writes (`| head -0`)
+        assert process.wait(timeout=120) == 141, args
+        assert process.stderr.read() == b"", args
 
 
 @pytest.mark.parametrize("module", ["numpy", "typer", "rich.table"])
