@@ -8,6 +8,24 @@
 """
 from __future__ import annotations
 
+import sys as _sys
+
+
+def _exit_quietly_on_interrupt(kind, value, traceback, _previous=_sys.excepthook) -> None:
+    """Ctrl-C that reaches the top while gradcli is being imported (most of the command
+    line's start-up) ends the process with 130 and no traceback, as Unix tools do.
+    Installed while this package imports (and by ``gradcli.cli`` for the command line);
+    no import, so no start-up cost; never in an interactive session."""
+    if issubclass(kind, KeyboardInterrupt):
+        import os
+        os._exit(130)
+    _previous(kind, value, traceback)
+
+
+_previous_hook = _sys.excepthook
+if not _sys.flags.interactive and not hasattr(_sys, "ps1"):
+    _sys.excepthook = _exit_quietly_on_interrupt
+
 import gc as _gc
 
 
@@ -59,3 +77,5 @@ __all__ = ["Tensor", "Variable", "constant", "GradientTape", "gradients_function
            "custom_gradient", "stop_gradient", "zeros_like", "ones_like", "pi", "e", "inf",
            "__version__", "linalg", "ForwardAccumulator", "jvp", "hessian_vector_product",
            *sorted(_REGISTRY)]
+
+_sys.excepthook = _previous_hook  # the library leaves the process's hook as it was

@@ -113,3 +113,19 @@ def test_functions_json_says_which_entries_have_forward_and_reverse_rules():
     assert entries["sin"]["forward"] and entries["sin"]["reverse"]
     assert not entries["less"]["forward"] and not entries["less"]["reverse"]
     assert all(e["forward"] == e["reverse"] for e in entries.values())
+
+
+def test_compare_with_tangents_and_check_checks_the_jvp_row_too():
+    out = run_json("compare", "w * sin(x)", "--var", "w=2", "--arg", "x=0.5",
+                   "--tangent", "w=1", "--tangent", "x=2", "--check")
+    entry = out["jvp"]["check"]["gradients"][0]
+    assert out["jvp"]["check"]["verdict"] == "passed" and entry["name"] == "jvp"
+    assert entry["symbolic"] == pytest.approx(np.sin(0.5) + 2 * 2 * np.cos(0.5), rel=1e-15)
+    assert out["tape"]["check"]["verdict"] == "passed"
+
+
+def test_jvp_human_output_is_literal_text():
+    # brackets of arrays are printed, not read as rich markup
+    result = run("jvp", "x * 2", "--arg", "x=[1, 2]", "--tangent", "x=[1, 0]")
+    assert result.returncode == 0, result.stderr
+    assert "jvp (directional derivative): [2.0, 0.0]  shape (2,)" in result.stdout

@@ -34,19 +34,23 @@ def plain_lines(outcome, precision: int | None) -> list[str]:
 def print_human(outcome, precision: int | None, check: dict | None = None,
                 target: str | None = None) -> None:
     from ..directional import API_CALL
-    from .render import _shape, array_text, console, print_check
-    out = console()
-    out.print(f"[bold]jvp[/bold]  [dim]{API_CALL}[/dim]")
+    from .render import _emit, _shape, array_text, console, print_check
+    out = console()  # literal text only: nothing the user typed is interpreted
+    _emit(out, ("jvp", "bold"), "  ", (API_CALL, "dim"))
     label = f"value of {target}" if target else "value"
-    out.print(f"{label}: [bold]{array_text(outcome.value, precision)}[/bold]"
-              f"  [dim]shape {_shape(outcome.value)}[/dim]")
-    direction = ", ".join(f"{name} = {array_text(t, precision)}"
-                          for name, t in outcome.tangents.items())
-    out.print(f"along: {direction}")
-    out.print(f"jvp (directional derivative): [bold]{array_text(outcome.jvp, precision)}"
-              f"[/bold]  [dim]shape {_shape(outcome.jvp)}[/dim]")
+    _emit(out, f"{label}: ", (array_text(outcome.value, precision), "bold"),
+          "  ", (f"shape {_shape(outcome.value)}", "dim"))
+    _emit(out, "along: " + _direction(outcome, precision))
+    _emit(out, "jvp (directional derivative): ", (array_text(outcome.jvp, precision), "bold"),
+          "  ", (f"shape {_shape(outcome.jvp)}", "dim"))
     if check is not None:
         print_check(out, check, precision)
+
+
+def _direction(outcome, precision: int | None) -> str:
+    from .render import array_text
+    return ", ".join(f"{name} = {array_text(t, precision)}"
+                     for name, t in outcome.tangents.items())
 
 
 def run_jvp(s: _Settings) -> None:
@@ -73,53 +77,69 @@ def run_jvp(s: _Settings) -> None:
 
 
 def run_compare(s: _Settings) -> None:
-    """``compare`` with ``--tangent``: the four APIs, then a ``jvp`` row (forward mode
-    along the tangents: its value and directional derivative)."""
+    """``compare`` with ``--tangent``: the four APIs as ``app._run_compare`` gives them
+    (with --check, each checked), then a ``jvp`` row: forward mode along the tangents,
+    its value and directional derivative (checked too with --check)."""
     from ..errors import GradcliError
     from ..modes import MODES, run_mode
+    from .app import _check, _symbolic
 
     def work():
         from ..directional import parse_tangents, run_jvp as jvp_mode
         model = _prepare(s)
         tangents = parse_tangents(model, s.tangent)  # a bad --tangent is a usage error
-        results = {}
+        results, checks, symbolics = {}, {}, {}
         for mode in MODES:
             try:
                 results[mode] = run_mode(mode, model, _mode_options(s))
             except GradcliError as err:
                 results[mode] = err.message
+                continue
+            if s.check:
+                checks[mode] = _check(s, model, results[mode])
+            if s.symbolic:
+                symbolics[mode] = _symbolic(s, model, results[mode])
+        jvp_check = None
         try:
             jvp = jvp_mode(model, tangents)
         except GradcliError as err:
             jvp = err.message
-        return results, jvp
+        else:
+            if s.check:
+                from ..check.directional import check_jvp
+                jvp_check = check_jvp(model, jvp, rtol=s.rtol, atol=s.atol,
+                                      timeout=s.check_timeout)
+        return results, checks, symbolics, jvp, jvp_check
 
-    results, jvp = _guarded(work)
+    results, checks, symbolics, jvp, jvp_check = _guarded(work)
     from . import render
     if s.json_out:
-        obj = render.compare_json(results)
-        obj["jvp"] = {"error": jvp} if isinstance(jvp, str) else outcome_json(jvp)
+        obj = render.compare_json(results, checks, symbolics)
+        obj["jvp"] = {"error": jvp} if isinstance(jvp, str) else outcome_json(jvp, jvp_check)
         render.print_json(obj)
     elif s.plain:
         for mode, result in results.items():
             if isinstance(result, str):
                 sys.stdout.write(f"{mode} error: {result}\n")
             else:
-                for line in render.plain_lines(result, s.precision):
-                    sys.stdout.write(f"{mode} {line}\n")
+                render.print_plain(result, s.precision, prefix=f"{mode} ")
         if isinstance(jvp, str):
             sys.stdout.write(f"jvp error: {jvp}\n")
         else:
-            for line in plain_lines(jvp, s.precision):
-                sys.stdout.write(f"jvp {line}\n")
+            sys.stdout.write("".join(f"jvp {line}\n" for line in plain_lines(jvp, s.precision)))
     else:
-        render.print_compare_human(results, s.precision)
+        render.print_compare_human(results, s.precision, checks=checks if s.check else None,
+                                   symbolics=symbolics if s.symbolic else None)
         out = render.console()
         if isinstance(jvp, str):
-            out.print(f"jvp (forward mode): [red]error:[/red] {jvp}")
+            render._emit(out, "jvp (forward mode): ", ("error:", "red"), f" {jvp}")
         else:
-            direction = ", ".join(f"{n} = {render.array_text(t, s.precision)}"
-                                  for n, t in jvp.tangents.items())
-            out.print(f"jvp (forward mode, tf.autodiff.ForwardAccumulator) along {direction}: "
-                      f"value {render.array_text(jvp.value, s.precision)}, directional "
-                      f"derivative [bold]{render.array_text(jvp.jvp, s.precision)}[/bold]")
+            render._emit(out, "jvp (forward mode, tf.autodiff.ForwardAccumulator) along "
+                         f"{_direction(jvp, s.precision)}: value "
+                         f"{render.array_text(jvp.value, s.precision)}, directional "
+                         "derivative ", (render.array_text(jvp.jvp, s.precision), "bold"))
+            if jvp_check is not None:
+                render.print_check(out, jvp_check, s.precision, title="jvp cross-check")
+    verdicts = [render.check_verdict(c) for c in (*checks.values(), jvp_check) if c]
+    if "mismatch" in verdicts:
+        raise typer.Exit(1)
