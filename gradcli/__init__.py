@@ -9,8 +9,9 @@
 from __future__ import annotations
 
 from .engine import (CONSTANTS, FUNCTIONS, GradientTape, Tensor, Variable, constant,
-                     custom_gradient, gradients_function, implicit_gradients,
-                     implicit_value_and_gradients, stop_gradient, value_and_gradients_function)
+                     custom_gradient, gradients_function, hessians_function,
+                     implicit_gradients, implicit_value_and_gradients, stop_gradient,
+                     value_and_gradients_function)
 from .engine.table import REGISTRY as _REGISTRY
 
 __version__ = "0.1.0"
@@ -22,7 +23,8 @@ zeros_like, ones_like = FUNCTIONS["zeros_like"], FUNCTIONS["ones_like"]
 pi, e, inf = CONSTANTS["pi"], CONSTANTS["e"], CONSTANTS["inf"]
 
 __all__ = ["Tensor", "Variable", "constant", "GradientTape", "gradients_function",
-           "value_and_gradients_function", "implicit_gradients", "implicit_value_and_gradients",
+           "value_and_gradients_function", "hessians_function", "implicit_gradients",
+           "implicit_value_and_gradients",
            "custom_gradient", "stop_gradient", "zeros_like", "ones_like", "pi", "e", "inf",
            "__version__",
            *sorted(_REGISTRY)]
