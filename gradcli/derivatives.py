@@ -6,8 +6,8 @@ Like :mod:`gradcli.modes`, this layer knows the engine and the ``Model`` of
 API (tapes, ``gradients_function``), by nested reverse mode.
 
 The sources (``--wrt``) are declared values: the arguments, then the trainable
-variables, in declaration order, by default; ``--wrt`` may name any argument, variable
-(frozen ones included) or constant. A value the program computes is refused: its
+variables, in declaration order, by default; ``--wrt`` may name any argument or variable
+(frozen ones included). A constant or a value the program computes is refused: its
 Jacobian would be taken with the value cut out of the program, which the tape can do
 (``gradcli tape --wrt``) but these commands do not.
 
@@ -42,14 +42,20 @@ def default_sources(model) -> list[str]:
 def resolve_sources(model, wrt: list[str] | None, command: str) -> list[str]:
     """The source names for ``--wrt`` (None: the default), each a declared value."""
     names = default_sources(model) if wrt is None else list(dict.fromkeys(wrt))
-    declared = [n for n in model.names if model.is_declared(n)]
+    inputs = ("arg", "var", "frozen", "variable")
+    declared = [n for n in model.names if model.kinds[n] in inputs]
     for name in names:
-        if model.is_declared(name):
+        kind = model.kinds.get(name)
+        if kind in inputs:
             continue
-        if name in model.kinds:
+        if kind == "constant":
+            raise InputError(f"--wrt {name}: '{name}' is a constant; {command} "
+                             "differentiates with respect to arguments and variables "
+                             "(declare it with --arg or Variable(...))")
+        if kind is not None:
             raise InputError(f"--wrt {name}: {command} differentiates with respect to "
-                             f"declared values (arguments, variables, constants); '{name}' "
-                             "is computed by the program (gradcli tape --wrt takes it)")
+                             f"arguments and variables; '{name}' is computed by the "
+                             "program (gradcli tape --wrt takes it)")
         hint = did_you_mean(name, declared)
         raise UnknownNameError(f"unknown source '{name}'{hint}; known: "
                                f"{', '.join(declared) or 'none'}")
