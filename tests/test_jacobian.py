@@ -177,3 +177,29 @@ def test_batch_jacobian_accepts_experimental_use_pfor():
         y = x * x
     j = tape.batch_jacobian(y, x, experimental_use_pfor=False)
     assert j.numpy().tolist() == [[[2.0, 0.0], [0.0, 4.0]], [[6.0, 0.0], [0.0, 8.0]]]
+
+
+# ---------------------------------------------------------------------------------------
+# compare's jacobian row
+# ---------------------------------------------------------------------------------------
+def test_compare_adds_a_jacobian_row_for_a_vector_target():
+    result = CliRunner().invoke(app, ["compare", "w*x", "--var", "w=[1, 2]", "--arg", "x=3",
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    out = json.loads(result.stdout)
+    row = out["jacobian"]
+    assert row["value"] == [3.0, 6.0]
+    assert [(j["name"], j["jacobian"]) for j in row["jacobians"]] == [
+        ("x", [1.0, 2.0]), ("w", [[3.0, 0.0], [0.0, 3.0]])]
+    # the four APIs give the gradient of the sum, the row each element's
+    assert out["tape"]["gradients"][0]["gradient"] == np.sum(row["jacobians"][1]["jacobian"],
+                                                             axis=0).tolist()
+    human = CliRunner().invoke(app, ["compare", "w*x", "--var", "w=[1, 2]", "--arg", "x=3"])
+    assert "tf.GradientTape.jacobian" in human.stdout
+
+
+def test_compare_has_no_jacobian_row_for_a_scalar_target():
+    result = CliRunner().invoke(app, ["compare", "w*x", "--var", "w=2", "--arg", "x=3",
+                                      "--json"])
+    assert result.exit_code == 0, result.output
+    assert "jacobian" not in json.loads(result.stdout)

@@ -271,12 +271,15 @@ def _run_compare(s: _Settings) -> None:
                 results[mode] = run_mode(mode, model, _mode_options(s))
             except GradcliError as err:
                 results[mode] = err.message
-        return results
+        return results, _jacobian_row(model, results)
 
-    results = _guarded(work)
+    results, jacobian = _guarded(work)
     from . import render
     if s.json_out:
-        render.print_json(render.compare_json(results))
+        obj = render.compare_json(results)
+        if jacobian is not None:
+            obj["jacobian"] = jacobian.to_json()
+        render.print_json(obj)
     elif s.plain:
         for mode, result in results.items():
             if isinstance(result, str):
@@ -284,8 +287,23 @@ def _run_compare(s: _Settings) -> None:
             else:
                 for line in render.plain_lines(result, s.precision):
                     sys.stdout.write(f"{mode} {line}\n")
+        if jacobian is not None:
+            jacobian.print_plain(s.precision)
     else:
         render.print_compare_human(results, s.precision)
+        if jacobian is not None:
+            jacobian.print_human(s.precision)
+
+
+def _jacobian_row(model, results: dict):
+    """compare's jacobian row (cli/higher.py), where the target is not a scalar: there
+    the four APIs differentiate the sum of its elements, the Jacobian each element."""
+    value = next((r.value for r in results.values()
+                  if not isinstance(r, str) and r.value is not None), None)
+    if value is None or getattr(value, "ndim", 0) == 0:
+        return None
+    from .higher import CompareRow
+    return CompareRow(model)
 
 
 def _command(name: str, extra: list, runner):

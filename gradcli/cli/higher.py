@@ -85,13 +85,19 @@ def jacobian_json(result, check: dict | None = None) -> dict:
 
 
 def _print_jacobian(result, precision, check, target) -> None:
-    from rich.table import Table
     out = render.console()
     out.print(f"[bold]jacobian[/bold]  [dim]d {target or 'target'} / d source: shape "
               f"target.shape + source.shape ({result.computed_by} mode)[/dim]")
     out.print(f"value{' of ' + target if target else ''}: "
               f"[bold]{render.array_text(result.value, precision)}[/bold]"
               f"  [dim]shape {tuple(np.shape(result.value))}[/dim]")
+    out.print(_jacobian_table(result, precision))
+    if check is not None:
+        render.print_check(out, check, precision)
+
+
+def _jacobian_table(result, precision):
+    from rich.table import Table
     table = Table(show_edge=False, header_style="bold")
     for column in ("source", "jacobian", "shape"):
         table.add_column(column, style="dim" if column == "shape" else None)
@@ -100,9 +106,7 @@ def _print_jacobian(result, precision, check, target) -> None:
         if not j.connected:
             shown += " [dim](not connected)[/dim]"
         table.add_row(j.name, shown, str(j.shape))
-    out.print(table)
-    if check is not None:
-        render.print_check(out, check, precision)
+    return table
 
 
 # ---------------------------------------------------------------------------------------
@@ -263,3 +267,41 @@ def _print_order(outcome, order: int, precision, check, texts) -> None:
         out.print(f"[yellow]note:[/yellow] {note}")
     if check is not None:
         render.print_check(out, check, precision)
+
+
+# ---------------------------------------------------------------------------------------
+# compare's jacobian row
+# ---------------------------------------------------------------------------------------
+class CompareRow:
+    """``tape.jacobian(target, sources)`` beside the four APIs in ``gradcli compare``
+    (shown where the target is not a scalar), with the default sources of ``jacobian``:
+    the arguments, then the trainable variables. An error is shown in the row."""
+
+    def __init__(self, model):
+        from ..derivatives import jacobian
+        from ..errors import GradcliError
+        self.result = self.error = None
+        try:
+            self.result = jacobian(model)
+        except GradcliError as err:
+            self.error = err.message
+
+    def to_json(self) -> dict:
+        return {"error": self.error} if self.error else jacobian_json(self.result)
+
+    def print_plain(self, precision) -> None:
+        if self.error:
+            _write([f"jacobian error: {self.error}"])
+            return
+        _write([f"jacobian {_flat(self.result.value, precision)}"]
+               + [f"jacobian {_flat(j.jacobian, precision)}" for j in self.result.jacobians])
+
+    def print_human(self, precision) -> None:
+        out = render.console()
+        if self.error:
+            out.print(f"jacobian (tf.GradientTape.jacobian): [red]error:[/red] {self.error}")
+            return
+        out.print("[bold]jacobian[/bold]  [dim]tf.GradientTape.jacobian(target, sources): "
+                  "each element of the target, not their sum (arguments, then trainable "
+                  "variables)[/dim]")
+        out.print(_jacobian_table(self.result, precision))
