@@ -180,8 +180,10 @@ def hessian(model, wrt: list[str] | None = None) -> HessianResult:
                             "sum, or use gradcli jacobian)")
         grads = inner.gradient(target, sources, unconnected_gradients="zero")
         flat = concatenate([reshape(g, (-1,)) for g in grads])
-    columns = outer.jacobian(flat, sources, unconnected_gradients="zero")
     n = int(flat.shape[0])
+    if n == 0:
+        raise ModeError(f"hessian: the sources ({', '.join(names)}) have no elements")
+    columns = outer.jacobian(flat, sources, unconnected_gradients="zero")
     # (+ 0.0: a -0.0 from a rule's sign is printed as 0.0)
     matrix = np.concatenate([np.reshape(c.numpy(), (n, -1)) for c in columns], axis=1) + 0.0
     gradient = np.asarray(flat.numpy()) + 0.0

@@ -152,6 +152,7 @@ def test_frozen_variable_can_be_named_with_wrt():
     (["c = constant(2); c*x", "--arg", "x=1", "--wrt", "c"], "is a constant"),
     (["2 + 3"], "needs something to differentiate"),
     (["x < 1", "--arg", "x=0"], "boolean"),
+    (["sum(x)", "--arg", "x=zeros((0,))"], "have no elements"),
 ])
 def test_bad_hessian_input_is_one_message_and_exit_2(args, words):
     result = run("hessian", *args)
