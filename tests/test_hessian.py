@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import os
 import shutil
 import subprocess
 import sys
@@ -15,6 +16,8 @@ import sys
 import numpy as np
 import pytest
 import sympy as sp
+from hypothesis import given, settings
+from hypothesis import strategies as st
 from typer.testing import CliRunner
 
 import gradcli as gc
@@ -300,3 +303,32 @@ def test_hessians_function_is_itself_differentiable():
         [[h]] = gc.hessians_function(lambda v: v ** 5)(x)
     assert float(h) == 20 * 2.0 ** 3
     assert float(tape.gradient(h, x)) == 60 * 2.0 ** 2
+
+
+# ---------------------------------------------------------------------------------------
+# A property: the Hessian of smooth programs equals sympy's at random points
+# ---------------------------------------------------------------------------------------
+EXAMPLES = int(os.environ.get("GRADCLI_PROPERTY_EXAMPLES", "60"))
+SMOOTH = [  # (program text, the same in sympy's syntax: test text, never user text)
+    ("sin(x)*exp(y) + x^3*y", "sin(x)*exp(y) + x**3*y"),
+    ("tanh(x*y) - log(1 + x^2 + y^2)", "tanh(x*y) - log(1 + x**2 + y**2)"),
+    ("sqrt(1 + x^2) * cos(y - x) / (2 + sin(y))",
+     "sqrt(1 + x**2) * cos(y - x) / (2 + sin(y))"),
+    ("sigmoid(x) * softplus(y) + hypot(x, y)",
+     "1/(1 + exp(-x)) * log(1 + exp(y)) + sqrt(x**2 + y**2)"),
+]
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(st.sampled_from(SMOOTH), st.floats(-2, 2), st.floats(-2, 2))
+def test_hessian_of_smooth_programs_equals_sympy(program, x, y):
+    from gradcli.derivatives import hessian
+    from gradcli.lang import Declarations, build, parse_program
+    if abs(x) + abs(y) < 1e-3:  # hypot's second derivative is unbounded at the origin
+        return
+    text, sympy_text = program
+    result = hessian(build(parse_program(text), Declarations.from_options(
+        arg=[f"x={x!r}", f"y={y!r}"])))
+    truth = sympy_hessian(sympy_text, ["x", "y"], {"x": x, "y": y})
+    np.testing.assert_allclose(result.hessian, truth, rtol=1e-9, atol=1e-12)
+    assert result.symmetric

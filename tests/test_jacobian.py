@@ -203,3 +203,11 @@ def test_compare_has_no_jacobian_row_for_a_scalar_target():
                                       "--json"])
     assert result.exit_code == 0, result.output
     assert "jacobian" not in json.loads(result.stdout)
+
+
+def test_check_of_a_target_without_elements_has_nothing_to_check():
+    result = run("jacobian", "x", "--arg", "x=zeros((0,))", "--check", "--json")
+    assert result.returncode == 0, result.stderr
+    out = json.loads(result.stdout)
+    assert out["jacobians"][0]["shape"] == [0, 0]
+    assert out["check"]["verdict"] == "nothing to check"

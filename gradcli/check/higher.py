@@ -245,6 +245,8 @@ def _concat(parts: dict, names: list[str], name: str):
 
 
 def _join(parts: list, name: str, combine):
+    if not parts:  # a target without elements: nothing to compare
+        return NumericGradient(name, "central", note="the target has no elements")
     first = parts[0]
     notes = "; ".join(dict.fromkeys(p.note for p in parts if p.note)) or None
     if isinstance(first, SymbolicGradient):
@@ -335,6 +337,8 @@ def _jacobian_compute(sp, job: dict, emit) -> None:
             source = translated.sources[name]
             rows = [_gradient(sp, name, translated, target[idx], source, evaluate=True,
                               want_text=False) for idx in np.ndindex(target.shape)]
+            if not rows:
+                raise SymbolicSkip("the target has no elements")
             give(name, _stack(rows, name, target.shape))
     _guarded(job, emit, work)
 
