@@ -322,5 +322,4 @@ def order_outcome(model, options, order: int):
     if order == 2 and len(first.gradients) > 1:
         first.notes.append("these are the pure second partials; the mixed ones are in the "
                            "Hessian: gradcli hessian with the same declarations")
-    first.mode = "grad"
     return first

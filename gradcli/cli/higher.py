@@ -26,7 +26,6 @@ import sys
 import numpy as np
 import typer
 
-from ..jsonvalue import json_value
 from . import render
 from .app import _guarded, _mode_options, _prepare, _split
 
@@ -74,9 +73,9 @@ def run_jacobian(s) -> None:
 
 
 def jacobian_json(result, check: dict | None = None) -> dict:
-    obj = {"mode": "jacobian", "value": json_value(result.value),
+    obj = {"mode": "jacobian", "value": render.json_array(result.value),
            "computed_by": result.computed_by,
-           "jacobians": [{"name": j.name, "jacobian": json_value(j.jacobian),
+           "jacobians": [{"name": j.name, "jacobian": render.json_array(j.jacobian),
                           "shape": list(j.shape), "connected": j.connected}
                          for j in result.jacobians]}
     if check is not None:
@@ -140,13 +139,13 @@ def run_hessian(s) -> None:
 
 
 def hessian_json(result, check: dict | None = None) -> dict:
-    obj = {"mode": "hessian", "value": json_value(result.value),
-           "labels": list(result.labels), "gradient": json_value(result.gradient),
-           "hessian": json_value(result.hessian),
-           "eigenvalues": json_value(result.eigenvalues), "verdict": result.verdict,
+    obj = {"mode": "hessian", "value": render.json_array(result.value),
+           "labels": list(result.labels), "gradient": render.json_array(result.gradient),
+           "hessian": render.json_array(result.hessian),
+           "eigenvalues": render.json_array(result.eigenvalues), "verdict": result.verdict,
            "critical": result.critical,
-           "gradient_tolerance": json_value(result.gradient_tolerance),
-           "symmetric": result.symmetric, "asymmetry": json_value(result.asymmetry)}
+           "gradient_tolerance": render.json_array(result.gradient_tolerance),
+           "symmetric": result.symmetric, "asymmetry": render.json_array(result.asymmetry)}
     if check is not None:
         obj["check"] = check
     return obj
