@@ -77,9 +77,8 @@ def check_jacobian(model: Any, result: Any, *, rtol: float | None = None,
         return {name: _stack([row[name] for row in rows], name, tshape) for name in names}
 
     numeric = numeric_in_worker([job], names, timeout)
-    sym = _symbolic(model, point, names, {"compute": _jacobian_compute, "names": names},
-                    timeout)
-    num = numeric.collect()
+    sym, num = _both(numeric, lambda: _symbolic(
+        model, point, names, {"compute": _jacobian_compute, "names": names}, timeout))
     tol = Tolerances.for_dtype(model.dtype, rtol, atol)
     return CheckReport([compare_gradient(j.name, j.jacobian, sym[j.name], num[j.name], tol)
                         for j in result.jacobians], tol).to_json()
@@ -110,9 +109,9 @@ def check_hessian(model: Any, result: Any, *, rtol: float | None = None,
         return out
 
     numeric = numeric_in_worker([job], keys, timeout)
-    sym = _symbolic(model, point, keys, {"compute": _hessian_compute, "names": names,
-                                         "rows": rows}, timeout)
-    num = numeric.collect()
+    sym, num = _both(numeric, lambda: _symbolic(
+        model, point, keys, {"compute": _hessian_compute, "names": names, "rows": rows},
+        timeout))
     tol = Tolerances.for_dtype(model.dtype, rtol, atol)
     checks = [compare_gradient("gradient", result.gradient, sym["gradient"], num["gradient"],
                                tol)]
@@ -149,17 +148,35 @@ def check_order(model: Any, outcome: Any, order: int, *, rtol: float | None = No
             return out
         jobs.append(job)
     numeric = numeric_in_worker(jobs, names, timeout) if jobs else None
-    sym = _symbolic(model, point, names, {"compute": _order_compute, "names": names,
-                                          "order": order, "want_text": want_text}, timeout)
+    sym, num = _both(numeric, lambda: _symbolic(
+        model, point, names, {"compute": _order_compute, "names": names, "order": order,
+                              "want_text": want_text}, timeout))
     texts = ({name: sym[name].text if sym[name].skipped is None
               else f"skipped: {sym[name].skipped}" for name in names} if want_text else None)
     if numeric is None:
         return None, texts
-    num = numeric.collect()
     tol = Tolerances.for_dtype(model.dtype, rtol, atol)
     report = CheckReport([compare_gradient(g.name, g.gradient, sym[g.name], num[g.name], tol)
                           for g in outcome.gradients], tol)
     return report.to_json(), texts
+
+
+def _both(numeric, symbolic) -> tuple:
+    """sympy's results (``symbolic()``, waiting for its worker) and the finite
+    differences' (``numeric.collect()``), read side by side: a Jacobian's differences
+    are more than a pipe holds, and a worker blocked on a full pipe until sympy is done
+    would be reported as out of time."""
+    import threading
+    box: dict = {}
+    reader = None
+    if numeric is not None:
+        reader = threading.Thread(target=lambda: box.update(num=numeric.collect()),
+                                  daemon=True)
+        reader.start()
+    sym = symbolic()
+    if reader is not None:
+        reader.join()
+    return sym, box.get("num")
 
 
 # ---------------------------------------------------------------------------------------
