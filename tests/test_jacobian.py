@@ -211,3 +211,20 @@ def test_check_of_a_target_without_elements_has_nothing_to_check():
     out = json.loads(result.stdout)
     assert out["jacobians"][0]["shape"] == [0, 0]
     assert out["check"]["verdict"] == "nothing to check"
+
+
+def test_large_finite_difference_results_arrive_while_sympy_runs_to_its_limit():
+    import time
+
+    from gradcli.check.higher import _both
+    from gradcli.check.numeric import NumericGradient, numeric_in_worker
+
+    def job(deadline):
+        # far more than a pipe holds (64 KiB): the worker waits until someone reads
+        big = np.arange(200_000, dtype=float)
+        return {"x": NumericGradient("x", "central", value=big, error=big * 0)}
+
+    numeric = numeric_in_worker([job], ["x"], timeout=1.0)
+    sym, num = _both(numeric, lambda: time.sleep(2.0) or {})
+    assert num["x"].value is not None
+    assert num["x"].value.shape == (200_000,)
