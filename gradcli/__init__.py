@@ -78,4 +78,9 @@ __all__ = ["Tensor", "Variable", "constant", "GradientTape", "gradients_function
            "__version__", "linalg", "ForwardAccumulator", "jvp", "hessian_vector_product",
            *sorted(_REGISTRY)]
 
+# Issue 11: the Hessian blocks, as gradients_function gives gradients.
+from .engine import hessians_function  # noqa: E402
+
+__all__.append("hessians_function")
+
 _sys.excepthook = _previous_hook  # the library leaves the process's hook as it was

@@ -355,24 +355,42 @@ def _run_compare(s: _Settings) -> None:
                 checks[mode] = _check(s, model, results[mode])
             if s.symbolic:
                 symbolics[mode] = _symbolic(s, model, results[mode])
-        return results, checks, symbolics
+        return results, checks, symbolics, _jacobian_row(model, results)
 
-    results, checks, symbolics = _guarded(work)
+    results, checks, symbolics, jacobian = _guarded(work)
     from . import render
     if s.json_out:
-        render.print_json(render.compare_json(results, checks, symbolics))
+        obj = render.compare_json(results, checks, symbolics)
+        if jacobian is not None:
+            obj["jacobian"] = jacobian.to_json()
+        render.print_json(obj)
     elif s.plain:
         for mode, result in results.items():
             if isinstance(result, str):
                 sys.stdout.write(f"{mode} error: {result}\n")
             else:
                 render.print_plain(result, s.precision, prefix=f"{mode} ")
+        if jacobian is not None:
+            jacobian.print_plain(s.precision)
     else:
         render.print_compare_human(results, s.precision, checks=checks if s.check else None,
                                    symbolics=symbolics if s.symbolic else None)
+        if jacobian is not None:
+            jacobian.print_human(s.precision)
     # Only a mismatch fails (as for one mode): "nothing to check" is said, not failed.
     if any(render.check_verdict(check) == "mismatch" for check in checks.values()):
         raise typer.Exit(1)
+
+
+def _jacobian_row(model, results: dict):
+    """compare's jacobian row (cli/higher.py), where the target is not a scalar: there
+    the four APIs differentiate the sum of its elements, the Jacobian each element."""
+    value = next((r.value for r in results.values()
+                  if not isinstance(r, str) and r.value is not None), None)
+    if value is None or getattr(value, "ndim", 0) == 0:
+        return None
+    from .higher import CompareRow
+    return CompareRow(model)
 
 
 def _command(name: str, extra: list, runner):
@@ -392,6 +410,46 @@ def _command(name: str, extra: list, runner):
 for _mode, _extra in (("tape", TAPE), ("grad", GRAD), ("implicit", []), ("value-grad", [])):
     _command(_mode, _extra + CHECK, (lambda m: lambda s: _run_mode(m, s))(_mode))
 _command("compare", TAPE + GRAD + CHECK, _run_compare)
+
+
+# ---------------------------------------------------------------------------------------
+# Higher derivatives: jacobian, hessian, grad --order (the work is in cli/higher.py,
+# imported only when one of them runs: the other commands' start-up is unchanged)
+# ---------------------------------------------------------------------------------------
+def _higher(name: str):
+    def run(s: _Settings) -> None:
+        from . import higher
+        getattr(higher, name)(s)
+    return run
+
+
+SOURCES = [_opt("wrt", Annotated[Optional[List[str]], typer.Option(
+    "--wrt", metavar="NAME[,NAME...]", show_default=False,
+    help="The sources: arguments or variables (default: the arguments, then the "
+         "trainable variables, in declaration order).")], None)]
+JACOBIAN_MODE = [_opt("mode", Annotated[str, typer.Option(
+    "--mode", metavar="rev|fwd|auto",
+    help="Reverse mode (a backward pass per target element), forward mode (a pass per "
+         "source element), or auto (forward when the sources are smaller).")], "rev")]
+ORDER = [_opt("order", Annotated[Optional[int], typer.Option(
+    "--order", metavar="N", show_default=False,
+    help="The N-th derivative (1 to 10) of a function of scalar arguments: the pure "
+         "partials, by gradients_function nested N times.")], None)]
+HIGHER_CHECK = [o for o in CHECK if o.name != "symbolic"]
+HELP.update({
+    "jacobian": "The Jacobian of the target (any shape) with respect to each source: shape "
+                "target.shape + source.shape, with the target's value.",
+    "hessian": "The Hessian of a scalar target over the flattened sources, with the "
+               "gradient and the value, and what it means at the point: eigenvalues, "
+               "critical point or not, minimum, maximum, saddle or degenerate."})
+EXAMPLES.update({
+    "jacobian": "gradcli jacobian '[x*y, sin(x)]' --arg x=1 --arg y=2 --json",
+    "hessian": "gradcli hessian '(1-x)^2 + 100*(y-x^2)^2' --arg x=1 --arg y=1   # minimum"})
+_command("jacobian", SOURCES + JACOBIAN_MODE + HIGHER_CHECK, _higher("run_jacobian"))
+_command("hessian", SOURCES + HIGHER_CHECK, _higher("run_hessian"))
+# grad gains --order N (without it, grad runs as before).
+_command("grad", GRAD + ORDER + CHECK, lambda s: _run_mode("grad", s) if s.order is None
+         else _higher("run_grad_order")(s))
 
 
 def functions(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False

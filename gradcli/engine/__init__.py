@@ -4,8 +4,8 @@ from __future__ import annotations
 
 from . import ops
 from .api import (custom_gradient, gradients_function, hessian_vector_product,
-                  implicit_gradients, implicit_value_and_gradients, jvp, stop_gradient,
-                  value_and_gradients_function)
+                  hessians_function, implicit_gradients, implicit_value_and_gradients, jvp,
+                  stop_gradient, value_and_gradients_function)
 from .forward import ForwardAccumulator
 from .ops import CONSTANTS, FUNCTIONS, apply
 from .tape import GradientTape
@@ -54,7 +54,7 @@ def _index(index):
 _install_operators()
 
 __all__ = ["Tensor", "Variable", "constant", "as_value", "GradientTape", "gradients_function",
-           "value_and_gradients_function", "implicit_gradients",
+           "value_and_gradients_function", "hessians_function", "implicit_gradients",
            "implicit_value_and_gradients", "custom_gradient", "stop_gradient", "CONSTANTS",
            "FUNCTIONS", "apply", "ops", "ForwardAccumulator", "jvp",
            "hessian_vector_product"]
