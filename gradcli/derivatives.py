@@ -129,15 +129,42 @@ def jacobian(model, wrt: list[str] | None = None, mode: str = "rev") -> Jacobian
 def _jacobian(mode: str, model, sources: list) -> tuple:
     """``(target, [jacobian or None per source], computed_by)``: the one place that
     chooses how a Jacobian is computed. ``rev``: one backward pass per target element;
-    ``fwd`` (one forward pass per source element) and ``auto`` (forward when the
-    sources have fewer elements than the target) compute by reverse mode until the
-    engine has forward mode: this is the switch to change then."""
+    ``fwd``: one forward pass per source element (forward mode, a unit tangent each);
+    ``auto``: forward when the sources have fewer elements than the target."""
+    if mode != "rev":
+        target = model.function(*model.arg_values)
+        _numeric_target(target, "Jacobian")
+        n_sources = sum(int(np.prod(s.shape, dtype=np.int64)) for s in sources)
+        if mode == "fwd" or n_sources < int(np.prod(target.shape, dtype=np.int64)):
+            return target, [_forward_columns(model, s, target.shape) for s in sources], \
+                "forward"
     with gc.GradientTape(watch_accessed_variables=False) as tape:
         for source in sources:
             tape.watch(source)
         target = model.function(*model.arg_values)
     _numeric_target(target, "Jacobian")
     return target, tape.jacobian(target, sources), "reverse"
+
+
+def _forward_columns(model, source, tshape: tuple):
+    """d target / d source by forward mode: one pass per element of the source, each
+    along a unit tangent; None when no tangent reaches the target."""
+    size = int(np.prod(source.shape, dtype=np.int64))
+    columns, connected = [], False
+    for k in range(size):
+        unit = np.zeros(size, dtype=source.dtype)
+        unit[k] = 1.0
+        with gc.ForwardAccumulator(source, unit.reshape(source.shape)) as acc:
+            target = model.function(*model.arg_values)
+        column = acc.jvp(target)
+        connected = connected or column is not None
+        columns.append(np.zeros(tshape, dtype=source.dtype) if column is None
+                       else np.asarray(column.numpy()))
+    if not connected:
+        return None
+    stacked = np.stack(columns, axis=-1) if columns else np.zeros(tshape + (0,))
+    return gc.constant(stacked.reshape(tuple(tshape) + tuple(source.shape)),
+                       dtype=source.dtype)
 
 
 # ---------------------------------------------------------------------------------------

@@ -129,3 +129,25 @@ def test_jvp_human_output_is_literal_text():
     result = run("jvp", "x * 2", "--arg", "x=[1, 2]", "--tangent", "x=[1, 0]")
     assert result.returncode == 0, result.stderr
     assert "jvp (directional derivative): [2.0, 0.0]  shape (2,)" in result.stdout
+
+
+@pytest.mark.parametrize("program,decls", [
+    ("[x*y, sin(x), x^2]", ["--arg", "x=1", "--arg", "y=2"]),
+    ("tanh(W @ x) * 2", ["--var", "W=[[1, 2], [3, 4], [0.5, -1]]", "--arg", "x=[0.3, -0.2]"]),
+    ("y * 3", ["--arg", "x=[1, 2]", "--arg", "y=[1, 2, 3]"]),
+])
+def test_jacobian_by_forward_mode_equals_reverse_mode(program, decls):
+    forward = run_json("jacobian", program, *decls, "--mode", "fwd")
+    reverse = run_json("jacobian", program, *decls, "--mode", "rev")
+    assert forward["computed_by"] == "forward" and reverse["computed_by"] == "reverse"
+    assert forward["value"] == reverse["value"]
+    for f, r in zip(forward["jacobians"], reverse["jacobians"]):
+        assert (f["name"], f["shape"], f["connected"]) == (r["name"], r["shape"], r["connected"])
+        np.testing.assert_allclose(f["jacobian"], r["jacobian"], rtol=1e-14, atol=0)
+
+
+def test_jacobian_auto_takes_forward_mode_for_fewer_source_elements():
+    out = run_json("jacobian", "[x, 2*x, 3*x]", "--arg", "x=1", "--mode", "auto")
+    assert out["computed_by"] == "forward" and out["jacobians"][0]["jacobian"] == [1, 2, 3]
+    out = run_json("jacobian", "sum(x)", "--arg", "x=[1, 2]", "--mode", "auto")
+    assert out["computed_by"] == "reverse"
