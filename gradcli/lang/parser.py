@@ -20,7 +20,6 @@ True
 """
 from __future__ import annotations
 
-import inspect
 import keyword
 import math
 import re
@@ -955,9 +954,38 @@ class ResolvedCall:
         self.op, self.inputs, self.params = op, inputs, params
 
 
+class _Binding:
+    """How a table entry's arguments bind: computed once per entry (``_binding``), since
+    the parser resolves every call it reads (twice: once parsing, once building) and a
+    signature inspection costs 5-15 µs."""
+    __slots__ = ("n_inputs", "names", "defaults", "required", "n_min", "n_max", "text")
+
+    def __init__(self, op) -> None:
+        self.n_inputs = 1 if op.variadic else len(op.inputs)
+        self.names = [name for name, _ in op.params]
+        self.defaults = dict(op.params)
+        self.required = _required_params(op)
+        self.n_max = self.n_inputs + len(self.names)
+        self.n_min = self.n_inputs + sum(1 for name in self.names if name in self.required)
+        self.text = _signature_text(op, self.required)
+
+
+_BINDINGS: dict = {}  # Op -> _Binding (entries compare and hash by identity)
+
+
+def _binding(op) -> _Binding:
+    binding = _BINDINGS.get(op)
+    if binding is None:
+        binding = _BINDINGS[op] = _Binding(op)
+    return binding
+
+
 def _required_params(op) -> set[str]:
     """Static parameters without a usable default (``reshape``'s shape, ``zeros``' shape):
     read from the forward function's signature, since the table writes them as None."""
+    if not op.params:
+        return set()
+    import inspect  # once per entry (see _Binding); kept off the start-up path
     try:
         signature = inspect.signature(op.forward)
     except (TypeError, ValueError):
@@ -986,11 +1014,9 @@ def resolve_call(call: Call, source: str = "", shadowed: frozenset = frozenset()
     op = registry().get(call.func)
     if op is None:
         raise _arg_error(UnknownNameError, f"unknown function '{call.func}'", call, source)
-    required = _required_params(op)
-    n_inputs = 1 if op.variadic else len(op.inputs)
-    param_names = [name for name, _ in op.params]
-    n_max = n_inputs + len(param_names)
-    n_min = n_inputs + sum(1 for name in param_names if name in required)
+    binding = _binding(op)
+    required, n_inputs, param_names = binding.required, binding.n_inputs, binding.names
+    n_max, n_min = binding.n_max, binding.n_min
     given_keywords = {key for key, _ in call.kwargs}
     n_positional = len(call.args)
     n_given = n_positional + sum(1 for key in given_keywords if key in required)
@@ -1000,7 +1026,7 @@ def resolve_call(call: Call, source: str = "", shadowed: frozenset = frozenset()
         else:
             takes = f"{n_min} to {n_max} arguments"
         raise _arg_error(ArgumentError, f"{call.func} takes {takes} "
-                                        f"({_signature_text(op, required)}), "
+                                        f"({binding.text}), "
                                         f"got {n_positional + len(call.kwargs)}", call, source)
     exprs: dict[str, Any] = dict(zip(param_names, call.args[n_inputs:]))
     for key, value in call.kwargs:
@@ -1017,7 +1043,7 @@ def resolve_call(call: Call, source: str = "", shadowed: frozenset = frozenset()
             raise _arg_error(ArgumentError, f"{call.func} got two values for '{key}'",
                              value, source)
         exprs[key] = value
-    params = dict(op.params)
+    params = dict(binding.defaults)
     for name, expr in exprs.items():
         value = _static(expr, f"{name} of {call.func}", source, shadowed)
         params[name] = _coerce_param(op, name, value, expr, source)
@@ -1039,7 +1065,7 @@ def resolve_call(call: Call, source: str = "", shadowed: frozenset = frozenset()
 
 def _coerce_param(op, name: str, value, expr, source: str):
     """A static parameter in the form numpy wants: ints, a tuple of ints, a bool, a float."""
-    default = dict(op.params).get(name)
+    default = _binding(op).defaults.get(name)
     what = f"{name} of {op.name}"
     if isinstance(default, bool):
         if not isinstance(value, bool):
