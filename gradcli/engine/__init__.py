@@ -51,6 +51,19 @@ def _index(index):
 
 _install_operators()
 
+
+def _install_multi_output() -> None:
+    """Entries returning several tensors (``split``) run as one recorded slice per piece:
+    their public function replaces the generic one (see ``more_ops.MULTI_OUTPUT``)."""
+    for name, fn in ops.more_ops.MULTI_OUTPUT.items():
+        fn.__doc__ = FUNCTIONS[name].__doc__
+        FUNCTIONS[name] = fn
+        setattr(ops.ENGINE, name, fn)
+        setattr(ops, name, fn)
+
+
+_install_multi_output()
+
 __all__ = ["Tensor", "Variable", "constant", "as_value", "GradientTape", "gradients_function",
            "value_and_gradients_function", "implicit_gradients",
            "implicit_value_and_gradients", "custom_gradient", "stop_gradient", "CONSTANTS",
