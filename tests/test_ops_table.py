@@ -1,5 +1,8 @@
 """Every entry of the function table: gradients and second derivatives against finite
 differences over scalar, vector, matrix and broadcast shapes, and the kink conventions."""
+from types import SimpleNamespace
+
+import more_cases
 import numpy as np
 import pytest
 
@@ -66,6 +69,14 @@ def cases():
         ("prod-axis-zero", lambda x: F["prod"](x, axis=1), [np.array([[0.0, 2.0], [1.5, 3.0]])]),
         ("getitem", lambda x: x[1:, 0], [X(3, 2)]),
     ]
+    # The entries of more_ops.py, from tests/more_cases.py.
+    ns = SimpleNamespace(**F)
+    for name, entries in more_cases.CASES.items():
+        for k, (_, call, shapes) in enumerate(entries):
+            names = list(shapes)
+            fn = (lambda c, ns_: lambda *a: c(ns, dict(zip(ns_, a))))(call, names)
+            out.append((f"{name}#{k}", fn, [sample(REGISTRY[name], shapes[n], rng)
+                                            for n in names]))
     return out
 
 
@@ -78,7 +89,8 @@ def test_entry_first_and_second_order(fn, args):
 
 
 NOT_DIFFERENTIABLE = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
-                      "stop_gradient", "zeros", "ones", "full", "eye", "linspace", "arange"}
+                      "stop_gradient", "zeros", "ones", "full", "eye", "linspace", "arange",
+                      *more_cases.NOT_DIFFERENTIABLE}
 
 
 def test_every_entry_is_covered():
@@ -90,7 +102,8 @@ def test_every_entry_has_a_description_and_a_sympy_form_or_reason():
     for name in ORDER:
         op = REGISTRY[name]
         assert op.doc, name
-        assert op.sympy is not None or name == "stop_gradient", name
+        assert op.sympy is not None or name == "stop_gradient" \
+            or name in more_cases.NOT_IN_LANGUAGE, name
 
 
 @pytest.mark.parametrize("name", sorted(NOT_DIFFERENTIABLE - {"stop_gradient"}))
@@ -102,7 +115,9 @@ def test_non_differentiable_entries_compute(name):
         assert out.dtype == np.bool_
     else:
         args = {"zeros": ((2, 3),), "ones": ((2,),), "full": ((2,), 7.0), "eye": (3,),
-                "linspace": (0.0, 1.0, 5), "arange": (0.0, 3.0)}[name]
+                "linspace": (0.0, 1.0, 5), "arange": (0.0, 3.0),
+                "argmax": (np.array([1.0, 3.0, 2.0]),),
+                "argmin": (np.array([[1.0, 3.0], [-2.0, 2.0]]),)}[name]
         expected = getattr(np, name)(*args)
         np.testing.assert_array_equal(fn(*args).numpy(), expected)
 

@@ -175,16 +175,16 @@ def _sinc_vjp(m, g, ans, x):
 # ---------------------------------------------------------------------------------------
 # Statistics
 # ---------------------------------------------------------------------------------------
-_STAT = (("axis", None), ("ddof", 0), ("keepdims", False))
+_STAT = (("axis", None), ("keepdims", False), ("ddof", 0))  # axis, keepdims as the reductions
 
 
-def _var_vjp(m, g, ans, x, axis=None, ddof=0, keepdims=False):
+def _var_vjp(m, g, ans, x, axis=None, keepdims=False, ddof=0):
     shape = _shape(x)
     centered = x - m.mean(x, axis=axis, keepdims=True)
     return _expand(m, g, shape, axis, keepdims) * centered * (2.0 / (_count(shape, axis) - ddof))
 
 
-def _std_vjp(m, g, ans, x, axis=None, ddof=0, keepdims=False):
+def _std_vjp(m, g, ans, x, axis=None, keepdims=False, ddof=0):
     shape = _shape(x)
     std = _reduced(m, ans, shape, axis, keepdims)
     flat = std == 0  # all elements equal: the subgradient 0, a hard zero
@@ -193,7 +193,7 @@ def _std_vjp(m, g, ans, x, axis=None, ddof=0, keepdims=False):
     return m.where(flat, 0.0, scale * centered * (1.0 / (_count(shape, axis) - ddof)))
 
 
-def _sympy_var(sp, x, axis=None, ddof=0, keepdims=False, root=False):
+def _sympy_var(sp, x, axis=None, keepdims=False, ddof=0, root=False):
     def var(sp, xs):
         mean = sp.Add(*xs) / len(xs)
         v = sp.Add(*[(e - mean) ** 2 for e in xs]) / (len(xs) - ddof)
@@ -600,11 +600,11 @@ def _add_aliases(name: str, *aliases: str) -> None:
 # The entries
 # =======================================================================================
 # --- statistics ------------------------------------------------------------------------
-_entry("var", lambda x, axis=None, ddof=0, keepdims=False:
+_entry("var", lambda x, axis=None, keepdims=False, ddof=0:
        np.var(x, axis=axis, ddof=ddof, keepdims=keepdims), (_var_vjp,), ("x",),
        "variance (ddof: delta degrees of freedom, divides by n - ddof)",
        "2 (x - mean) / (n - ddof)", params=_STAT, sympy=_sympy_var, kind="reduction")
-_entry("std", lambda x, axis=None, ddof=0, keepdims=False:
+_entry("std", lambda x, axis=None, keepdims=False, ddof=0:
        np.std(x, axis=axis, ddof=ddof, keepdims=keepdims), (_std_vjp,), ("x",),
        "standard deviation sqrt(var) (ddof as var)",
        "(x - mean) / ((n - ddof) std); 0 where std = 0", params=_STAT,
@@ -796,15 +796,14 @@ _ARRAY_SPLIT, _array_split_public = _splitter("array_split")
 _entry("split", _SPLIT, (None,), ("x",),
        "x cut into equal pieces (a count) or at indices: a tuple of tensors",
        "each piece is a slice of x (gradients flow through getitem)",
-       params=(("indices_or_sections", None), ("axis", 0)),
-       sympy=_numpy_sympy(_SPLIT), kind="multi")
+       params=(("indices_or_sections", None), ("axis", 0)), kind="multi")
 _entry("array_split", _ARRAY_SPLIT, (None,), ("x",),
        "x cut into pieces (a count need not divide the length): a tuple of tensors",
        "each piece is a slice of x (gradients flow through getitem)",
-       params=(("indices_or_sections", None), ("axis", 0)),
-       sympy=_numpy_sympy(_ARRAY_SPLIT), kind="multi")
+       params=(("indices_or_sections", None), ("axis", 0)), kind="multi")
 #: Entries returning several tensors, and the functions that run them as slices
-#: (installed as gc.split / gc.array_split by gradcli.engine).
+#: (installed as gc.split / gc.array_split by gradcli.engine). No sympy form: the
+#: language and the check hold single arrays; each piece is a ``getitem``, checked there.
 MULTI_OUTPUT = {"split": _split_public, "array_split": _array_split_public}
 _entry("take", _take, (_take_vjp, None), ("x", "indices"),
        "elements at integer indices (along an axis; axis=None: of the flattened array)",

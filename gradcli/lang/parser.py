@@ -938,9 +938,12 @@ def static_index(index: Index, source: str = "", shadowed: frozenset = frozenset
 
 # Static parameters that take integers (or tuples of integers); the others take floats,
 # except those whose default is a bool (keepdims), which take True or False.
-_INT_PARAMS = {"axis", "axes", "shape", "N", "M", "num", "k"}
-_TUPLE_PARAMS = {"axis", "axes", "shape"}  # the integer parameters that also take tuples
-_NON_NEGATIVE = {"N", "M", "num"}
+_INT_PARAMS = {"axis", "axes", "shape", "N", "M", "num", "k", "n", "repeats", "reps", "shift",
+               "axis1", "axis2", "source", "destination", "indices_or_sections", "pad_width"}
+# the integer parameters that also take tuples (pad_width also tuples of pairs)
+_TUPLE_PARAMS = {"axis", "axes", "shape", "reps", "shift", "source", "destination",
+                 "indices_or_sections", "pad_width"}
+_NON_NEGATIVE = {"N", "M", "num", "n", "repeats", "reps", "pad_width"}
 _MAX_DIMS = 64  # numpy's own limit on the number of dimensions
 
 
@@ -1080,12 +1083,18 @@ def _coerce_param(op, name: str, value, expr, source: str):
             if len(value) > _MAX_DIMS:
                 raise _arg_error(ArgumentError, f"{what} has {len(value)} entries; at most "
                                                 f"{_MAX_DIMS} dimensions are allowed", expr, source)
-            ints = tuple(_as_int(v, what, expr, source) for v in value)
+            if name == "pad_width":  # ((before, after), ...) per axis
+                ints = tuple(tuple(_as_int(w, what, expr, source) for w in v)
+                             if isinstance(v, tuple) else _as_int(v, what, expr, source)
+                             for v in value)
+            else:
+                ints = tuple(_as_int(v, what, expr, source) for v in value)
         else:
             ints = _as_int(value, what, expr, source)
         if name == "axes" and not isinstance(ints, tuple):
             ints = (ints,)
         entries = ints if isinstance(ints, tuple) else (ints,)
+        entries = tuple(w for v in entries for w in (v if isinstance(v, tuple) else (v,)))
         negative_ok = name in ("axis", "axes", "k") or (name == "shape" and op.kind != "constructor")
         lowest = -1 if name == "shape" and negative_ok else None
         if name in _NON_NEGATIVE or (name == "shape" and not negative_ok):
