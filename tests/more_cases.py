@@ -41,6 +41,20 @@ CASES = {
     "log_softmax": [("log_softmax(M)", lambda f, v: f.log_softmax(v["M"]), {"M": A23}),
                     ("log_softmax(M, axis=0)", lambda f, v: f.log_softmax(v["M"], axis=0),
                      {"M": A23})],
+    "logaddexp": [("logaddexp(M, v)", lambda f, v: f.logaddexp(v["M"], v["v"]),
+                   {"M": A23, "v": V3})],
+    "logaddexp2": [("logaddexp2(v, M)", lambda f, v: f.logaddexp2(v["v"], v["M"]),
+                    {"v": V3, "M": A23})],
+    "mod": [("mod(M, v)", lambda f, v: f.mod(v["M"], v["v"]), {"M": A23, "v": V3}),
+            ("remainder(-M, v)", lambda f, v: f.remainder(-v["M"], v["v"]),
+             {"M": A23, "v": V3})],
+    "fmod": [("fmod(-M, v)", lambda f, v: f.fmod(-v["M"], v["v"]), {"M": A23, "v": V3}),
+             ("fmod(M, v)", lambda f, v: f.fmod(v["M"], v["v"]), {"M": A23, "v": V3})],
+    "floor_divide": [("floor_divide(M, v) * M",
+                      lambda f, v: f.floor_divide(v["M"], v["v"]) * v["M"],
+                      {"M": A23, "v": V3})],
+    "fmax": [("fmax(M, v)", lambda f, v: f.fmax(v["M"], v["v"]), {"M": A23, "v": V3})],
+    "fmin": [("fmin(v, M)", lambda f, v: f.fmin(v["v"], v["M"]), {"v": V3, "M": A23})],
     "expand_dims": [("expand_dims(M, 1)", lambda f, v: f.expand_dims(v["M"], 1), {"M": A23})],
     "squeeze": [("squeeze(reshape(M, (2, 1, 3)))",
                  lambda f, v: f.squeeze(f.reshape(v["M"], (2, 1, 3))), {"M": A23})],
@@ -107,7 +121,7 @@ def numpy_namespace():
     from gradcli.engine import ops
     from gradcli.engine.table import REGISTRY
 
-    def plain(name):
-        op, forward = REGISTRY[name], getattr(ops.NP, name)
+    def plain(op):
+        forward = getattr(ops.NP, op.name)
         return (lambda xs, **p: forward(*xs, **p)) if op.variadic else forward
-    return SimpleNamespace(**{name: plain(name) for name in vars(ops.NP) if name in REGISTRY})
+    return SimpleNamespace(**{name: plain(op) for name, op in REGISTRY.items()})
