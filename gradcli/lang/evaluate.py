@@ -68,7 +68,7 @@ __all__ = ["DTYPES", "Model", "build", "evaluate_constant"]
 
 DTYPES = ("float64", "float32")
 _BINARY_OPS = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "**": "power",
-               "@": "matmul"}
+               "@": "matmul", "%": "mod", "//": "floor_divide"}
 _COMPARE_OPS = {"<": "less", "<=": "less_equal", ">": "greater", ">=": "greater_equal",
                 "==": "equal", "!=": "not_equal"}
 _LABELS = {"var": "--var", "frozen": "--frozen", "arg": "--arg", "variable": "Variable",

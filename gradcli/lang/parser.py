@@ -150,15 +150,13 @@ _FORBIDDEN_ANYWHERE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x85\u2028\u202
 _NON_ASCII = re.compile(r"[^\x00-\x7f]")
 _BAD_CATEGORIES = ("Cc", "Cf", "Cs", "Zl", "Zp")
 
-_ALLOWED_OPS = {"+", "-", "*", "/", "**", "^", "@", "(", ")", "[", "]", ",", ":", ";", "=",
-                "<", "<=", ">", ">=", "==", "!="}
+_ALLOWED_OPS = {"+", "-", "*", "/", "**", "^", "@", "%", "//", "(", ")", "[", "]", ",", ":",
+                ";", "=", "<", "<=", ">", ">=", "==", "!="}
 _REFUSED_OPS = {
     ".": "attribute access is not allowed",
     "...": "'...' (Ellipsis) is not allowed",
     "{": "dicts and sets ('{') are not allowed",
     "}": "dicts and sets ('}') are not allowed",
-    "//": "operator '//' is not supported (write floor(a / b))",
-    "%": "operator '%' is not supported",
     "&": "operator '&' is not supported (there are no bitwise operations)",
     "|": "operator '|' is not supported (there are no bitwise operations)",
     "~": "operator '~' is not supported (there are no bitwise operations)",
@@ -185,6 +183,36 @@ _KEYWORD_MESSAGES = {
     "class": "class definitions are not allowed",
     "None": "None is not allowed",
 }
+
+
+_NAME_AT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Modules whose functions users paste (np.sin(x)), and array methods with a table function.
+_MODULES = ("np", "numpy", "math", "torch", "tf", "jnp", "gc", "gradcli", "anp")
+_METHODS = {"T": "transpose(x)", "transpose": "transpose(x)", "sum": "sum(x, ...)",
+            "mean": "mean(x, ...)", "max": "max(x, ...)", "min": "min(x, ...)",
+            "prod": "prod(x, ...)", "reshape": "reshape(x, shape)", "squeeze": "squeeze(x)",
+            "flatten": "flatten(x)", "ravel": "ravel(x)", "var": "var(x, ...)",
+            "std": "std(x, ...)", "dot": "dot(x, y)", "clip": "clip(x, lo, hi)",
+            "cumsum": "cumsum(x, ...)", "argmax": "argmax(x, ...)", "argmin": "argmin(x, ...)",
+            "sort": "sort(x, ...)", "swapaxes": "swapaxes(x, a, b)", "repeat": "repeat(x, n)"}
+
+
+def _attribute_message(prev, text: str, pos: int) -> str:
+    """The refusal of '.', naming the function to use for ``np.sin(x)`` or ``x.sum()``."""
+    base = "attribute access is not allowed"
+    m = _NAME_AT.match(text, pos)
+    attr = m.group() if m else ""
+    if prev is not None and prev.kind == "name" and prev.text in _MODULES and attr:
+        if attr in registry():
+            return f"{base}: call the function by its name, {attr}(...), not {prev.text}.{attr}"
+        return f"{base}, and '{attr}' is not a function of the language ({prev.text}.{attr})"
+    if prev is not None and (prev.kind in ("name", "num") or prev.text in (")", "]")) and attr:
+        if attr in _METHODS:
+            used = f"x.{attr}" if attr == "T" else f"x.{attr}(...)"
+            return f"{base} (there are no methods): write {_METHODS[attr]} instead of {used}"
+        if attr in registry():
+            return f"{base} (there are no methods): write {attr}(x, ...) instead of x.{attr}(...)"
+    return base
 
 
 def _check_characters(text: str) -> None:
@@ -274,6 +302,8 @@ def _tokenize(text: str) -> list[Tok]:
                 message = _KEYWORD_MESSAGES.get(s, f"'{s}' is not allowed")
                 raise fail(ParseError, message, col, len(s))
         else:  # op
+            if s == ".":
+                raise fail(ParseError, _attribute_message(prev, text, pos), col)
             if s not in _ALLOWED_OPS:
                 message = _REFUSED_OPS.get(s)
                 if message is None:  # augmented assignment: += -= *= ...
@@ -499,7 +529,7 @@ class _Parser:
 
     def term(self):
         left, first, last = self.factor()
-        while self.at_op("*", "/", "@"):
+        while self.at_op("*", "/", "@", "%", "//"):  # Python's precedence: one level
             op = self.take().text
             right, _, last = self.factor()
             self.count()
@@ -852,7 +882,7 @@ def static_value(expr, shadowed: frozenset = frozenset()) -> Any:
                 a = _numeric(values[id(node.left)], node)
                 b = _numeric(values[id(node.right)], node)
                 value = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide,
-                         "**": np.power}[node.op](a, b)
+                         "**": np.power, "%": np.mod, "//": np.floor_divide}[node.op](a, b)
             elif isinstance(node, (TupleLit, ArrayLit)):
                 value = tuple(values[id(e)] for e in node.elements)
             else:
@@ -1017,6 +1047,10 @@ def resolve_call(call: Call, source: str = "", shadowed: frozenset = frozenset()
     op = registry().get(call.func)
     if op is None:
         raise _arg_error(UnknownNameError, f"unknown function '{call.func}'", call, source)
+    if op.kind == "multi":  # split: a tuple of arrays, which no value of the language is
+        raise _arg_error(ArgumentError, f"{call.func} returns several arrays, which a program "
+                                        "cannot hold: take the pieces by slicing, e.g. x[0:2]",
+                         call, source)
     binding = _binding(op)
     required, n_inputs, param_names = binding.required, binding.n_inputs, binding.names
     n_max, n_min = binding.n_max, binding.n_min
