@@ -217,8 +217,8 @@ def _average(x, weights, axis=None, keepdims=False):
 
 
 def _average_parts(m, g, ans, x, weights, axis, keepdims):
-    shape = np.broadcast_shapes(_shape(x), _shape(weights))
     w, along = _weights_along(m, x, weights, axis)
+    shape = np.broadcast_shapes(_shape(x), _shape(w))
     total = m.sum(m.broadcast_to(w, shape=shape), axis=axis, keepdims=True)
     ge = _expand(m, g, shape, axis, keepdims) / total
     return shape, w, along, ge
@@ -349,10 +349,19 @@ def _cumprod_grad(m, g, ans, x, axis):
     clean = before == 0
     first = clean & zero
     clean &= ~zero
-    others = m.cumprod(m.where(first, 1.0, x), axis=axis)
+    spared = m.where(first, 1.0, x)
+    others = m.cumprod(spared, axis=axis)
     at_zero = _rev_cumsum(m, g * others, axis)
     ahead = _rev_cumsum(m, g * ans, axis) / m.where(clean, x, 1.0)
-    return m.where(clean, ahead, m.where(first, at_zero, 0.0))
+    if m is ops.NP:
+        after = 0.0
+    else:
+        # Under an outer tape the zero's own factor must stay in the expression, so its
+        # derivative is there: after the first zero z, the gradient is x_z (0 in value)
+        # times the gradient of the lane with x_z replaced by 1 (one zero fewer).
+        x_zero = m.sum(m.where(first, x, 0.0), axis=axis, keepdims=True)
+        after = x_zero * _cumprod_grad(m, g, others, spared, axis)
+    return m.where(clean, ahead, m.where(first, at_zero, after))
 
 
 def _diff_vjp(m, g, ans, x, n=1, axis=-1):
