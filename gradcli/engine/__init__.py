@@ -2,7 +2,7 @@
 of text, sympy or terminals."""
 from __future__ import annotations
 
-from . import ops
+from . import methods, ops
 from .api import (custom_gradient, gradients_function, implicit_gradients,
                   implicit_value_and_gradients, stop_gradient, value_and_gradients_function)
 from .ops import CONSTANTS, FUNCTIONS, apply
@@ -63,6 +63,7 @@ def _install_multi_output() -> None:
 
 
 _install_multi_output()
+methods.install()  # array methods, % and //, numpy's functions on tensors
 
 __all__ = ["Tensor", "Variable", "constant", "as_value", "GradientTape", "gradients_function",
            "value_and_gradients_function", "implicit_gradients",

@@ -35,8 +35,8 @@ import math
 import numpy as np
 
 from . import ops
-from .ops import (GETITEM, _count, _expand, _logsumexp, _norm_axes,
-                  _reduced, _shape, _sympy_reduce, apply)
+from .ops import (GETITEM, _count, _expand, _internal, _logsumexp, _norm_axes, _reduced,
+                  _shape, _sympy_reduce, apply)
 from .table import REGISTRY, Op, register
 from .tensor import Tensor
 
@@ -828,6 +828,13 @@ _entry("take_along_axis", _take_along_axis, (_take_along_axis_vjp, None), ("x", 
        "elements picked along an axis by an index array of the same rank",
        "g added back at the indices", params=(("axis", None),),
        sympy=_sympy_take_along_axis, kind="index")
+
+# --- internal: the dtype cast behind Tensor.astype --------------------------------------
+_internal(Op(name="cast", forward=lambda x, dtype: np.asarray(x).astype(dtype)[()],
+             vjps=(lambda m, g, ans, x, dtype:
+                   m.cast(g, dtype=getattr(x, "dtype", np.dtype(np.float64))),),
+             inputs=("x",), params=(("dtype", None),), doc="x in another float dtype",
+             kind="shape", saves="none"))
 
 # --- TensorFlow names of existing reductions -------------------------------------------
 for _name in ("sum", "mean", "max", "min", "prod", "logsumexp"):
