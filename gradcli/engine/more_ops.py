@@ -653,7 +653,7 @@ _entry("cumprod", lambda x, axis=None: np.cumprod(x, axis=axis), (_cumprod_vjp,)
        sympy=lambda sp, x, axis=None: np.cumprod(np.asarray(x, dtype=object), axis=axis),
        kind="scan")
 _entry("diff", lambda x, n=1, axis=-1: np.diff(x, n=n, axis=axis), (_diff_vjp,), ("x",),
-       "n-th forward difference x[1:] - x[:-1] along an axis", "g[k-1] - g[k], n times",
+       "n-th forward difference x[1:] - x[:-1] along an axis", "g(k-1) - g(k), n times",
        params=(("n", 1), ("axis", -1)),
        sympy=lambda sp, x, n=1, axis=-1: np.diff(np.asarray(x, dtype=object), n=n, axis=axis),
        kind="scan", saves="none")
