@@ -154,3 +154,24 @@ def test_bad_static_parameters_are_refused_at_parse_time(text, words):
     from gradcli.errors import GradcliError
     with pytest.raises(GradcliError, match=words):
         parse_program(text)
+
+
+@pytest.mark.parametrize("text", ["sum(repeat(x, 1e9))", "sum(tile(x, (100000, 100000)))",
+                                  "sum(pad(x, 1e9))", "sum(pad(x, (1, 1e9)))",
+                                  "sum(sin(broadcast_to(x, (100000, 100000))))",
+                                  "sum(gather(ones((2000, 1000)), zeros(20000)))",
+                                  "sum(take(ones((1000, 10000)), zeros(2000), axis=0))"])
+def test_functions_that_grow_arrays_are_refused_before_allocating(text):
+    """A result far larger than its inputs (repeat, tile, pad, broadcast_to, take) is
+    checked against the array size limit before it is made: never a hang or a MemoryError."""
+    import time
+
+    from gradcli.errors import LimitError
+    from gradcli.lang import Declarations, build
+    decls = Declarations()
+    decls.add("arg", "x", np.array([1.0, 2.0]))
+    model = build(parse_program(text), decls)
+    start = time.perf_counter()
+    with pytest.raises(LimitError, match="over the array size limit"):
+        model.function(*model.arg_values)
+    assert time.perf_counter() - start < 2.0

@@ -836,6 +836,44 @@ _internal(Op(name="cast", forward=lambda x, dtype: np.asarray(x).astype(dtype)[(
              inputs=("x",), params=(("dtype", None),), doc="x in another float dtype",
              kind="shape", saves="none"))
 
+# --- result sizes of the entries whose result may be much larger than their inputs -----
+def _prod(dims) -> int:
+    return math.prod(int(d) for d in dims)
+
+
+def _pad_size(shapes, params) -> int:
+    shape = shapes[0]
+    try:  # numpy's forms: n, (n,), (before, after), ((before, after), ...) per axis
+        pairs = np.broadcast_to(np.asarray(params["pad_width"], dtype=np.int64),
+                                (len(shape), 2))
+    except ValueError:
+        return 0  # numpy reports the mismatch
+    return _prod(n + int(lo) + int(hi) for n, (lo, hi) in zip(shape, pairs))
+
+
+def _take_size(shapes, params) -> int:
+    x, idx = shapes
+    axis = params.get("axis")
+    if axis is None or not x:
+        return _prod(idx)
+    return _prod(x) // max(1, x[axis % len(x)]) * _prod(idx)
+
+
+#: name -> fn(input shapes, params) -> the number of elements of the result, for entries
+#: whose result can be much larger than their inputs. The language checks it against its
+#: array size limit before running them (gradcli.lang.evaluate).
+RESULT_SIZE = {
+    "repeat": lambda shapes, p: _prod(shapes[0]) * max(0, int(p["repeats"])),
+    "tile": lambda shapes, p: _prod(shapes[0]) * _prod(
+        p["reps"] if isinstance(p["reps"], tuple) else (p["reps"],)),
+    "pad": _pad_size,
+    "broadcast_to": lambda shapes, p: _prod(
+        p["shape"] if isinstance(p["shape"], tuple) else (p["shape"],)),
+    "take": _take_size,
+    "gather": _take_size,
+    "take_along_axis": lambda shapes, p: max(_prod(shapes[1]), _prod(shapes[0])),
+}
+
 # --- TensorFlow names of existing reductions -------------------------------------------
 for _name in ("sum", "mean", "max", "min", "prod", "logsumexp"):
     _add_aliases(_name, f"reduce_{_name}")

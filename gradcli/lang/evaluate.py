@@ -283,7 +283,19 @@ class _Plan:
         apply, out = self.ops.apply, self.register()
         check = _check_sizes
         regs_in = [i for i in inputs if isinstance(i, int)]
-        if len(inputs) == 1 and regs_in:
+        result_size = self.ops.more_ops.RESULT_SIZE.get(op.name)
+        if result_size is not None:  # repeat, tile, pad...: the result may dwarf the inputs
+            def step(r, env, used, out=out):
+                values = [r[i] if isinstance(i, int) else i for i in inputs]
+                try:
+                    count = result_size([np.shape(v) for v in values], params)
+                except (TypeError, ValueError, IndexError):
+                    count = 0  # parameters that do not fit: the engine reports them
+                limits.check_elements(count, f"{op.name}(...)")
+                value = apply(op, values, params)
+                used[0] += value.size
+                r[out] = value
+        elif len(inputs) == 1 and regs_in:
             (a,) = inputs
 
             def step(r, env, used, out=out, a=a):
