@@ -283,3 +283,14 @@ def test_gradcli_functions_lists_every_entry_with_derivative_and_domain():
         assert listed[name]["derivative"] and listed[name]["domain"], name
     assert listed["argmax"]["differentiable"] is False
     assert "reduce_sum" in listed["sum"]["aliases"]
+
+
+def test_diff_of_an_order_beyond_the_length_is_empty_at_once():
+    import time
+    x = np.array([1.0, 4.0, 9.0])
+    start = time.perf_counter()
+    out = gc.diff(x, 10 ** 9)
+    assert out.shape == (0,)
+    [g] = grad(lambda t: gc.sum(gc.diff(t, 10 ** 9)), x)
+    np.testing.assert_array_equal(g, np.zeros(3))
+    assert time.perf_counter() - start < 1.0

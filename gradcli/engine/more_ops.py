@@ -364,7 +364,21 @@ def _cumprod_grad(m, g, ans, x, axis):
     return m.where(clean, ahead, m.where(first, at_zero, after))
 
 
+def _diff_order(x, n, axis) -> int:
+    """n, or the axis length when n exceeds it (the same empty result; numpy would loop n
+    times, and diff(x, n=1e9) would not finish)."""
+    shape = _shape(x)
+    if n < 0 or not shape:
+        return n  # numpy's own error
+    return min(n, shape[axis % len(shape)])
+
+
+def _diff(x, n=1, axis=-1):
+    return np.diff(x, n=_diff_order(x, n, axis), axis=axis)
+
+
 def _diff_vjp(m, g, ans, x, n=1, axis=-1):
+    n = _diff_order(x, n, axis)
     nd = len(_shape(x))
     ax = _axis_of(_shape(x), axis)
     lo = tuple((1, 0) if i == ax else (0, 0) for i in range(nd))
@@ -652,10 +666,10 @@ _entry("cumprod", lambda x, axis=None: np.cumprod(x, axis=axis), (_cumprod_vjp,)
        "products of the others, exact with zeros", params=(("axis", None),),
        sympy=lambda sp, x, axis=None: np.cumprod(np.asarray(x, dtype=object), axis=axis),
        kind="scan")
-_entry("diff", lambda x, n=1, axis=-1: np.diff(x, n=n, axis=axis), (_diff_vjp,), ("x",),
+_entry("diff", _diff, (_diff_vjp,), ("x",),
        "n-th forward difference x[1:] - x[:-1] along an axis", "g(k-1) - g(k), n times",
        params=(("n", 1), ("axis", -1)),
-       sympy=lambda sp, x, n=1, axis=-1: np.diff(np.asarray(x, dtype=object), n=n, axis=axis),
+       sympy=lambda sp, x, n=1, axis=-1: _diff(np.asarray(x, dtype=object), n=n, axis=axis),
        kind="scan", saves="none")
 _entry("log_softmax", _log_softmax,
        (lambda m, g, ans, x, axis=-1: g - m.exp(ans) * m.sum(g, axis=axis, keepdims=True),),
