@@ -515,8 +515,13 @@ def _splitter(what):
     def forward(x, indices_or_sections, axis=0):
         return tuple(getattr(np, what)(x, indices_or_sections, axis=axis))
 
-    def public(x, indices_or_sections, axis=0):
+    def public(x, *args, **kwargs):
         """The pieces of ``x`` as a tuple of tensors, each recorded as a slice of x."""
+        op = REGISTRY[what]  # parameters bound as every entry's are (ops._bind)
+        params = ops._bind(op, [name for name, _ in op.params], dict(op.params), args, kwargs)
+        indices_or_sections, axis = params["indices_or_sections"], params["axis"]
+        if indices_or_sections is None:
+            raise TypeError(f"{what}() needs indices_or_sections (a count or indices)")
         shape = _shape(x) if isinstance(x, Tensor) else np.shape(x)
         if not shape:
             raise ops.ShapeError(f"shape mismatch in {what}: () (a scalar cannot be split)")
