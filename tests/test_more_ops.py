@@ -294,3 +294,14 @@ def test_diff_of_an_order_beyond_the_length_is_empty_at_once():
     [g] = grad(lambda t: gc.sum(gc.diff(t, 10 ** 9)), x)
     np.testing.assert_array_equal(g, np.zeros(3))
     assert time.perf_counter() - start < 1.0
+
+
+@pytest.mark.parametrize("name", ["mod", "fmod"])
+def test_remainder_divisor_gradient_is_a_hard_zero_where_the_quotient_is_zero(name):
+    """d/dy (x mod y) = -floor(x/y) is exactly 0 for |x| < |y|: an infinite upstream
+    gradient must give 0 there, not 0 * inf = nan."""
+    a, b = gc.constant(1.0), gc.constant(2.0)
+    with gc.GradientTape() as tape:
+        tape.watch(b)
+        out = gc.FUNCTIONS[name](a, b)
+    assert tape.gradient(out, b, output_gradients=gc.constant(np.inf)).numpy() == 0.0

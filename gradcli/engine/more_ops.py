@@ -725,14 +725,23 @@ _entry("logaddexp2", np.logaddexp2, (lambda m, g, ans, x, y: g * m.exp2(x - ans)
        ("x", "y"), "log2(2^x + 2^y), computed stably", "2^(x - ans), 2^(y - ans)",
        sympy=lambda sp, x, y: sp.log(2 ** x + 2 ** y) / sp.log(2), kind="binary",
        elementwise=True)
+def _quotient_rule(quotient):
+    """d/dy of x - y q(x/y) with q piecewise constant: -q, a hard zero where q is 0 (no
+    0 * inf = nan from an infinite upstream gradient)."""
+    def vjp(m, g, ans, x, y):
+        q = quotient(m, x, y)
+        return m.where(q == 0, 0.0, -g * q)
+    return vjp
+
+
 _entry("mod", np.mod, (lambda m, g, ans, x, y: g,
-                       lambda m, g, ans, x, y: -g * m.floor_divide(x, y)),
+                       _quotient_rule(lambda m, x, y: m.floor_divide(x, y))),
        ("x", "y"), "remainder of x / y with the sign of y (Python's %, numpy's mod)",
        "1, -floor(x / y)", sympy=lambda sp, x, y: x - y * sp.floor(x / y), kind="binary",
        elementwise=True, aliases=("remainder",), sample=(0.5, 2.0), domain="y != 0",
        saves="inputs")
 _entry("fmod", np.fmod, (lambda m, g, ans, x, y: g,
-                         lambda m, g, ans, x, y: -g * m.trunc(x / y)),
+                         _quotient_rule(lambda m, x, y: m.trunc(x / y))),
        ("x", "y"), "remainder of x / y with the sign of x (C's fmod)", "1, -trunc(x / y)",
        sympy=lambda sp, x, y: x - y * _trunc_sympy(sp, x / y), kind="binary",
        elementwise=True, sample=(0.5, 2.0), domain="y != 0", saves="inputs")
@@ -747,9 +756,14 @@ _entry("fmin", np.fmin, (_fmax_rule(True, False), _fmax_rule(False, False)), ("x
        sympy=lambda sp, x, y: sp.Min(x, y), kind="binary", elementwise=True)
 
 # --- shape functions -------------------------------------------------------------------
+# expand_dims' axis indexes its result (one dimension more), as stack's: said so where the
+# table knows of it (Op.new_axis, with the axis normalisation of the "no silent wrong
+# answers" issue).
+_NEW_AXIS = {"new_axis": True} if "new_axis" in Op.__dataclass_fields__ else {}
 _entry("expand_dims", lambda x, axis: np.expand_dims(x, axis), (_reshape_back,), ("x",),
        "x with a new axis of length 1 at axis", "reshape back", params=(("axis", None),),
-       sympy=_numpy_sympy(lambda x, axis: np.expand_dims(x, axis)), saves="none")
+       sympy=_numpy_sympy(lambda x, axis: np.expand_dims(x, axis)), saves="none",
+       **_NEW_AXIS)
 _entry("squeeze", lambda x, axis=None: np.squeeze(x, axis=axis), (_reshape_back,), ("x",),
        "x without its axes of length 1 (or only those named)", "reshape back",
        params=(("axis", None),),
