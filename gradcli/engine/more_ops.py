@@ -730,7 +730,7 @@ def _quotient_rule(quotient):
     0 * inf = nan from an infinite upstream gradient)."""
     def vjp(m, g, ans, x, y):
         q = quotient(m, x, y)
-        return m.where(q == 0, 0.0, -g * q)
+        return -m.where(q == 0, 0.0, g) * q  # (g is replaced, so inf * 0 is never formed)
     return vjp
 
 
