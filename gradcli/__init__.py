@@ -8,18 +8,53 @@
 """
 from __future__ import annotations
 
-from .engine import (CONSTANTS, FUNCTIONS, GradientTape, Tensor, Variable, constant,
-                     custom_gradient, gradients_function, implicit_gradients,
-                     implicit_value_and_gradients, stop_gradient, value_and_gradients_function)
-from .engine.table import REGISTRY as _REGISTRY
+import gc as _gc
+
+
+def _pause_collector() -> bool:
+    """Pause Python's cyclic collector for an import; returns whether it was running.
+
+    An import makes tens of thousands of objects that live as long as the process, and no
+    garbage: the collector's passes over them (~45 during numpy's and gradcli's imports)
+    only cost time, ~6-8 ms of every command-line start (issue 14)."""
+    running = _gc.isenabled()
+    _gc.disable()
+    return running
+
+
+def _resume_collector(was_running: bool) -> None:
+    """Undo ``_pause_collector``. The objects made meanwhile move to the oldest generation
+    at once (``freeze`` then ``unfreeze``: two list splices), where the young collections
+    they skipped would have put them, so that no young collection walks them afterwards;
+    any cycle among them is freed by the next full collection, as before."""
+    if was_running:
+        if _gc.get_freeze_count() == 0:  # never undo a gc.freeze() of the program's own
+            _gc.freeze()
+            _gc.unfreeze()
+        _gc.enable()
+
+
+_collecting = _pause_collector()
+try:
+    from .engine import (CONSTANTS, FUNCTIONS, GradientTape, Tensor, Variable, constant,
+                         custom_gradient, gradients_function, implicit_gradients,
+                         implicit_value_and_gradients, stop_gradient,
+                         value_and_gradients_function)
+    from .engine.table import REGISTRY as _REGISTRY
+finally:
+    _resume_collector(_collecting)
 
 __version__ = "0.1.0"
 
 # Every table entry (and alias) as a module function: gc.sin, gc.sum, gc.asin, ...
 globals().update({name: FUNCTIONS[name] for name in _REGISTRY if name in FUNCTIONS})
+# zeros_like/ones_like are Python API only (the language has no use for them).
+zeros_like, ones_like = FUNCTIONS["zeros_like"], FUNCTIONS["ones_like"]
 pi, e, inf = CONSTANTS["pi"], CONSTANTS["e"], CONSTANTS["inf"]
+from . import linalg  # noqa: E402  (gc.linalg.inv, numpy.linalg's names and signatures)
 
 __all__ = ["Tensor", "Variable", "constant", "GradientTape", "gradients_function",
            "value_and_gradients_function", "implicit_gradients", "implicit_value_and_gradients",
-           "custom_gradient", "stop_gradient", "pi", "e", "inf", "__version__",
+           "custom_gradient", "stop_gradient", "zeros_like", "ones_like", "pi", "e", "inf",
+           "__version__", "linalg",
            *sorted(_REGISTRY)]

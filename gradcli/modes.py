@@ -21,6 +21,8 @@ from .engine.api import NO_VARIABLES
 from .errors import InputError, ModeError, UnknownNameError, did_you_mean
 
 MODES = ("tape", "grad", "implicit", "value-grad")
+_NO_VARIABLES = (NO_VARIABLES + " (declare one with --var NAME=VALUE, or Variable(...) in "
+                 "the program)")
 
 #: What each mode is, in TensorFlow's words (shown by `compare` and in --help).
 API_CALLS = {
@@ -94,11 +96,10 @@ def _numpy(t):
 
 
 def _kind(model, name: str) -> str:
-    if name in model.variables:
-        return "variable" if model.variables[name].trainable else "frozen"
-    if name in model.arg_names:
-        return "argument"
-    return "intermediate"
+    kind = model.kinds.get(name)
+    if kind in ("var", "frozen", "variable"):
+        return "variable" if model.trainable[name] else "frozen"
+    return {"arg": "argument", "constant": "constant"}.get(kind, "intermediate")
 
 
 def _unknown(name: str, known, what: str) -> UnknownNameError:
@@ -108,35 +109,36 @@ def _unknown(name: str, known, what: str) -> UnknownNameError:
 
 
 def _tape(model, options: ModeOptions) -> Outcome:
+    # Everything refusable is refused from the names alone, before a file is read.
     if options.unconnected not in ("none", "zero"):
         raise InputError(f"--unconnected must be 'none' or 'zero', got {options.unconnected!r}")
-    outside = list(model.variables) + list(model.arg_names)
-    watch_objects = []
     for name in options.watch:
-        if name in model.variables:
-            watch_objects.append(model.variables[name])
-        elif name in model.arg_names:
-            watch_objects.append(model.arg_values[model.arg_names.index(name)])
-        elif name in model.names:
+        if model.is_declared(name):
+            continue
+        if name in model.kinds:
             raise InputError(f"--watch {name}: only arguments and variables can be watched; "
                              f"'{name}' is computed by the program, so it is recorded when "
                              "computed from watched values (give it to --wrt instead)")
-        else:
-            raise _unknown(name, outside, "name to watch")
+        raise _unknown(name, [n for n in model.kinds if model.is_declared(n)],
+                       "name to watch")
+    for name in options.wrt or ():
+        if name not in model.kinds:
+            raise _unknown(name, model.names, "source")
+    # A declared name is the declared argument or variable, whatever the program later
+    # binds to it (as in TensorFlow, where the Python name is rebound, not the tensor).
+    watch_objects = [model.source(name) for name in options.watch]
     with gc.GradientTape(watch_accessed_variables=options.watch_accessed) as tape:
         for obj in watch_objects:
             tape.watch(obj)
         target = model.function(*model.arg_values)
-    values = model.values
     if options.wrt is None:
+        # Only declared values can be watched: the default sources are those watched.
         watched_ids = {id(v) for v in tape.watched_variables()} | {id(o) for o in watch_objects}
-        names = [n for n in model.names if n in values and id(values[n]) in watched_ids]
+        names = [n for n in model.names if model.is_declared(n)
+                 and id(model.source(n)) in watched_ids]
     else:
         names = list(options.wrt)
-        for name in names:
-            if name not in values:
-                raise _unknown(name, list(values), "source")
-    sources = [values[n] for n in names]
+    sources = [model.source(n) for n in names]
     grads = tape.gradient(target, sources) if sources else []
     out = Outcome("tape", _numpy(target))
     for name, source, g in zip(names, sources, grads):
@@ -190,6 +192,11 @@ def _grad(model, options: ModeOptions) -> Outcome:
 
 
 def _implicit(model, with_value: bool) -> Outcome:
+    # Which variables the program reads is known from its tree: refuse before any work
+    # (a 10^7-element file is not read, the forward pass not run). The same refusal at
+    # run time stays for what the tree cannot rule out (``a = w`` with ``a`` unused).
+    if not any(model.trainable[name] for name in model.read_variables):
+        raise ModeError(_NO_VARIABLES)
     try:
         if with_value:
             value, pairs = gc.implicit_value_and_gradients(model.function)(*model.arg_values)
@@ -197,8 +204,7 @@ def _implicit(model, with_value: bool) -> Outcome:
             value, pairs = None, gc.implicit_gradients(model.function)(*model.arg_values)
     except ValueError as err:
         if str(err) == NO_VARIABLES:
-            raise ModeError(NO_VARIABLES + " (declare one with --var NAME=VALUE, or "
-                            "Variable(...) in the program)") from None
+            raise ModeError(_NO_VARIABLES) from None
         raise
     names = {id(v): n for n, v in model.variables.items()}
     out = Outcome("value-grad" if with_value else "implicit",

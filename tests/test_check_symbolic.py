@@ -101,6 +101,15 @@ def table_cases():
         op = REGISTRY[name]
         if op.sympy is None:
             continue
+        if op.samples is not None and op.kind == "linalg":
+            # matrices a range cannot describe: the entry's own samples, as program text
+            from table_samples import sample_programs
+
+            from gradcli.lang import parse_program
+            for label, text, point, value, _ in sample_programs(name):
+                cases.append((f"{name}-{label}", parse_program(text), point,
+                              lambda value=value: value))
+            continue
         if name in more_cases.CASES:  # the entries of more_ops.py
             for k, (text, run, shapes) in enumerate(more_cases.CASES[name]):
                 point = {n: _sample(op, s) for n, s in shapes.items()}

@@ -153,10 +153,12 @@ def test_untrainable_variable_is_not_watched():
     assert tape.gradient(y, frozen) is None
 
 
-def test_watch_rejects_other_types_naming_them():
+def test_watch_rejects_other_types_naming_them_with_tensorflows_value_error():
     with gc.GradientTape() as tape:
-        with pytest.raises(TypeError, match="str"):
+        with pytest.raises(ValueError, match="str"):
             tape.watch("x")
+        with pytest.raises(ValueError, match="takes tensors or variables.*got ndarray"):
+            tape.watch(np.array(1.0))
 
 
 def test_jacobian_of_elementwise_product():

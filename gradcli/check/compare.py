@@ -2,31 +2,56 @@
 
 :func:`check_outcome` (a built model and a mode's outcome -> the JSON ``check``
 object) is what the command line calls; :func:`run_check` does the same for any program,
-point and gradients (the library's entry point). For every source it puts side by side the tape's gradient, sympy's exact derivative at the point
+point and gradients (the library's entry point). For every source it puts side by side
+the tape's gradient, sympy's exact derivative at the point
 (:mod:`gradcli.check.symbolic`) and the finite-difference estimate
 (:mod:`gradcli.check.numeric`), and gives a status:
 
-- ``ok``: the tape agrees with every reference that has a value;
+- ``ok``: the tape agrees with every usable reference;
 - ``mismatch``: it disagrees with one (the command exits 1);
-- ``non-differentiable``: the point sits on a kink for some element (sympy sees a
-  Heaviside/sign/DiracDelta at 0, a Max/Min tie, a floor at an integer, a piecewise
-  boundary, or an infinite derivative; or the one-sided differences disagree), where the
-  tape's value is a convention (``abs'(0) = 0``, ``relu'(0) = 0``, ties split 1/2);
+- ``non-differentiable``: the point is a ``kink`` (continuous, the slope jumps:
+  ``abs`` at 0), a ``discontinuity`` (the value jumps: ``where(x < 1, x^2, 3*x)`` at 1,
+  ``floor`` at an integer) or a ``singularity`` (the target is undefined there, ``1/x``
+  or ``arctan2(x, 0)`` at 0, an infinite intermediate; or its derivative is unbounded,
+  ``sqrt(x)`` at 0) for some element; ``reason`` starts with which, then the evidence.
+  The tape's value there is a convention (``abs'(0) = 0``, ``relu'(0) = 0``, ties split
+  1/2, ``arctan2`` at the origin 0) or nan, and is not judged;
+- ``overflow``: the derivative is a finite number beyond float64's range (``exp(x)`` at
+  710) and the tape gave the infinity float64 rounds it to;
 - ``skipped``: sympy could not be used (too large, too deep, too slow, no symbolic form;
   ``reason`` says which) and the finite differences, which then decide, agree; or no
-  reference has a value at all; or (``tape`` only) the tape gave None for a source it
+  reference is usable at all; or (``tape`` only) the tape gave None for a source it
   did not watch, which is TensorFlow's answer. Only a mismatch fails the check.
 
 Decisions, element by element:
 
-- sympy (exact) decides when it has a value and sees no kink; the finite differences are
-  then a second opinion that can still report a mismatch, except where they straddle a
-  kink near the point (then sympy alone decides);
-- when sympy is skipped (too large, too deep, too slow, no symbolic form), the finite
+- what lies at the point: sympy's kind where sympy has a verdict (see
+  :mod:`gradcli.check.symbolic`); where sympy has no value, the finite differences'
+  (see :mod:`gradcli.check.numeric`: from the one-sided differences and the values of f);
+- sympy (exact) decides when it has a value and sees nothing at the point; the finite
+  differences are then a second opinion that can still report a mismatch if usable;
+- finite differences are *unusable*, never a mismatch, when they straddle a kink near
+  the point, when the step cannot resolve the function (``sin`` at 1e20: the step is
+  larger than the period), or when their own estimated error is more than a tenth of
+  their value (cancellation, rounding in a huge target); ``numeric_unusable`` says why;
+- when sympy is skipped (too large, too deep, too slow, no symbolic form), usable finite
   differences decide;
-- a kink that sympy flags is reported ``non-differentiable`` unless the tape, sympy and
-  the finite differences all agree and the one-sided differences match (``abs(x)**2`` at
-  0 is differentiable: no need to alarm anyone).
+- a point that sympy flags is reported ``non-differentiable`` unless the tape, sympy and
+  usable finite differences all agree (``abs(x)**2`` at 0 is differentiable: no need to
+  alarm anyone).
+
+The errors shown (``abs_error``, ``rel_error``) are those of the comparisons that
+decided: against sympy where it has a value, else against usable finite differences;
+never against an unusable reference, and none at a non-differentiable element.
+
+The verdict (``verdict``): ``mismatch`` when any gradient is a mismatch (exit 1);
+``nothing to check`` when no source was compared with any reference (no sources, as
+when the tape watched nothing, or none with a usable reference: exit 0, and ``passed``
+is false); else ``passed``.
+
+``timeout`` (``--check-timeout``) bounds the whole check: sympy and the finite
+differences run side by side in worker processes, each stopped at the limit; what did
+not finish is reported skipped or "took longer than ...s".
 
 Tolerances (float64 tape): ``|tape - ref| <= atol + rtol * |ref|`` with rtol 1e-6,
 atol 1e-8 against sympy, and rtol 1e-4, atol 1e-6 against finite differences, whose own
@@ -37,12 +62,15 @@ with the directional difference, allowing ``atol * sum|u| + rtol * sum|gradient 
 
 The ``check`` object of ``--json`` (:meth:`CheckReport.to_json`)::
 
-    {"passed": true,                      # false when any gradient is a mismatch
+    {"passed": true,                      # true only when the verdict is "passed"
+     "verdict": "passed",                 # passed | mismatch | nothing to check
+     "reason": "...",                     # present with "nothing to check": why
      "rtol": {"symbolic": 1e-06, "numeric": 0.0001},
      "atol": {"symbolic": 1e-08, "numeric": 1e-06},
      "gradients": [
        {"name": "w1",
         "status": "ok",                   # ok | mismatch | skipped | non-differentiable
+                                          #   | overflow
         "reason": "...",                  # present unless a plain ok: why, or a note
         "tape": 5.0,                      # null when the tape gave None (unconnected)
         "symbolic": 5.0,                  # null when sympy was skipped
@@ -51,8 +79,9 @@ The ``check`` object of ``--json`` (:meth:`CheckReport.to_json`)::
         "numeric_method": "central",      # or "direction" (large sources): then
         "tape_directional": 1.23,         #   numeric is the directional derivative and
                                           #   this the tape's dot(gradient, direction)
-        "abs_error": 0.0,                 # largest |tape - reference| (null: none)
-        "rel_error": 0.0,                 # largest |tape - reference| / max(|ref|, atol)
+        "numeric_unusable": "...",        # present when they could not be used: why
+        "abs_error": 0.0,                 # largest |tape - reference| that decided
+        "rel_error": 0.0,                 # ... / max(|ref|, atol) (null: none decided)
         "symbolic_derivative": "x1"}]}    # present with want_text (--symbolic)
 
 Arrays are nested lists shaped like the source; non-finite numbers are the strings
@@ -66,9 +95,9 @@ from typing import Any
 
 import numpy as np
 
-from ..jsonvalue import json_value as to_json_value
+from ..jsonvalue import json_value as _json_value
 from ..lang.tree import Assign, Declare, Name, Program
-from .numeric import FULL_LIMIT, NumericGradient, numeric_gradient
+from .numeric import FULL_LIMIT, NumericGradient, numeric_gradient, numeric_in_worker
 from .symbolic import (
     DEFAULT_MAX_DEPTH,
     DEFAULT_MAX_ELEMENTS,
@@ -79,7 +108,19 @@ from .symbolic import (
     symbolic_gradients,
 )
 
-STATUSES = ("ok", "mismatch", "skipped", "non-differentiable")
+
+def to_json_value(value: Any) -> Any:
+    """``json_value``, with a fast path for finite float arrays (the same output: a
+    1000x1000 source's row of the check spent 5 s in the per-element path)."""
+    if value is not None and not np.isscalar(value):
+        arr = np.asarray(value)
+        if arr.ndim and arr.dtype.kind == "f" and np.isfinite(arr).all():
+            return arr.astype(np.float64).tolist()
+    return _json_value(value)
+
+
+STATUSES = ("ok", "mismatch", "skipped", "non-differentiable", "overflow")
+VERDICTS = ("passed", "mismatch", "nothing to check")
 
 
 @dataclass(frozen=True)
@@ -120,6 +161,10 @@ class GradientCheck:
     symbolic_skipped: str | None = None
     tape_directional: float | None = None
     symbolic_derivative: str | None = None
+    numeric_unusable: str | None = None
+    # False when nothing was compared for this source (no usable reference, or a tape
+    # source the tape did not watch); not in the JSON (the status and reason say it).
+    checked: bool = True
 
     def to_json(self) -> dict:
         out: dict[str, Any] = {"name": self.name, "status": self.status}
@@ -131,6 +176,8 @@ class GradientCheck:
             out["symbolic_skipped"] = self.symbolic_skipped
         out["numeric"] = to_json_value(self.numeric)
         out["numeric_method"] = self.numeric_method
+        if self.numeric_unusable:
+            out["numeric_unusable"] = self.numeric_unusable
         if self.tape_directional is not None:
             out["tape_directional"] = to_json_value(self.tape_directional)
         out["abs_error"] = to_json_value(self.abs_error)
@@ -142,20 +189,37 @@ class GradientCheck:
 
 @dataclass
 class CheckReport:
-    """All verdicts, in the mode's order of sources; ``passed`` is False on any mismatch."""
+    """All verdicts, in the mode's order of sources.
+
+    ``verdict``: "mismatch" when any gradient is a mismatch; "nothing to check" when no
+    source was compared with any reference (no sources at all, or none with a usable
+    reference); else "passed". ``passed`` is True only for "passed".
+    """
     gradients: list[GradientCheck]
     tolerances: Tolerances = field(default_factory=Tolerances)
 
     @property
+    def verdict(self) -> str:
+        if any(g.status == "mismatch" for g in self.gradients):
+            return "mismatch"
+        if not any(g.checked for g in self.gradients):
+            return "nothing to check"
+        return "passed"
+
+    @property
     def passed(self) -> bool:
-        return not any(g.status == "mismatch" for g in self.gradients)
+        return self.verdict == "passed"
 
     def to_json(self) -> dict:
         tol = self.tolerances
-        return {"passed": self.passed,
-                "rtol": {"symbolic": tol.symbolic_rtol, "numeric": tol.numeric_rtol},
-                "atol": {"symbolic": tol.symbolic_atol, "numeric": tol.numeric_atol},
-                "gradients": [g.to_json() for g in self.gradients]}
+        out = {"passed": self.passed, "verdict": self.verdict}
+        if self.verdict == "nothing to check":
+            out["reason"] = ("no sources to compare" if not self.gradients else
+                             "no source could be compared with a reference")
+        out.update({"rtol": {"symbolic": tol.symbolic_rtol, "numeric": tol.numeric_rtol},
+                    "atol": {"symbolic": tol.symbolic_atol, "numeric": tol.numeric_atol},
+                    "gradients": [g.to_json() for g in self.gradients]})
+        return out
 
 
 # ---------------------------------------------------------------------------------------
@@ -193,6 +257,29 @@ def _label(name: str, shape: tuple, idx: tuple) -> str:
 
 def _num(v: float) -> str:
     return f"{v:.10g}"
+
+
+def _kinds(kind: Any, kink: Any, shape: tuple) -> np.ndarray:
+    """Per-element kind strings ("" or one of KINDS); from ``kink`` alone when a
+    hand-made reference has no kinds (a kink flag then means "kink")."""
+    if kind is not None:
+        return np.broadcast_to(np.asarray(kind, dtype=object), shape)
+    if kink is not None:
+        return np.where(np.broadcast_to(np.asarray(kink, dtype=bool), shape), "kink", "") \
+            .astype(object)
+    return np.full(shape, "", dtype=object)
+
+
+def _per_element(value: Any, shape: tuple, fill: Any) -> np.ndarray:
+    if value is None:
+        return np.full(shape, fill)
+    return np.broadcast_to(np.asarray(value), shape)
+
+
+# Finite differences whose own estimated error is more than this fraction of their value
+# (plus atol) cannot confirm anything: they are reported unusable, never a mismatch.
+NUMERIC_USABLE_RTOL = 0.1
+NONDIFF_KINDS = ("kink", "discontinuity", "singularity")
 
 
 def compare_gradient(name: str, tape: Any, symbolic: SymbolicGradient | None,
@@ -235,66 +322,92 @@ def compare_gradient(name: str, tape: Any, symbolic: SymbolicGradient | None,
     if tape_arr is not None and tape_arr.shape != shape:
         return GradientCheck(status="mismatch", abs_error=None, rel_error=None,
                              reason=f"the tape's gradient has shape {tape_arr.shape}, the "
-                                    f"source has shape {shape}", **base)
+                                    f"source has shape {shape}", checked=True, **base)
     t = tape_arr if tape_arr is not None else np.zeros(shape)
 
     # sympy, per element
     if sym_value is not None:
         s = np.asarray(sym_value, dtype=np.float64)
         s_avail = ~np.isnan(s)
-        s_kink = np.asarray(symbolic.kink, dtype=bool) if symbolic.kink is not None \
-            else np.zeros(shape, bool)
+        s_kind = _kinds(symbolic.kind, symbolic.kink, shape)
         agree_s = _close(t, s, tol.symbolic_atol + tol.symbolic_rtol * np.abs(s))
     else:
         s = np.full(shape, np.nan)
-        s_avail = s_kink = agree_s = np.zeros(shape, bool)
+        s_avail = agree_s = np.zeros(shape, bool)
+        s_kind = np.full(shape, "", dtype=object)
 
     # finite differences, per element (a direction's verdict applies to every element)
     tape_directional = None
+    n_kind = np.full(shape, "", dtype=object)
+    n_detail = np.full(shape, "", dtype=object)
+    if numeric is not None and numeric.kind is not None:
+        n_kind = _kinds(numeric.kind, None, shape)
+        n_detail = _per_element(numeric.detail, shape, "")
     if directional:
         u = numeric.direction
         n = float(numeric.value)
         tape_directional = float(np.sum(t * u))
-        allowance = (tol.numeric_atol * float(np.sum(np.abs(u)))
+        scale = float(np.sum(np.abs(u)))
+        allowance = (tol.numeric_atol * scale
                      + tol.numeric_rtol * max(float(np.sum(np.abs(t * u))), abs(n))
                      + float(numeric.error))
-        avail = bool(np.isfinite(n))
-        n_avail = np.full(shape, avail)
-        n_kink = np.full(shape, bool(numeric.kink))
+        n_avail = np.full(shape, bool(np.isfinite(n)))
+        if numeric.kind is None:
+            n_kind = _kinds(None, np.full(shape, bool(numeric.kink)), shape)
         agree_n = np.full(shape, bool(_close(np.asarray(tape_directional), np.asarray(n),
                                              np.asarray(allowance))))
+        n_err = np.full(shape, float(numeric.error))
+        n_ref = np.full(shape, abs(n))
+        n_atol = tol.numeric_atol * scale
     elif num_value is not None:
         nv = np.asarray(num_value, dtype=np.float64)
         n_avail = ~np.isnan(nv)
-        n_kink = np.asarray(numeric.kink, dtype=bool)
-        agree_n = _close(t, nv, tol.numeric_atol + tol.numeric_rtol * np.abs(nv)
-                         + np.nan_to_num(numeric.error, nan=0.0))
+        if numeric.kind is None:
+            n_kind = _kinds(None, numeric.kink, shape)
+        n_err = np.nan_to_num(np.asarray(numeric.error, dtype=np.float64), nan=0.0)
+        agree_n = _close(t, nv, tol.numeric_atol + tol.numeric_rtol * np.abs(nv) + n_err)
+        n_ref = np.abs(nv)
+        n_atol = tol.numeric_atol
     else:
-        n_avail = n_kink = agree_n = np.zeros(shape, bool)
+        n_avail = agree_n = np.zeros(shape, bool)
+        n_err = n_ref = np.zeros(shape)
+        n_atol = tol.numeric_atol
+    unresolved = _per_element(getattr(numeric, "unresolved", None), shape, False).astype(bool)
+    with np.errstate(invalid="ignore"):
+        rough = n_avail & (n_err > NUMERIC_USABLE_RTOL * n_ref + n_atol)
+    n_usable = n_avail & (n_kind == "") & ~unresolved & ~rough
 
-    # element by element (see the module docstring)
-    all_agree = s_avail & agree_s & n_avail & agree_n & ~n_kink
-    nondiff = (s_kink & ~all_agree) | (~s_avail & n_avail & n_kink)
-    mismatch_s = ~nondiff & ~s_kink & s_avail & ~agree_s
-    mismatch_n = ~nondiff & ~s_kink & ~mismatch_s & n_avail & ~n_kink & ~agree_n
-    unchecked = ~s_avail & ~n_avail
+    # What lies at the point: sympy says, where it has a verdict; where sympy has a value
+    # and sees nothing, a kink in the finite differences is near the point, not at it.
+    kind = np.where(s_kind != "", s_kind, np.where(s_avail, "", n_kind)).astype(object)
+    all_agree = s_avail & agree_s & n_usable & agree_n
+    nondiff = np.isin(kind, NONDIFF_KINDS) & ~all_agree
+    over = kind == "overflow"
+    over_ok = over & (agree_s | (~s_avail & np.isinf(t)))
+    smooth = ~nondiff & ~over
+    mismatch_s = smooth & s_avail & ~agree_s
+    mismatch_n = smooth & ~mismatch_s & n_usable & ~agree_n
+    mismatch_o = over & ~over_ok
+    unchecked = smooth & ~s_avail & ~n_usable
 
-    # errors against whatever references exist
+    # The errors shown are those of the comparisons that decided: sympy where it has a
+    # value, else usable finite differences (never an unusable reference's).
     abs_parts, rel_parts = [], []
-    if s_avail.any():
+    decided_s = (smooth | over) & s_avail
+    if decided_s.any():
         d, r = _errors(t, s, tol.symbolic_atol)
-        abs_parts.append(d[s_avail])
-        rel_parts.append(r[s_avail])
-    if directional and n_avail.all():
+        abs_parts.append(d[decided_s])
+        rel_parts.append(r[decided_s])
+    decided_n = smooth & ~s_avail & n_usable
+    if directional and decided_n.all():
         d, r = _errors(np.asarray(tape_directional), np.asarray(float(numeric.value)),
                        tol.numeric_atol)
         abs_parts.append(np.atleast_1d(d))
         rel_parts.append(np.atleast_1d(r))
-    elif num_value is not None and n_avail.any():
+    elif not directional and decided_n.any():
         d, r = _errors(t, np.asarray(num_value, dtype=np.float64), tol.numeric_atol)
-        usable = n_avail & ~n_kink
-        abs_parts.append(d[usable])
-        rel_parts.append(r[usable])
+        abs_parts.append(d[decided_n])
+        rel_parts.append(r[decided_n])
     abs_all = np.concatenate([np.ravel(p) for p in abs_parts]) if abs_parts else np.empty(0)
     rel_all = np.concatenate([np.ravel(p) for p in rel_parts]) if rel_parts else np.empty(0)
     abs_error = float(abs_all.max()) if abs_all.size else None
@@ -307,11 +420,39 @@ def compare_gradient(name: str, tape: Any, symbolic: SymbolicGradient | None,
         k = int(np.sum(mask))
         return f" ({k} of {mask.size} elements)" if shape and mask.size > 1 else ""
 
+    def at(mask: np.ndarray) -> str:
+        return f" at {_label(name, shape, first(mask))}" if shape else ""
+
+    # Why the finite differences could not be used (reported, never a mismatch).
+    numeric_unusable = None
+    # (at a kink, discontinuity or singularity the evidence is in the reason already)
+    blocked = n_avail & ~n_usable & ~nondiff
+    if blocked.any():
+        idx = first(blocked)
+        if n_kind[idx]:
+            why = (f"they straddle a {n_kind[idx]} near the point"
+                   + (f" ({n_detail[idx]})" if n_detail[idx] else ""))
+        elif unresolved[idx]:
+            why = ("the step is too large for the function's scale here: their values are "
+                   "noise (the differences at h and h/16 do not agree)")
+        else:
+            rounding = _per_element(getattr(numeric, "rounding", None), shape, np.nan)
+            if np.isfinite(rounding[idx]) and rounding[idx] >= 0.5 * n_err[idx]:
+                why = (f"rounding: the target's size swamps its change over the step "
+                       f"(estimated error {_num(float(n_err[idx]))})")
+            else:
+                why = (f"their estimated error {_num(float(n_err[idx]))} is more than "
+                       f"{NUMERIC_USABLE_RTOL:g} of their value "
+                       f"{_num(float(n_ref[idx]))}: the step is too coarse here")
+        numeric_unusable = f"finite differences unusable{at(blocked)}: {why}{count(blocked)}"
+
     if tape_arr is None:
         notes.append("the tape gave None (not connected)")
+    checked = True
     if tape_arr is None and none_may_be_right and (mismatch_s.any() or mismatch_n.any()):
         # A tape gives None for a source it did not watch: TensorFlow's answer, not a bug.
         status = "skipped"
+        checked = False
         notes[-1] = ("the tape gave None, but the target depends on it: the tape did not "
                      "watch it (watch it to compare its gradient)")
     elif mismatch_s.any():
@@ -319,6 +460,11 @@ def compare_gradient(name: str, tape: Any, symbolic: SymbolicGradient | None,
         status = "mismatch"
         notes.insert(0, f"tape differs from sympy at {_label(name, shape, idx)}: tape "
                         f"{_num(t[idx])}, sympy {_num(s[idx])}{count(mismatch_s)}")
+    elif mismatch_o.any():
+        idx = first(mismatch_o)
+        status = "mismatch"
+        notes.insert(0, f"the derivative overflows float64 at {_label(name, shape, idx)} "
+                        f"but the tape gave {_num(t[idx])}{count(mismatch_o)}")
     elif mismatch_n.any():
         idx = first(mismatch_n)
         status = "mismatch"
@@ -332,37 +478,93 @@ def compare_gradient(name: str, tape: Any, symbolic: SymbolicGradient | None,
                             f"differences {_num(float(num_value[idx]))}{count(mismatch_n)}")
     elif nondiff.any():
         status = "non-differentiable"
-        what = []
-        if (s_kink & nondiff).any() and symbolic.note:
-            what.append(f"sympy: {symbolic.note}")
-        if (n_kink & nondiff).any():
-            where = f" at {_label(name, shape, first(n_kink & nondiff))}" if shape else ""
-            what.append(f"one-sided differences disagree{where}")
-        notes.insert(0, "on a kink (" + ("; ".join(what) or "no derivative there") + ")")
+        idx = first(nondiff)
+        what = str(kind[idx])
+        evidence = []
+        if s_kind[idx] and symbolic is not None and symbolic.note:
+            evidence.append(f"sympy: {symbolic.note}")
+        if n_kind[idx]:
+            evidence.append(f"finite differences: {n_detail[idx] or n_kind[idx]}")
+        elif not s_kind[idx] and numeric is not None and numeric.note:
+            evidence.append(f"finite differences: {numeric.note}")
+        kinds = sorted(set(kind[nondiff]), key=NONDIFF_KINDS.index)
+        others = f"; also {', '.join(k for k in kinds if k != what)}" \
+            if len(kinds) > 1 else ""
+        notes.insert(0, f"{what}{at(nondiff)}" + (f" ({'; '.join(evidence)})" if evidence
+                                                  else "") + f"{count(nondiff)}{others}")
+    elif over.any():
+        status = "overflow"
+        note = symbolic.note if symbolic is not None and symbolic.note else \
+            (str(n_detail[first(over)]) or "beyond float64's range")
+        # (the status already says "overflow")
+        note = note.removeprefix("overflow: ")
+        notes.insert(0, f"{note}; the tape's {_num(t[first(over)])} is its float64 value")
     elif unchecked.all():
         status = "skipped"
+        checked = False
         if symbolic is None:
             sym_why = "not run"
         else:
             sym_why = symbolic.skipped or symbolic.note or "no value"
-        num_why = numeric.note if numeric is not None and numeric.note else "not taken"
+        if numeric_unusable is not None:
+            num_why = numeric_unusable.removeprefix("finite differences ")
+        else:
+            num_why = numeric.note if numeric is not None and numeric.note else "not taken"
         why = [f"sympy: {sym_why}", f"finite differences: {num_why}"]
         notes.insert(0, "no reference value (" + "; ".join(why) + ")")
     elif sym_value is None:
         # sympy could not be used: the finite differences decided, and agree.
         status = "skipped"
+        # Say so when only the finite differences' own error estimate made them agree.
+        within = ""
+        strict = _close(t, np.asarray(num_value, dtype=np.float64),
+                        tol.numeric_atol + tol.numeric_rtol * n_ref) if not directional \
+            else np.full(shape, abs(tape_directional - float(numeric.value))
+                         <= allowance - float(numeric.error))
+        if (decided_n & ~strict).any():
+            within = (" within their estimated error "
+                      f"{_num(float(np.max(n_err[decided_n & ~strict])))}")
         notes.insert(0, f"sympy: {symbolic.skipped if symbolic is not None else 'not run'}; "
-                        "finite differences agree")
+                        f"finite differences agree{within}")
     else:
         status = "ok"
-        if (n_kink & ~s_kink & s_avail).any():
-            notes.append("finite differences straddle a kink near the point; sympy decides")
         if unchecked.any():
             notes.append(f"{int(unchecked.sum())} of {unchecked.size} elements could not be "
                          "checked")
+    if numeric_unusable is not None and not (status == "skipped" and not checked):
+        notes.append(numeric_unusable)
+    elif (numeric_unusable is None and numeric is not None and num_value is None
+          and numeric.note and status not in ("skipped", "non-differentiable")):
+        notes.append(f"finite differences not taken: {numeric.note}")
     return GradientCheck(status=status, abs_error=abs_error, rel_error=rel_error,
                          reason="; ".join(notes) or None, tape_directional=tape_directional,
-                         **base)
+                         numeric_unusable=numeric_unusable, checked=checked, **base)
+
+
+# The --check-timeout range (the command line's option; the library's ``timeout``).
+MIN_TIMEOUT, MAX_TIMEOUT = 0.1, 3600.0
+
+
+def check_timeout(timeout: Any) -> float:
+    """``timeout`` as seconds, or an InputError (exit 2) naming the accepted range.
+
+    >>> check_timeout(2)
+    2.0
+    >>> check_timeout(float("nan"))
+    Traceback (most recent call last):
+    ...
+    gradcli.errors.InputError: --check-timeout must be a number of seconds from 0.1 to 3600, got nan
+    """
+    from ..errors import InputError
+    try:
+        seconds = float(timeout)
+    except (TypeError, ValueError):
+        seconds = float("nan")
+    # Written so that nan fails too (every comparison with nan is False).
+    if not MIN_TIMEOUT <= seconds <= MAX_TIMEOUT:
+        raise InputError(f"--check-timeout must be a number of seconds from {MIN_TIMEOUT:g} "
+                         f"to {MAX_TIMEOUT:g}, got {timeout}")
+    return seconds
 
 
 def run_check(program: Program, point: Mapping[str, Any], wrt: Sequence[str],
@@ -387,7 +589,9 @@ def run_check(program: Program, point: Mapping[str, Any], wrt: Sequence[str],
     - ``intermediates``: which ``wrt`` names are intermediate values (the value of their
       last assignment) rather than inputs; None: every name whose last assignment is a
       computation (``tape --wrt``); pass ``()`` for ``grad`` and the implicit modes.
-    - ``timeout``: seconds for the sympy worker; ``symbolic=False`` leaves sympy out.
+    - ``timeout``: seconds for the whole check: sympy and the finite differences run
+      side by side in worker processes, each stopped at the limit (then reported as
+      skipped or unusable, with the reason); ``symbolic=False`` leaves sympy out.
     - ``dtype``: the tape's dtype (float32 loosens the default tolerances).
 
     >>> import numpy as np
@@ -398,8 +602,14 @@ def run_check(program: Program, point: Mapping[str, Any], wrt: Sequence[str],
     >>> report.passed, report.gradients[0].status
     (True, 'ok')
     """
+    timeout = check_timeout(timeout)
     wrt = list(dict.fromkeys(wrt))
     tolerances = Tolerances.for_dtype(dtype, rtol, atol)
+
+    def job(deadline: float) -> dict:
+        return numeric_gradient(f_numeric, point, wrt, full_limit=full_limit, seed=seed,
+                                deadline=deadline)
+    numeric = numeric_in_worker([job], wrt, timeout)
     if symbolic:
         sym = symbolic_gradients(program, point, wrt, target, timeout=timeout,
                                  max_elements=max_elements, max_depth=max_depth,
@@ -407,7 +617,7 @@ def run_check(program: Program, point: Mapping[str, Any], wrt: Sequence[str],
                                  lookup=lookup)
     else:
         sym = {name: SymbolicGradient(name, skipped="not asked for") for name in wrt}
-    num = numeric_gradient(f_numeric, point, wrt, full_limit=full_limit, seed=seed)
+    num = numeric.collect()
     return CheckReport([compare_gradient(name, tape_grads.get(name), sym.get(name),
                                          num.get(name), tolerances) for name in wrt],
                        tolerances)
@@ -425,31 +635,44 @@ def check_outcome(model: Any, outcome: Any, *, rtol: float | None = None,
     ``gradcli.modes.run_mode`` returned (run first: ``model.values`` then holds every
     name's value). The finite differences run on float64 copies of the model, so the
     user's variables are never touched and a float32 program is still differenced in
-    float64. A ``tape`` source that the program computes (an intermediate, or an
-    argument the program rebinds) is perturbed by pinning its last assignment to a
-    frozen variable holding that value, the finite-difference twin of what the tape does.
+    float64.
+
+    Each gradient is checked against what its source *is* (see :func:`_plan`): a source
+    that is a declared value (``--var``, ``--arg``, ``Variable(...)``, also under another
+    name: ``h = x``) is perturbed as that input; a source the program computes is
+    perturbed by pinning the assignment that computed it to a frozen variable holding its
+    value, the finite-difference twin of what the tape does. ``timeout`` bounds the whole
+    check (sympy and the finite differences run side by side, each in a worker process).
     """
-    names = [g.name for g in outcome.gradients]
-    point, pinned = _model_point(model, outcome.mode, names)
+    timeout = check_timeout(timeout)
+    program, point, keys, intermediates = _plan(model, outcome)
     tolerances = Tolerances.for_dtype(model.dtype, rtol, atol)
-    sym = symbolic_gradients(model.program, point, names, model.target_name, timeout=timeout,
-                             want_text=want_text, intermediates=pinned)
-    num: dict[str, NumericGradient] = {}
-    inputs = [name for name in names if name not in pinned]
+    wanted = list(dict.fromkeys(keys.values()))
+    inputs = [key for key in wanted if key not in intermediates]
+    jobs = []
     if inputs:
-        f = _evaluator(model, model.program, _outside_declarations(model), point)
-        num.update(numeric_gradient(f, point, inputs))
-    for k, name in enumerate(pinned):
-        value = _plain(model.values[name])
-        pin = _pin_name(name, set(point) | set(names) | computed_names(model.program))
-        f = _evaluator(model, _pin(model.program, name, pin),
-                       _outside_declarations(model, (pin, value)), point, (name, pin))
-        num.update(numeric_gradient(f, {name: value}, [name], seed=k + 1))
+        def inputs_job(deadline: float) -> dict:
+            f = _evaluator(model, program, _outside_declarations(model), point)
+            return numeric_gradient(f, point, inputs, deadline=deadline)
+        jobs.append(inputs_job)
+    for k, key in enumerate(key for key in wanted if key in intermediates):
+        def pinned_job(deadline: float, key=key, seed=k + 1) -> dict:
+            value = _plain(intermediates[key])
+            pin = _pin_name(key, set(point) | set(wanted) | _assigned(program))
+            f = _evaluator(model, _pin(program, key, pin),
+                           _outside_declarations(model, (pin, value)), point, (key, pin))
+            return numeric_gradient(f, {key: value}, [key], seed=seed, deadline=deadline)
+        jobs.append(pinned_job)
+    numeric = numeric_in_worker(jobs, wanted, timeout)
+    sym = symbolic_gradients(program, point, wanted, model.target_name, timeout=timeout,
+                             want_text=want_text, intermediates=set(intermediates))
+    num = numeric.collect()
     # An unconnected source shown as zeros (--unconnected zero) is checked as the None
     # the tape really gave.
     report = CheckReport([compare_gradient(g.name, g.gradient if getattr(g, "connected", True)
-                                           else None, sym.get(g.name),
-                                           num.get(g.name), tolerances,
+                                           else None, _renamed(sym.get(keys[g.name]), g.name),
+                                           _renamed(num.get(keys[g.name]), g.name),
+                                           tolerances,
                                            none_may_be_right=outcome.mode == "tape")
                           for g in outcome.gradients], tolerances)
     return report.to_json()
@@ -458,26 +681,130 @@ def check_outcome(model: Any, outcome: Any, *, rtol: float | None = None,
 def symbolic_texts(model: Any, outcome: Any, *, timeout: float = DEFAULT_TIMEOUT) -> dict:
     """``--symbolic``: sympy's derivative of the target for each gradient of ``outcome``,
     as text (``"skipped: why"`` when sympy could not give it)."""
-    names = [g.name for g in outcome.gradients]
-    point, pinned = _model_point(model, outcome.mode, names)
-    return symbolic_derivative_text(model.program, point, names, model.target_name,
-                                    timeout=timeout, intermediates=pinned)
+    timeout = check_timeout(timeout)
+    program, point, keys, intermediates = _plan(model, outcome)
+    texts = symbolic_derivative_text(program, point, list(dict.fromkeys(keys.values())),
+                                     model.target_name, timeout=timeout,
+                                     intermediates=set(intermediates))
+    return {name: texts[key] for name, key in keys.items()}
+
+
+def _renamed(result: Any, name: str) -> Any:
+    """A reference computed under another key (an alias), reported under ``name``."""
+    if result is None or result.name == name:
+        return result
+    from dataclasses import replace
+    return replace(result, name=name)
+
+
+def _assigned(program: Program) -> set[str]:
+    return {st.name for st in program.statements if isinstance(st, Assign)}
+
+
+def _declared_name(model: Any, source: Any) -> str | None:
+    """The declared name whose value is the object ``source`` (identity), or None."""
+    if source is None:
+        return None
+    for name, variable in model.variables.items():
+        if variable is source:
+            return name
+    for name, value in zip(model.arg_names, model.arg_values):
+        if value is source:
+            return name
+    for name, value in getattr(model, "constants", {}).items():
+        if value is source:
+            return name
+    return None
+
+
+def _denoted(program: Program, name: str) -> tuple[int | None, str]:
+    """Which statement computed the value ``name`` has at the end, following plain
+    aliases (``h = g; g = x * 2``): (its index, the name it assigned), or (None, y) when
+    the chain ends at an input ``y`` (declared outside, or by ``Variable(...)``)."""
+    statements = program.statements
+    end = len(statements)
+    while True:
+        i = next((k for k in range(end - 1, -1, -1)
+                  if isinstance(statements[k], Assign) and statements[k].name == name), None)
+        if i is None or isinstance(statements[i].value, Declare):
+            return None, name
+        value = statements[i].value
+        if not isinstance(value, Name):
+            return i, name
+        name, end = value.id, i
+
+
+def _plan(model: Any, outcome: Any) -> tuple[Program, dict, dict[str, str], dict[str, Any]]:
+    """What each gradient of ``outcome`` is taken with respect to.
+
+    Returns the program to check (the model's, or a copy where an aliased computation
+    got a name of its own), the inputs' values (float64), ``keys`` (gradient name -> the
+    input or intermediate name the references use) and ``intermediates`` (intermediate
+    key -> its value at the point).
+
+    - The other modes differentiate the arguments and variables: the key is the name.
+    - ``tape``: the source is the object the tape differentiated. A declared value (by
+      identity, so ``h = x`` with ``--wrt h`` is the input ``x``, as on the tape) is that
+      input; anything else is the value of the assignment that computed it (after plain
+      aliases), cut out of the program as an independent value. When that assignment is
+      not the name's own last one (``y = x * 2; h = y``), it is split as
+      ``h_source = x * 2; y = h_source`` so that the cut catches every use of the value.
+    """
+    point = {name: _plain(value) for name, value in zip(model.arg_names, model.arg_values)}
+    point.update({name: _plain(v) for name, v in model.variables.items()})
+    point.update({name: _plain(c) for name, c in getattr(model, "constants", {}).items()})
+    keys: dict[str, str] = {}
+    intermediates: dict[str, Any] = {}
+    program = model.program
+    if outcome.mode != "tape":
+        return program, point, {g.name: g.name for g in outcome.gradients}, intermediates
+    statements = list(program.statements)
+    splits: dict[int, str] = {}
+    inputs = set()
+    pending = []
+    for g in outcome.gradients:
+        declared = _declared_name(model, getattr(g, "source", None))
+        if declared is None and getattr(g, "source", None) is None and g.name in point \
+                and g.name not in computed_names(program):
+            declared = g.name
+        if declared is not None:
+            keys[g.name] = declared
+            inputs.add(declared)
+            continue
+        index, assigned = _denoted(program, g.name)
+        if index is None:
+            keys[g.name] = assigned
+            inputs.add(assigned)
+            continue
+        pending.append((g, index, assigned))
+    taken = set(point) | _assigned(program) | {g.name for g in outcome.gradients}
+    for g, index, assigned in pending:
+        value = g.source if getattr(g, "source", None) is not None else \
+            model.values.get(g.name)
+        last = max(k for k, st in enumerate(statements)
+                   if isinstance(st, Assign) and st.name == assigned)
+        if index == last and assigned not in inputs:
+            keys[g.name] = assigned  # the common case: the name's own last assignment
+        else:
+            if index not in splits:
+                splits[index] = _pin_name(f"{g.name}_source", taken)
+                taken.add(splits[index])
+            keys[g.name] = splits[index]
+        intermediates[keys[g.name]] = value
+    if splits:
+        out = []
+        for k, st in enumerate(statements):
+            if k in splits:
+                out.append(Assign(splits[k], st.value, st.pos))
+                out.append(Assign(st.name, Name(splits[k], st.pos), st.pos))
+            else:
+                out.append(st)
+        program = Program(tuple(out), program.source)
+    return program, point, keys, intermediates
 
 
 def _plain(value: Any) -> np.ndarray:
     return np.asarray(value.numpy() if hasattr(value, "numpy") else value, dtype=np.float64)
-
-
-def _model_point(model: Any, mode: str, names: Sequence[str]) -> tuple[dict, list[str]]:
-    """Every declared value as float64 (the inputs), and the sources the program computes
-    (``tape`` only: the other modes differentiate arguments and variables)."""
-    point = {name: _plain(value) for name, value in zip(model.arg_names, model.arg_values)}
-    point.update({name: _plain(v) for name, v in model.variables.items()})
-    point.update({name: _plain(c) for name, c in getattr(model, "constants", {}).items()})
-    if mode != "tape":
-        return point, []
-    computed = computed_names(model.program)
-    return point, [name for name in names if name in computed or name not in point]
 
 
 def _outside_declarations(model: Any, pin: tuple[str, np.ndarray] | None = None):

@@ -26,14 +26,21 @@ those symbols. Each intermediate source gets a translation of its own, so that w
 ``h2``, as on the tape. ``stop_gradient(v)`` becomes the value of ``v`` at the point (a
 number), so nothing flows through it.
 
-Kinks: the point sits on a kink of the target for an element symbol ``s`` when, at the
-point, a Heaviside, sign or DiracDelta argument that depends on ``s`` is 0, a Max/Min
-has a tie involving ``s``, a floor/ceiling argument depending on ``s`` is an integer, a
-Piecewise condition on ``s`` is at its boundary, or an Abs argument depending on ``s`` is
-0 (Abs is looked for in the target, the others in the target and its derivative).
-sympy's conventions then give ``Heaviside(0) = 1/2``, ``sign(0) = 0`` and an unevaluated
-``DiracDelta(0)``; :mod:`gradcli.check.compare` decides what the kink means for the
-verdict. An infinite derivative (``zoo``, ``oo``) is reported the same way.
+Kinks and other non-differentiable points (``kind`` per element): the point sits on a kink
+or a discontinuity of the target for an element symbol ``s`` when, at the point, a
+Heaviside, sign or DiracDelta argument that depends on ``s`` is 0, a Max/Min has a tie
+involving ``s``, a floor/ceiling argument depending on ``s`` is an integer, a Piecewise
+condition on ``s`` is at its boundary, or an Abs argument depending on ``s`` is 0 (Abs is
+looked for in the target, the others in the target and its derivative). A step in the
+target (Heaviside, sign, floor, ceiling, a Piecewise whose pieces differ at the boundary)
+is a ``discontinuity``; a step in the derivative only, Abs and Max/Min are a ``kink``.
+The point is a ``singularity`` when the target itself is undefined there (sympy gives
+nan or zoo: ``1/x`` or ``atan2(x, 0)`` at 0, an infinite intermediate), or when the
+derivative is infinite (``zoo``, ``oo``: ``sqrt(x)`` at 0). A derivative that is a finite
+number beyond float64 (``exp(x)`` at 710) is an ``overflow``, not a kink. sympy's
+conventions give ``Heaviside(0) = 1/2``, ``sign(0) = 0`` and an unevaluated
+``DiracDelta(0)``; :mod:`gradcli.check.compare` decides what all this means for the
+verdict.
 
 Safety: the sympy work runs in a worker process (``fork`` on Linux) that is killed at the
 time limit, so a slow ``diff`` can never hang the caller; sympy's RecursionError on deep
@@ -78,6 +85,7 @@ from ..lang.tree import (
     Name,
     Number,
     Program,
+    Str,
     Slice,
     TupleLit,
     Unary,
@@ -122,6 +130,10 @@ class SymbolicGradient:
     - ``note``: what the kinks or missing values are, in words (or None).
     - ``skipped``: why there is no symbolic result at all (too large, too deep, timeout...).
     - ``text``: sympy's str of the derivative (when asked for), element symbols unevaluated.
+    - ``kind``: object array of str shaped like ``value``: "" or what lies at the point
+      for that element: "kink", "discontinuity", "singularity" (the target undefined at
+      the point, or an infinite derivative) or "overflow" (a finite derivative beyond
+      float64's range, ``exp(x)`` at 710; not a kink).
     """
     name: str
     value: np.ndarray | None = None
@@ -129,6 +141,7 @@ class SymbolicGradient:
     note: str | None = None
     skipped: str | None = None
     text: str | None = None
+    kind: np.ndarray | None = None
 
 
 @dataclass
@@ -459,6 +472,8 @@ class _Translator:
                 raise SymbolicSkip("an array literal with rows of different shapes") from None
         if isinstance(node, Index):
             index = tuple(self.index_item(item) for item in node.items)
+            if isinstance(args[0], tuple):  # eigh(a)[0]: the first index picks an output
+                args, index = [args[0][index[0]]], index[1:]
             try:
                 return self.wrap(args[0][index])
             except (IndexError, TypeError, ValueError) as err:
@@ -532,6 +547,8 @@ class _Translator:
             out = op.sympy(sp, *inputs, **params)
         except (ValueError, IndexError, TypeError) as err:
             raise SymbolicSkip(f"{op.name} failed in sympy: {err}") from None
+        if isinstance(out, tuple):  # several outputs (slogdet): an index picks one
+            return tuple(self.wrap(o) for o in out)
         return self.wrap(out)
 
     def index_item(self, item):
@@ -551,6 +568,8 @@ class _Translator:
             return {"None": None, "True": True, "False": False}[node.id]
         if isinstance(node, (TupleLit, ArrayLit)):
             return tuple(self.static(e) for e in node.elements)
+        if isinstance(node, Str):  # einsum's subscripts
+            return node.value
         if isinstance(node, Number):
             return _python_number(node.value)
         values = self.at_point(self.expr(node))
@@ -654,14 +673,23 @@ def _real(sp, value):
     return c.real if abs(c.imag) <= 1e-12 * max(1.0, abs(c.real)) else None
 
 
-def _kink_at(sp, atom, values, symbol, kinds) -> str | None:
-    """Why ``atom`` is at a kink in ``symbol`` at the point, or None."""
+def _kink_at(sp, atom, values, symbol, kinds, in_target: bool) -> tuple[str, str] | None:
+    """What ``atom`` puts at the point in ``symbol``: (kind, why), or None.
+
+    The kind is "kink" (continuous, the slope jumps) or "discontinuity" (the value jumps):
+    a step (Heaviside, sign, floor, ceiling) in the target is a jump of the target, in the
+    derivative only a jump of the slope; a DiracDelta (the derivative of a step) is a
+    jump; Abs and Max/Min are continuous; a Piecewise boundary is a jump when its pieces
+    differ there.
+    """
     if isinstance(atom, (sp.Heaviside, sp.sign, sp.DiracDelta, sp.Abs)):
         if not isinstance(atom, kinds):
             return None
         arg = atom.args[0]
         if symbol in arg.free_symbols and _is_zero(sp, arg.xreplace(values)):
-            return f"{type(atom).__name__}(0)"
+            step = isinstance(atom, sp.DiracDelta) or (
+                in_target and isinstance(atom, (sp.Heaviside, sp.sign)))
+            return ("discontinuity" if step else "kink"), f"{type(atom).__name__}(0)"
         return None
     if isinstance(atom, (sp.Max, sp.Min)):
         if symbol not in atom.free_symbols:
@@ -672,14 +700,15 @@ def _kink_at(sp, atom, values, symbol, kinds) -> str | None:
         top = (max if isinstance(atom, sp.Max) else min)(v for v, _ in vals)
         tied = [has for v, has in vals if v == top]
         if len(tied) > 1 and any(tied):
-            return f"a tie in {type(atom).__name__}"
+            return "kink", f"a tie in {type(atom).__name__}"
         return None
     if isinstance(atom, (sp.floor, sp.ceiling)):
         arg = atom.args[0]
         if symbol in arg.free_symbols:
             v = _real(sp, arg.xreplace(values))
             if v is not None and v == round(v):
-                return f"{type(atom).__name__} at an integer"
+                return (("discontinuity" if in_target else "kink"),
+                        f"{type(atom).__name__} at an integer")
         return None
     if isinstance(atom, sp.Piecewise):
         for _, cond in atom.args:
@@ -689,9 +718,16 @@ def _kink_at(sp, atom, values, symbol, kinds) -> str | None:
             for rel in rels:
                 gap = rel.lhs - rel.rhs
                 if symbol in gap.free_symbols and _is_zero(sp, gap.xreplace(values)):
-                    return "the boundary of a piecewise condition"
+                    pieces = {_real(sp, expr.xreplace(values)) for expr, _ in atom.args}
+                    jump = in_target and (None in pieces or len(pieces) > 1)
+                    return (("discontinuity" if jump else "kink"),
+                            "the boundary of a piecewise condition")
         return None
     return None
+
+
+# Which kind wins when an element has several (the least regular one).
+_KIND_ORDER = ("singularity", "discontinuity", "kink")
 
 
 def _kink_types(sp):
@@ -713,6 +749,14 @@ def _drop_step_derivatives(sp, expr):
     return expr.xreplace({e: sp.S.Zero for e in found}) if found else expr
 
 
+OVERFLOW = "overflow"
+
+
+def _undefined(sp, value) -> bool:
+    """A value sympy cannot give at the point (0/0, 1/0, atan2(0, 0): nan or zoo)."""
+    return value is sp.nan or value is sp.zoo or bool(value.has(sp.nan, sp.zoo))
+
+
 def _evaluate(sp, derivative, values) -> tuple[float, str | None]:
     """The derivative at the point as a float, and a note when it is not a real number."""
     v = derivative.xreplace(values)
@@ -730,6 +774,10 @@ def _evaluate(sp, derivative, values) -> tuple[float, str | None]:
         c = complex(v.evalf())
     except (TypeError, ValueError):
         return math.nan, f"sympy's derivative does not evaluate to a number ({_short(str(v))})"
+    if (math.isinf(c.real) or math.isinf(c.imag)) and v.is_finite:
+        # A finite number beyond float64 (exp(710)): an overflow, not an infinity.
+        return math.copysign(math.inf, c.real), (f"{OVERFLOW}: the derivative is "
+                                                 f"{sp.N(v, 6)}, beyond float64's range")
     if math.isinf(c.real) or math.isinf(c.imag):
         return math.inf, "the derivative is infinite"
     if abs(c.imag) > 1e-12 * max(1.0, abs(c.real)):
@@ -755,31 +803,45 @@ def _gradient(sp, name, translated: SymbolicProgram, target_expr, source, *, eva
     derivatives = np.empty(source.shape, dtype=object)
     value = np.full(source.shape, np.nan)
     kink = np.zeros(source.shape, dtype=bool)
+    kind = np.full(source.shape, "", dtype=object)
     notes: list[str] = []
+    undefined = None
+    if evaluate:
+        # The target itself undefined at the point (an infinite or 0/0 intermediate, the
+        # origin of atan2): a singularity, for every element it depends on.
+        at = target_expr.xreplace(values)
+        undefined = (f"the target is undefined at the point ({at})"
+                     if _undefined(sp, at) else None)
     for idx in np.ndindex(source.shape):
         symbol = source[idx]
         d = _drop_step_derivatives(sp, sp.diff(target_expr, symbol))
         derivatives[idx] = d
         if not evaluate:
             continue
-        reasons = [r for atom in target_atoms
-                   if (r := _kink_at(sp, atom, values, symbol, kinds_target))]
-        reasons += [r for atom in d.atoms(*kinds_derivative)
-                    if (r := _kink_at(sp, atom, values, symbol, kinds_derivative))]
+        found = [r for atom in target_atoms
+                 if (r := _kink_at(sp, atom, values, symbol, kinds_target, True))]
+        found += [r for atom in d.atoms(*kinds_derivative)
+                  if (r := _kink_at(sp, atom, values, symbol, kinds_derivative, False))]
         v, note = _evaluate(sp, d, values)
         value[idx] = v
-        if math.isinf(v):
-            reasons.append("an infinite derivative")
-        if reasons:
+        if undefined is not None and symbol in target_expr.free_symbols:
+            found.append(("singularity", undefined))
+        elif math.isinf(v) and not (note or "").startswith(OVERFLOW):
+            found.append(("singularity", "an infinite derivative"))
+        where = f"{symbol}: " if source.ndim else ""
+        if found:
             kink[idx] = True
-            where = f"{symbol}: " if source.ndim else ""
-            notes.append(f"{where}{', '.join(sorted(set(reasons)))}")
+            kind[idx] = min((k for k, _ in found), key=_KIND_ORDER.index)
+            notes.append(f"{where}{', '.join(sorted({r for _, r in found}))}")
         elif note:
-            notes.append(f"{symbol}: {note}" if source.ndim else note)
+            if note.startswith(OVERFLOW):
+                kind[idx] = OVERFLOW
+            notes.append(f"{where}{note}")
     note = "; ".join(dict.fromkeys(notes)) or None
     return SymbolicGradient(name, value if evaluate else None, kink if evaluate else None,
                             _short(note, 400) if note else None,
-                            text=_text(derivatives) if want_text else None)
+                            text=_text(derivatives) if want_text else None,
+                            kind=kind if evaluate else None)
 
 
 def _compute(sp, job: dict, emit: Callable[[str, SymbolicGradient], None]) -> None:

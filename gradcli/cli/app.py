@@ -10,10 +10,14 @@ import inspect
 import sys
 from typing import Annotated, List, Optional
 
-import typer
+from .. import _pause_collector, _resume_collector
 
-from .. import __version__
-from ..errors import GradcliError, LimitError
+_collecting = _pause_collector()  # until the end of this module: see gradcli/__init__.py
+
+import typer  # noqa: E402
+
+from .. import __version__  # noqa: E402
+from ..errors import GradcliError, LimitError  # noqa: E402
 
 _APP_SETTINGS = dict(
     name="gradcli", no_args_is_help=True, add_completion=True,
@@ -114,7 +118,8 @@ CHECK = [
         help="Absolute tolerance of --check.")], None),
     _opt("check_timeout", Annotated[float, typer.Option(
         "--check-timeout", min=0.1, max=3600.0, metavar="SECONDS",
-        help="Time allowed for sympy; past it the symbolic check is skipped.")], 5.0),
+        help="Time allowed for the whole check (sympy and finite differences); what has "
+             "not finished by then is reported as skipped.")], 5.0),
 ]
 
 TAPE = [
@@ -244,7 +249,8 @@ def _run_mode(mode: str, s: _Settings) -> None:
     else:
         render.print_human(outcome, s.precision, check=check, symbolic=symbolic,
                            target=model.target_name)
-    if check is not None and not check["passed"]:
+    # Only a mismatch fails: "nothing to check" is said, not failed (README, --check).
+    if check is not None and check["verdict"] == "mismatch":
         raise typer.Exit(1)
 
 
@@ -320,14 +326,23 @@ def functions(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.
 _COMMANDS["functions"] = (functions, dict(
     help="The function table: name, aliases, derivative, domain.",
     epilog="Example: gradcli functions --json"))
-app = build_app()
+_resume_collector(_collecting)
+
+
+def __getattr__(name: str):
+    """``app``: the typer app with every command (for typer's CliRunner and other tools),
+    built when first asked for, since a run builds only its own command (``main``)."""
+    if name == "app":
+        globals()["app"] = built = build_app()
+        return built
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
     """The console script."""
     command = sys.argv[1] if len(sys.argv) > 1 else None
     try:
-        (build_app(command) if command in _COMMANDS else app)()
+        build_app(command if command in _COMMANDS else None)()
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(130)

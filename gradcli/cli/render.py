@@ -56,7 +56,7 @@ def outcome_json(outcome: Outcome, check: dict | None = None,
 
 
 def print_json(obj, file=None) -> None:
-    import json  # only for --json: not on the human output's start-up path
+    from .. import jsonvalue as json  # json.dumps's text without importing json (issue 14)
 
     file = file or sys.stdout
     file.write(json.dumps(obj, allow_nan=False) + "\n")
@@ -98,7 +98,7 @@ def _shape(value) -> str:
 
 def _status_style(status: str) -> str:
     return {"ok": "green", "mismatch": "bold red", "skipped": "yellow",
-            "non-differentiable": "magenta"}.get(status, "")
+            "non-differentiable": "magenta", "overflow": "cyan"}.get(status, "")
 
 
 def print_human(outcome: Outcome, precision: int | None, *, check: dict | None = None,
@@ -149,8 +149,9 @@ def print_check(out, check: dict, precision: int | None) -> None:
                       _cell(entry.get("numeric"), precision),
                       _err(entry.get("abs_error")), _err(entry.get("rel_error")), shown)
     out.print(table)
-    verdict = "[green]passed[/green]" if check["passed"] else "[bold red]MISMATCH[/bold red]"
-    out.print(f"check: {verdict}")
+    verdict = {"passed": "[green]passed[/green]", "mismatch": "[bold red]MISMATCH[/bold red]"
+               }.get(check["verdict"], f"[yellow]{check['verdict']}[/yellow]")
+    out.print(f"check: {verdict}" + (f" ({check['reason']})" if check.get("reason") else ""))
 
 
 def _cell(value, precision) -> str:

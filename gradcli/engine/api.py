@@ -13,10 +13,11 @@ import gc
 
 import numpy as np
 
+from ..errors import ShapeError
 from . import ops
 from .table import Op
-from .tape import GradientTape
-from .tensor import Tensor, Variable, _make, constant
+from .tape import GradientTape, _flatten, _pack
+from .tensor import Tensor, Variable, _make, as_value, constant
 
 NO_VARIABLES = "No trainable variables were accessed while the function was being computed."
 
@@ -27,7 +28,11 @@ def _record_and_differentiate(f, args, kwargs, *, argnums=None, dy=None):
     With ``argnums`` (gradients_function) the chosen arguments are watched and variables
     read inside ``f`` are constants; without it (implicit_*) the trainable variables read
     while ``f`` ran are the sources, in creation order. (One function, not three: on
-    large arrays every call between two numpy operations runs with cold caches.)"""
+    large arrays every call between two numpy operations runs with cold caches.)
+
+    ``f`` may return a tensor or any nest of them (lists, tuples, dicts): as in
+    TensorFlow, the gradient is that of the sum over all outputs (weighted by ``dy``, one
+    entry per output), and ``value`` keeps the structure."""
     args = list(args)
     implicit = argnums is None
     # The recorded graph is acyclic and freed by reference counting; while it grows,
@@ -38,19 +43,25 @@ def _record_and_differentiate(f, args, kwargs, *, argnums=None, dy=None):
     try:
         with GradientTape(watch_accessed_variables=implicit) as tape:
             if not implicit:
+                _distinct_sources(args, argnums)
                 for i in argnums:
-                    # A variable passed as an argument is read: its value is watched.
-                    x = args[i]
-                    x = args[i] = (constant(x._value) if isinstance(x, Variable)
-                                   else x if isinstance(x, Tensor) else constant(x))
-                    tape._watch_tensor(x)
+                    tape._watch_tensor(args[i])
             value = f(*args, **kwargs)
             if value is None:
                 raise ValueError(f"the function {_name(f)} returned None; it must return "
                                  "the tensor to differentiate")
+            leaves = _flatten(value, [])
+            if not leaves:
+                raise ValueError(f"the function {_name(f)} returned {value!r}, which holds "
+                                 "no tensor to differentiate")
+            if any(t is None for t in leaves):
+                raise ValueError(f"the function {_name(f)} returned None among its "
+                                 "outputs; every output must be a tensor or a number")
+            targets = [t if isinstance(t, Tensor) else constant(t) for t in leaves]
             if implicit:
-                if isinstance(value, Variable) and value._trainable:
-                    tape.watch(value)  # returning a variable reads it
+                for t in targets:
+                    if isinstance(t, Variable) and t._trainable:
+                        tape.watch(t)  # returning a variable reads it
                 variables = [v for v in tape.watched_variables() if v._trainable]
                 if not variables:
                     raise ValueError(NO_VARIABLES)
@@ -58,11 +69,35 @@ def _record_and_differentiate(f, args, kwargs, *, argnums=None, dy=None):
             else:
                 variables = None
                 sources = [args[i] for i in argnums]
-            value = value if isinstance(value, Tensor) else constant(value)
-            return value, tape.gradient(value, sources, output_gradients=dy), variables
+            if value.__class__ is list or value.__class__ is tuple or isinstance(value, dict):
+                value = target = _pack(value, iter(targets))
+                seeds = None if dy is None else _flatten(dy, [])  # one per output
+            else:
+                value = target = targets[0]
+                seeds = dy
+            return value, tape.gradient(target, sources, output_gradients=seeds), variables
     finally:
         if collecting:
             gc.enable()
+
+
+def _distinct_sources(args: list, argnums) -> None:
+    """Make each differentiated argument a tensor of its own (in place in ``args``).
+
+    As TensorFlow does, the same tensor passed twice is two sources (``f(x, x)`` for
+    ``a * b`` gives ``[1, 1]``); unlike TensorFlow, also when only one of them is
+    differentiated (the other is then held constant, as a partial derivative holds it).
+    A variable passed as an argument is read. Each such argument becomes a copy that
+    outer tapes record as an identity, so higher derivatives through it still work."""
+    counts: dict[int, int] = {}
+    for x in args:
+        counts[id(x)] = counts.get(id(x), 0) + 1
+    for i in argnums:
+        x = args[i]
+        if not isinstance(x, Tensor):  # a number, an array, or a list holding tensors
+            args[i] = ops.FUNCTIONS["stack"](x) if ops._holds_tensor(x) else constant(x)
+        elif isinstance(x, Variable) or counts[id(x)] > 1:
+            args[i] = ops.apply(ops.CAST, (x,), {"dtype": x.dtype})
 
 
 def _wraps(f):
@@ -175,8 +210,14 @@ def stop_gradient(x) -> Tensor:
 
 
 def custom_gradient(f):
-    """Decorator: ``f(*xs)`` returns ``(y, grad_fn)`` and ``grad_fn(dy)`` returns the
-    gradient for each input (one tensor, or a list with one per input).
+    """Decorator: ``f(*xs)`` returns ``(y, grad_fn)``; ``grad_fn(*dys)`` gets one upstream
+    gradient per output of ``y`` (``y`` is a tensor or a nest of them, as TensorFlow
+    allows) and returns the gradient for each input: one tensor for a single input, or a
+    list or tuple with exactly one entry (None for none) per input.
+
+    As in TensorFlow, when ``f`` reads trainable variables under a tape, ``grad_fn`` must
+    take a keyword ``variables`` (the list of them) and return ``(input_gradients,
+    variable_gradients)``, one gradient per variable.
 
     >>> @custom_gradient
     ... def clipped_identity(x):
@@ -188,26 +229,113 @@ def custom_gradient(f):
         saved = list(_recording)
         del _recording[:]  # f's own operations are not recorded: grad_fn replaces them
         try:
-            y, grad_fn = f(*xs)
+            if saved:  # a tape records: a throwaway tape sees which variables f reads
+                with GradientTape() as watcher:
+                    y, grad_fn = f(*xs)
+                variables = [v for v in watcher.watched_variables() if v._trainable]
+                del watcher
+            else:
+                y, grad_fn = f(*xs)
+                variables = []
         finally:
             _recording[:] = saved
+        if variables and not _takes_variables(grad_fn):
+            raise TypeError(f"custom_gradient: {_name(f)} reads variables "
+                            f"({', '.join(v.name for v in variables)}), so its grad_fn must "
+                            f"accept a keyword argument 'variables' and return (input "
+                            f"gradients, variable gradients), as in TensorFlow")
+        leaves = _flatten(y, [])
+        if not leaves or any(leaf is None for leaf in leaves):
+            raise ValueError(f"custom_gradient: {_name(f)} must return (outputs, grad_fn) "
+                             f"with tensors as outputs, got {y!r}")
+        values = [leaf._value if isinstance(leaf, Tensor) else as_value(leaf)
+                  for leaf in leaves]
+        single = len(values) == 1 and not isinstance(y, (list, tuple, dict))
+        shapes = [np.shape(v) for v in values]
+        sizes = [int(np.prod(shape, dtype=np.int64)) for shape in shapes]
+        n = len(xs)
+        cache = [None, None]  # (upstream, gradients): grad_fn runs once per backward step
 
-        def rule_for(i):
-            def vjp(m, g, ans, *inputs):
-                differentiable = m is ops.ENGINE
-                dxs = grad_fn(g if differentiable else _make(g))
-                dx = dxs[i] if isinstance(dxs, (list, tuple)) else dxs
-                if dx is None:
-                    return m.zeros_like(inputs[i])
-                if differentiable:
-                    return dx if isinstance(dx, Tensor) else constant(dx)
-                return dx._value if isinstance(dx, Tensor) else np.asarray(dx)
-            return vjp
+        def gradients(m, g):
+            if cache[0] is g:
+                return cache[1]
+            differentiable = m is ops.ENGINE
+            if single:
+                dys = [g if differentiable else _make(g)]
+            else:  # the packed outputs' gradient, cut back into one per output
+                dys, start = [], 0
+                for shape, size in zip(shapes, sizes):
+                    part = m.reshape(m.getitem(g, index=slice(start, start + size)),
+                                     shape=shape)
+                    dys.append(part if differentiable else _make(part))
+                    start += size
+            if variables:
+                result = grad_fn(*dys, variables=variables)
+                if not isinstance(result, (list, tuple)) or len(result) != 2:
+                    raise ValueError(f"custom_gradient: the grad_fn of {_name(f)} must "
+                                     "return (input gradients, variable gradients) when "
+                                     "given variables")
+                dxs, dvs = result
+            else:
+                dxs, dvs = grad_fn(*dys), []
+            flat = ([dxs] if n == 1 and not isinstance(dxs, (list, tuple, dict))
+                    else _flatten(dxs, []) if dxs is not None else [None] * n)
+            if len(flat) != n:
+                raise ValueError(f"custom_gradient: the grad_fn of {_name(f)} returned "
+                                 f"{len(flat)} gradient(s); expected {n}, one per input "
+                                 f"of {_name(f)} (None for an input without one)")
+            flat_vars = _flatten(dvs, []) if dvs is not None else [None] * len(variables)
+            if len(flat_vars) != len(variables):
+                raise ValueError(f"custom_gradient: the grad_fn of {_name(f)} returned "
+                                 f"{len(flat_vars)} variable gradient(s); expected "
+                                 f"{len(variables)}, one per variable it read")
+            flat = flat + flat_vars
+            cache[:] = [g, flat]
+            return flat
 
-        y_value = y._value if isinstance(y, Tensor) else np.asarray(y, dtype=float)
-        op = Op(name=f"custom_gradient({_name(f)})", forward=lambda *_: y_value,
-                vjps=tuple(rule_for(i) for i in range(len(xs))),
-                inputs=tuple(f"x{i}" for i in range(len(xs))),
+        def vjp(m, g, ans, *inputs, index):
+            dx = gradients(m, g)[index]
+            x = inputs[index]
+            if dx is None:
+                return m.zeros_like(x)
+            shape = np.shape(x) if not isinstance(x, Tensor) else x.shape
+            dshape = dx.shape if isinstance(dx, Tensor) else np.shape(dx)
+            if not _fits(dshape, shape):  # summing it to the input would hide the error
+                raise ShapeError(f"custom_gradient: the grad_fn of {_name(f)} returned a "
+                                 f"gradient of shape {dshape} for input {index} of shape "
+                                 f"{shape}")
+            if m is ops.ENGINE:
+                return dx if isinstance(dx, Tensor) else constant(dx)
+            return dx._value if isinstance(dx, Tensor) else as_value(dx)
+
+        packed = (values[0] if single else
+                  np.concatenate([np.reshape(v, -1) for v in values]) if values else values)
+        op = Op(name=f"custom_gradient({_name(f)})", forward=lambda *_: packed,
+                vjps=(vjp,), inputs=("xs",), variadic=True,
                 doc="user-defined gradient", kind="custom")
-        return ops.apply(op, xs)
+        out = ops.apply(op, tuple(xs) + tuple(variables))
+        if single:
+            return out
+        outputs, start = [], 0
+        for shape, size in zip(shapes, sizes):
+            outputs.append(ops.FUNCTIONS["reshape"](out[start:start + size], shape))
+            start += size
+        return _pack(y, iter(outputs))
     return wrapper
+
+
+def _takes_variables(grad_fn) -> bool:
+    import inspect  # only here: a noticeable part of the command line's start-up
+    try:
+        params = inspect.signature(grad_fn).parameters.values()
+    except (TypeError, ValueError):
+        return True  # cannot tell: let the call say
+    return any(p.name == "variables" or p.kind is p.VAR_KEYWORD for p in params)
+
+
+def _fits(shape, target) -> bool:
+    """Whether a gradient of ``shape`` broadcasts to its input's shape ``target``."""
+    try:
+        return np.broadcast_shapes(shape, target) == tuple(target)
+    except ValueError:
+        return False

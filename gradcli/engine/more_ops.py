@@ -756,14 +756,11 @@ _entry("fmin", np.fmin, (_fmax_rule(True, False), _fmax_rule(False, False)), ("x
        sympy=lambda sp, x, y: sp.Min(x, y), kind="binary", elementwise=True)
 
 # --- shape functions -------------------------------------------------------------------
-# expand_dims' axis indexes its result (one dimension more), as stack's: said so where the
-# table knows of it (Op.new_axis, with the axis normalisation of the "no silent wrong
-# answers" issue).
-_NEW_AXIS = {"new_axis": True} if "new_axis" in Op.__dataclass_fields__ else {}
+# expand_dims' axis indexes its result (one dimension more), as stack's (Op.new_axis).
 _entry("expand_dims", lambda x, axis: np.expand_dims(x, axis), (_reshape_back,), ("x",),
        "x with a new axis of length 1 at axis", "reshape back", params=(("axis", None),),
        sympy=_numpy_sympy(lambda x, axis: np.expand_dims(x, axis)), saves="none",
-       **_NEW_AXIS)
+       new_axis=True)
 _entry("squeeze", lambda x, axis=None: np.squeeze(x, axis=axis), (_reshape_back,), ("x",),
        "x without its axes of length 1 (or only those named)", "reshape back",
        params=(("axis", None),),

@@ -20,10 +20,10 @@ from types import SimpleNamespace
 
 import numpy as np
 
-from ..errors import ShapeError
+from ..errors import ArgumentError, ShapeError
 from . import state
 from .state import REFCOUNTS_EXACT
-from .table import INPLACE, ORDER, REGISTRY, Op, lookup, register
+from .table import INPLACE, ORDER, REGISTRY, Op, lookup, normalise_axes, register
 from .tensor import Node, Shape, Tensor, Variable, as_value
 
 EMPTY: dict = {}
@@ -52,9 +52,15 @@ def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
     ``frames``: how many Python frames lie between the user's expression and this call
     (1 for the operators), for the temporary-reuse check of ``_reusable_buffer``."""
     # Python numbers stay Python numbers: numpy treats them as weak scalars, so float32
-    # tensors stay float32, and scalar arithmetic stays fast.
-    values = [x._value if isinstance(x, Tensor) else
-              x if x.__class__ is float or x.__class__ is int else as_value(x) for x in inputs]
+    # tensors stay float32, and scalar arithmetic stays fast. A list or tuple is looked
+    # into only here, off the path tensors and numbers take (see _sequence_value).
+    try:
+        values = [x._value if isinstance(x, Tensor) else
+                  x if x.__class__ is float or x.__class__ is int else
+                  as_value(x) if x.__class__ is not list and x.__class__ is not tuple else
+                  _sequence_value(x) for x in inputs]
+    except _HoldsTensors:
+        return apply(op, tuple(_packed(x) for x in inputs), params, frames)
     buffer = None if op.reuse is None else _reusable_buffer(inputs, values, frames)
     try:
         if buffer is not None:
@@ -62,7 +68,14 @@ def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
         elif params is EMPTY:
             ans = op.forward(*values)
         else:
+            if op.axis_params and values:
+                # Axes made non-negative once, here: the forward, the recorded node (so
+                # the rules) and the messages see the same axes (see table.normalise_axes;
+                # entries without parameters never come here).
+                params = normalise_axes(op, np.ndim(values[0]), params)
             ans = op.forward(*values, **params)
+    except ShapeError:
+        raise
     except (ValueError, IndexError, TypeError) as err:
         raise _shape_error(op, values, params, err) from None
     if ans.__class__ is float or ans.__class__ is int:
@@ -73,6 +86,38 @@ def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
     if _recording:
         _record(op, out, inputs, values, params)
     return out
+
+
+class _HoldsTensors(Exception):
+    """Raised by _sequence_value: an input is a list or tuple holding tensors."""
+
+
+def _holds_tensor(x) -> bool:
+    """Whether x is a tensor or a (nested) list or tuple holding one (iteratively)."""
+    stack = [x]
+    while stack:
+        item = stack.pop()
+        if isinstance(item, Tensor):
+            return True
+        if item.__class__ is list or item.__class__ is tuple:
+            stack.extend(item)
+    return False
+
+
+def _sequence_value(x):
+    """The value of a list or tuple input; one holding tensors must be packed into a
+    recorded ``stack`` (as TensorFlow and autograd pack it), so that gradients reach the
+    tensors: ``apply`` then starts again with the packed input."""
+    if _holds_tensor(x):
+        raise _HoldsTensors
+    return as_value(x)
+
+
+def _packed(x):
+    """A list or tuple holding tensors as one stacked tensor; anything else unchanged."""
+    if (x.__class__ is not list and x.__class__ is not tuple) or not _holds_tensor(x):
+        return x
+    return apply(REGISTRY["stack"], tuple(_packed(item) for item in x), {"axis": 0})
 
 
 def _reusable_buffer(inputs, values, frames: int):
@@ -188,6 +233,8 @@ def _shape_error(op: Op, values, params, err: Exception) -> ShapeError:
     else:
         what = ", ".join(f"{k}={v!r}" for k, v in params.items())
     detail = str(err).split("\n")[0]
+    if isinstance(err, np.linalg.LinAlgError):  # not a shape: the matrix is outside the domain
+        return ShapeError(f"{op.name}: {detail} ({what})")
     if "broadcast" in detail:
         detail = "the shapes do not broadcast together"
     elif "core dimension" in detail or "not aligned" in detail:
@@ -220,7 +267,7 @@ def _function(op: Op):
             return apply(op, args[:n_inputs], _bind(op, names, defaults, args[n_inputs:], kwargs))
     fn.__name__ = fn.__qualname__ = op.name
     fn.__doc__ = f"{op.doc}\n\nDerivative: {op.derivative or 'none'}. Domain: {op.domain}."
-    return fn
+    return fn if op.api is None else op.api(op, fn)
 
 
 def _bind(op, names, defaults, args, kwargs) -> dict:
@@ -232,7 +279,47 @@ def _bind(op, names, defaults, args, kwargs) -> dict:
         if key not in defaults:
             raise TypeError(f"{op.name}() got an unexpected keyword argument {key!r}")
         params[key] = value
+    return _static_params(op, params, (*names[:len(args)], *kwargs))
+
+
+def _static_params(op, params: dict, given) -> dict:
+    """Tensors given for static parameters (an axis, a shape, a fill value) are read as
+    numbers; a tensor a recording tape traces is refused, since its gradient would be
+    silently lost (``full``/``linspace``/... take tensors differentiably: see below)."""
+    for key in given:
+        value = params[key]
+        if isinstance(value, Tensor) or (
+                (value.__class__ is tuple or value.__class__ is list) and _holds_tensor(value)):
+            params[key] = _static_value(op.name, key, value)
     return params
+
+
+def _static_value(name: str, key: str, value):
+    if value.__class__ is tuple or value.__class__ is list:
+        return type(value)(_static_value(name, key, v) for v in value)
+    if not isinstance(value, Tensor):
+        return value
+    if _traced(value):
+        raise ArgumentError(f"{key} of {name} is a static parameter: it cannot be "
+                            f"differentiated, but it was given a tensor that a tape is "
+                            f"tracing; pass a number (float(t)) or stop_gradient(t) to "
+                            f"use its value as a constant")
+    v = value._value
+    if np.ndim(v):
+        return v
+    v = v.item()  # a Python number: 2.0 as an axis or a shape is the integer 2
+    return int(v) if isinstance(v, float) and v.is_integer() else v
+
+
+def _traced(x: Tensor) -> bool:
+    """Whether a recording tape traces ``x``, so that a gradient could reach it."""
+    node = x._node
+    for trace in _recording:
+        if node is not None and (trace in node.tapes or id(node) in trace.watched):
+            return True
+        if x.__class__ is Variable and x._trainable and trace.watch_accessed:
+            return True  # reading it would make the tape watch it
+    return False
 
 
 # ---------------------------------------------------------------------------------------
@@ -244,10 +331,10 @@ def _shape(x) -> tuple:
 
 
 def _norm_axes(axis, ndim: int) -> tuple:
-    if axis is None:
+    if axis is None or not ndim:  # (a 0-d value has no axes: numpy's axis 0 is all of it)
         return tuple(range(ndim))
     axes = axis if isinstance(axis, tuple) else (axis,)
-    return tuple(sorted(a % ndim if ndim else a for a in axes))
+    return tuple(sorted(a % ndim for a in axes))
 
 
 def _keep_shape(shape: tuple, axis) -> tuple:
@@ -401,13 +488,33 @@ def _tanh_in_place(g, ans, x, spare=(None, None)):
     return t
 
 
+def _sigmoid(x):
+    """1 / (1 + exp(-x)) to full relative precision over the whole range: for x < 0 as
+    exp(x) / (1 + exp(x)), so that log(sigmoid(-30)) is -30, not -29.99983 (the value
+    0.5 (1 + tanh(x/2)) loses the digits of a small result to cancellation)."""
+    if x.__class__ is np.ndarray and x.ndim and x.dtype.kind == "f":  # two arrays, not five
+        e = np.abs(x)
+        np.negative(e, out=e)
+        np.exp(e, out=e)
+        out = np.where(x >= 0, 1.0, e)
+        e += 1.0
+        out /= e
+        return out
+    e = np.exp(-np.abs(x))
+    return np.where(x >= 0, 1.0, e) / (1.0 + e)
+
+
+def _sigmoid_complement(m, ans, x):
+    """1 - sigmoid(x) to full relative precision: 1 - ans cancels for x > 0, where it is
+    exp(-x) sigmoid(x) instead."""
+    return m.where(x > 0, m.exp(-m.abs(x)) * ans, 1.0 - ans)
+
+
 def _sigmoid_in_place(g, ans, x, spare=(None, None)):
     if g.__class__ is not np.ndarray:
         return None
     g *= ans                                   # g s
-    t = spare[0] if spare[0] is not None else np.empty_like(ans)
-    np.subtract(1.0, ans, out=t)               # 1 - s (elementwise: t may be ans itself)
-    g *= t
+    g *= _sigmoid_complement(NP, ans, x)       # (1 - s), accurate on both sides
     return g
 
 
@@ -427,18 +534,20 @@ def _power_vjp_x(m, g, ans, x, y):
             return g * 2.0 * x
         if y == 1:
             return g
-        if y == 0:
-            return g * 0.0
+        if y == 0:  # x ** 0 does not depend on x: a hard zero, even under an infinite g
+            return m.zeros_like(x)
         return g * y * x ** (y - 1)
-    return g * y * x ** (y - 1)
+    # y == 0: a hard zero, as the literal x ** 0 (0 * 0 ** -1 would be nan at x = 0).
+    return _gate(m, y != 0, g * y * x ** (y - 1))
 
 
 def _power_vjp_y(m, g, ans, x, y):
-    # d/dy x**y = x**y log x, taken as 0 where x <= 0 (as TensorFlow does). x**y is
-    # recomputed rather than kept: exponents are rarely differentiated, and keeping every
-    # power's output (x**2 before a sum) would hold an array per power until the end.
-    safe = m.where(x > 0, x, 1.0)
-    return g * x ** y * m.log(safe)
+    # d/dy x**y = x**y log x, taken as 0 where x <= 0 (as TensorFlow does), a hard zero.
+    # x**y is recomputed rather than kept: exponents are rarely differentiated, and
+    # keeping every power's output (x**2 before a sum) would hold an array per power.
+    positive = x > 0
+    safe = m.where(positive, x, 1.0)
+    return _gate(m, positive, g * x ** y * m.log(safe))
 
 
 def _max_vjp(m, g, ans, x, axis=None, keepdims=False):
@@ -455,18 +564,51 @@ def _prod_vjp(m, g, ans, x, axis=None, keepdims=False):
     ge = _expand(m, g, shape, axis, keepdims)
     if not np.any(raw == 0):
         return ge * m.broadcast_to(_reduced(m, ans, shape, axis, keepdims), shape=shape) / x
-    # With zeros, ans / x is 0/0: form each product of the others explicitly.
+    # With zeros, ans / x is 0/0: the product of the others is the product of the
+    # elements before times the product of those after, in O(n) (never an n x n array).
     axes = _norm_axes(axis, len(shape))
     rest = tuple(i for i in range(len(shape)) if i not in axes)
     perm = rest + axes
     n = _count(shape, axis)
     lead = tuple(shape[i] for i in rest)
-    xt = m.reshape(m.transpose(x, axes=perm), shape=lead + (1, n))
-    eye = np.eye(n, dtype=bool)
-    others = m.prod(m.where(eye, 1.0, m.broadcast_to(xt, shape=lead + (n, n))), axis=-1)
+    xt = m.reshape(m.transpose(x, axes=perm), shape=lead + (n,))
+    if m is NP:
+        others = _products_of_others(xt, lead, n)
+    else:
+        others = _products_of_others_traced(m, xt, lead, n, raw.dtype)
     others = m.transpose(m.reshape(others, shape=tuple(shape[i] for i in perm)),
-                         axes=tuple(np.argsort(perm)))
+                         axes=tuple(int(i) for i in np.argsort(perm)))
     return ge * others
+
+
+def _products_of_others(xt, lead, n):
+    """For each i along the last axis, the product of the other elements: exclusive
+    running products from the left times those from the right (numpy, O(n))."""
+    ones = np.ones(lead + (1,), xt.dtype)
+    left = np.cumprod(np.concatenate([ones, xt[..., :n - 1]], axis=-1), axis=-1)
+    right = np.cumprod(np.concatenate([ones, xt[..., :0:-1]], axis=-1), axis=-1)[..., ::-1]
+    return left * right
+
+
+def _products_of_others_traced(m, xt, lead, n, dtype):
+    """The same in engine operations, so that it can be differentiated again: running
+    products by doubling steps (log2 n multiplications of shifted copies)."""
+    every, backwards = (Ellipsis, slice(None)), (Ellipsis, slice(None, None, -1))
+
+    def exclusive_running_products(a):
+        a = m.concatenate([np.ones(lead + (1,), dtype),
+                           m.getitem(a, index=(Ellipsis, slice(0, n - 1)))], axis=-1)
+        k = 1
+        while k < n:
+            shifted = m.getitem(a, index=(Ellipsis, slice(0, n - k)))
+            a = a * m.concatenate([np.ones(lead + (k,), dtype), shifted], axis=-1)
+            k *= 2
+        return a
+
+    left = exclusive_running_products(m.getitem(xt, index=every))
+    right = m.getitem(exclusive_running_products(m.getitem(xt, index=backwards)),
+                      index=backwards)
+    return left * right
 
 
 def _logsumexp(x, axis=None, keepdims=False):
@@ -481,16 +623,21 @@ def _softmax(x, axis=-1):
     return z / np.sum(z, axis=axis, keepdims=True)
 
 
-def _norm(x, axis=None, keepdims=False):
+def _norm(x, axis=None, keepdims=False, ord=None):
+    if ord is not None:  # numpy's vector and matrix norms (engine/linalg.py)
+        return _linalg.norm_forward(x, axis, keepdims, ord)
     return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))
 
 
-def _norm_vjp(m, g, ans, x, axis=None, keepdims=False):
+def _norm_vjp(m, g, ans, x, axis=None, keepdims=False, ord=None):
+    if ord is not None:
+        return _linalg.norm_vjp(m, g, ans, x, axis, keepdims, ord)
     shape = _shape(x)
     denom = _reduced(m, ans, shape, axis, keepdims)
-    # Zero norm: the subgradient 0, as PyTorch gives.
-    denom = m.where(denom == 0, np.inf, denom)
-    return _expand(m, g, shape, axis, keepdims) * x / denom
+    # Zero norm: the subgradient 0, as PyTorch gives (a hard zero, whatever g is).
+    nonzero = denom != 0
+    denom = m.where(nonzero, denom, 1.0)
+    return _gate(m, nonzero, _expand(m, g, shape, axis, keepdims) * x / denom)
 
 
 def _concat_vjp(m, g, ans, *xs, index, axis=0):
@@ -575,6 +722,16 @@ def _zero_vjp(m, g, ans, x):
     return m.zeros_like(x)
 
 
+def _gate(m, keep, gradient):
+    """``gradient`` where ``keep``, else a hard 0: where a rule's local derivative is 0 by
+    selection (relu below 0, the unchosen side of ``where``/``maximum``/``clip``, an
+    exponent of 0, a kink's subgradient 0) the gradient is exactly 0 whatever flows from
+    above, as in PyTorch; ``0 * inf`` would make it nan (``sqrt(relu(x))`` at -1)."""
+    out = m.where(keep, gradient, 0.0)
+    # a scalar stays a numpy scalar, as the product it replaces was
+    return out[()] if out.__class__ is np.ndarray and not out.ndim else out
+
+
 # Arithmetic
 ADD = _binary("add", operator.add, (lambda m, g, ans, x, y: g, lambda m, g, ans, x, y: g),
               lambda sp, x, y: x + y, "x + y", "1, 1", saves="none")
@@ -620,13 +777,15 @@ _unary("reciprocal", np.reciprocal, lambda m, g, ans, x: -g * ans * ans,
        kind="arithmetic", saves="ans")
 
 # Elementwise
-_unary("abs", np.abs, lambda m, g, ans, x: g * m.sign(x), lambda sp, x: sp.Abs(x),
+_unary("abs", np.abs, lambda m, g, ans, x: _gate(m, x != 0, g * m.sign(x)),
+       lambda sp, x: sp.Abs(x),
        "absolute value |x|", "sign(x); 0 at x = 0", aliases=("absolute",))
 _unary("exp", np.exp, lambda m, g, ans, x: g * ans, lambda sp, x: sp.exp(x),
        "e ** x", "exp(x)", saves="ans",
        inplace=lambda g, ans, x, spare=None: _scale_in_place(g, ans))
-_unary("expm1", np.expm1, lambda m, g, ans, x: g * (ans + 1.0), lambda sp, x: sp.exp(x) - 1,
-       "exp(x) - 1, accurate near 0", "exp(x)", saves="ans")
+# (exp(x), not ans + 1: for x < -37 ans + 1 is 0, all digits lost)
+_unary("expm1", np.expm1, lambda m, g, ans, x: g * m.exp(x), lambda sp, x: sp.exp(x) - 1,
+       "exp(x) - 1, accurate near 0", "exp(x)")
 _unary("log", np.log, lambda m, g, ans, x: g / x, lambda sp, x: sp.log(x),
        "natural logarithm", "1/x", aliases=("ln",), sample=(0.5, 2.0), domain="x > 0")
 _unary("log1p", np.log1p, lambda m, g, ans, x: g / (1.0 + x), lambda sp, x: sp.log(1 + x),
@@ -651,10 +810,12 @@ _unary("cos", np.cos, lambda m, g, ans, x: g * -m.sin(x), lambda sp, x: sp.cos(x
 _unary("tan", np.tan, lambda m, g, ans, x: g * (1.0 + ans * ans), lambda sp, x: sp.tan(x),
        "tangent", "1 + tan(x)^2", sample=(-1.2, 1.2), domain="x != pi/2 + k pi",
        saves="ans")
-_unary("arcsin", np.arcsin, lambda m, g, ans, x: g / m.sqrt(1.0 - x * x),
+# The square roots of 1 - x^2 and x^2 - 1 as products of factors: 1 - x*x loses digits
+# near |x| = 1 and x*x overflows for large |x|.
+_unary("arcsin", np.arcsin, lambda m, g, ans, x: g / (m.sqrt(1.0 - x) * m.sqrt(1.0 + x)),
        lambda sp, x: sp.asin(x), "inverse sine", "1/sqrt(1-x^2)", aliases=("asin",),
        sample=(-0.9, 0.9), domain="-1 <= x <= 1")
-_unary("arccos", np.arccos, lambda m, g, ans, x: -g / m.sqrt(1.0 - x * x),
+_unary("arccos", np.arccos, lambda m, g, ans, x: -g / (m.sqrt(1.0 - x) * m.sqrt(1.0 + x)),
        lambda sp, x: sp.acos(x), "inverse cosine", "-1/sqrt(1-x^2)", aliases=("acos",),
        sample=(-0.9, 0.9), domain="-1 <= x <= 1")
 _unary("arctan", np.arctan, lambda m, g, ans, x: g / (1.0 + x * x),
@@ -666,20 +827,22 @@ _unary("cosh", np.cosh, lambda m, g, ans, x: g * m.sinh(x), lambda sp, x: sp.cos
 _unary("tanh", np.tanh, lambda m, g, ans, x: g * (1.0 - ans * ans), lambda sp, x: sp.tanh(x),
        "hyperbolic tangent", "1 - tanh(x)^2", saves="ans",
        inplace=_tanh_in_place)
-_unary("arcsinh", np.arcsinh, lambda m, g, ans, x: g / m.sqrt(x * x + 1.0),
+_unary("arcsinh", np.arcsinh, lambda m, g, ans, x: g / m.hypot(x, 1.0),
        lambda sp, x: sp.asinh(x), "inverse hyperbolic sine", "1/sqrt(x^2+1)",
        aliases=("asinh",))
-_unary("arccosh", np.arccosh, lambda m, g, ans, x: g / m.sqrt(x * x - 1.0),
+_unary("arccosh", np.arccosh,
+       lambda m, g, ans, x: g / (m.sqrt(x - 1.0) * m.sqrt(x + 1.0)),
        lambda sp, x: sp.acosh(x), "inverse hyperbolic cosine", "1/sqrt(x^2-1)",
        aliases=("acosh",), sample=(1.2, 3.0), domain="x >= 1")
-_unary("arctanh", np.arctanh, lambda m, g, ans, x: g / (1.0 - x * x),
+_unary("arctanh", np.arctanh, lambda m, g, ans, x: g / ((1.0 - x) * (1.0 + x)),
        lambda sp, x: sp.atanh(x), "inverse hyperbolic tangent", "1/(1-x^2)",
        aliases=("atanh",), sample=(-0.9, 0.9), domain="-1 < x < 1")
-_unary("sigmoid", lambda x: 0.5 * (1.0 + np.tanh(0.5 * x)),  # stable for large |x|
-       lambda m, g, ans, x: g * ans * (1.0 - ans), lambda sp, x: 1 / (1 + sp.exp(-x)),
-       "logistic sigmoid 1/(1+exp(-x))", "sigmoid(x) (1 - sigmoid(x))", saves="ans",
+_unary("sigmoid", _sigmoid,
+       lambda m, g, ans, x: g * ans * _sigmoid_complement(m, ans, x),
+       lambda sp, x: 1 / (1 + sp.exp(-x)),
+       "logistic sigmoid 1/(1+exp(-x))", "sigmoid(x) (1 - sigmoid(x))", saves="all",
        inplace=_sigmoid_in_place)
-_unary("relu", lambda x: np.maximum(x, 0.0), lambda m, g, ans, x: g * (x > 0),
+_unary("relu", lambda x: np.maximum(x, 0.0), lambda m, g, ans, x: _gate(m, x > 0, g),
        lambda sp, x: sp.Max(0, x), "max(x, 0)", "1 if x > 0 else 0 (0 at x = 0)")
 _unary("softplus", lambda x: np.logaddexp(0.0, x), lambda m, g, ans, x: g * m.sigmoid(x),
        lambda sp, x: sp.log(1 + sp.exp(x)), "log(1 + exp(x))", "sigmoid(x)")
@@ -688,9 +851,19 @@ _unary("floor", np.floor, _zero_vjp, lambda sp, x: sp.floor(x), "largest integer
 _unary("ceil", np.ceil, _zero_vjp, lambda sp, x: sp.ceiling(x), "smallest integer >= x", "0")
 
 # Two arguments
+def _arctan2_vjp(m, g, numerator, y, x):
+    """g numerator / (x^2 + y^2), through hypot (x^2 + y^2 underflows for |x|, |y| below
+    1e-154, where the derivative is still finite); the subgradient 0 at the origin (as
+    PyTorch), where the angle jumps: nan there would poison a whole broadcast sum."""
+    r = m.hypot(x, y)
+    away = r != 0
+    safe = m.where(away, r, 1.0)
+    return _gate(m, away, g * (numerator / safe) / safe)
+
+
 _binary("arctan2", np.arctan2,
-        (lambda m, g, ans, y, x: g * x / (x * x + y * y),
-         lambda m, g, ans, y, x: -g * y / (x * x + y * y)),
+        (lambda m, g, ans, y, x: _arctan2_vjp(m, g, x, y, x),
+         lambda m, g, ans, y, x: _arctan2_vjp(m, g, -y, y, x)),
         lambda sp, y, x: sp.atan2(y, x), "angle of the point (x, y): arctan2(y, x)",
         "x/(x^2+y^2), -y/(x^2+y^2)", aliases=("atan2",), inputs=("y", "x"), sample=(0.5, 2.0),
         kind="binary")
@@ -742,9 +915,17 @@ _reduction("logsumexp", _logsumexp, lambda m, g, ans, x, axis=None, keepdims=Fal
            * m.exp(x - _reduced(m, ans, _shape(x), axis, keepdims)),
            _sympy_reduce(lambda sp, xs: sp.log(sp.Add(*[sp.exp(v) for v in xs]))),
            "log(sum(exp(x))), computed stably", "softmax(x)")
-_reduction("norm", _norm, _norm_vjp,
-           _sympy_reduce(lambda sp, xs: sp.sqrt(sp.Add(*[v ** 2 for v in xs]))),
-           "Euclidean (Frobenius) norm", "x / norm(x); 0 at 0")
+_sympy_norm2 = _sympy_reduce(lambda sp, xs: sp.sqrt(sp.Add(*[v ** 2 for v in xs])))
+register(Op(name="norm", forward=_norm, vjps=(_norm_vjp,), inputs=("x",),
+            doc="Euclidean (Frobenius) norm over axis; with ord=, numpy's vector norms (p, "
+            "inf, -inf, 0) and matrix norms (1, -1, 2, -2, inf, -inf, 'fro', 'nuc')",
+            derivative="x / norm(x); 0 at 0 (with ord: see gradcli.engine.linalg)",
+            params=_AXIS + (("ord", None),),
+            sympy=lambda sp, x, axis=None, keepdims=False, ord=None:
+            _sympy_norm2(sp, x, axis, keepdims) if ord is None
+            else _linalg.sympy_norm(sp, x, axis, keepdims, ord),
+            kind="reduction", saves="all",
+            samples=lambda rng: _linalg.norm_samples(rng)))
 
 # Linear algebra and shape
 register(Op(name="dot", forward=_dot, vjps=(_dot_vjp(0), _dot_vjp(1)), inputs=("x", "y"),
@@ -768,6 +949,7 @@ register(Op(name="concatenate", forward=lambda *xs, axis=0: np.concatenate(xs, a
             saves="none"))
 register(Op(name="stack", forward=lambda *xs, axis=0: np.stack(xs, axis=axis),
             vjps=(_stack_vjp,), inputs=("xs",), params=(("axis", 0),), variadic=True,
+            new_axis=True,
             doc="join arrays along a new axis", derivative="slices of g",
             sympy=lambda sp, *xs, axis=0: np.stack(xs, axis=axis), kind="shape", saves="none"))
 register(Op(name="where", forward=np.where,
@@ -778,10 +960,12 @@ register(Op(name="where", forward=np.where,
             sympy=lambda sp, c, a, b: sp.Piecewise((a, c), (b, True)), kind="shape",
             saves="inputs"))
 register(Op(name="clip", forward=np.clip,
+            # numpy's clip is minimum(maximum(x, lo), hi): with lo > hi every element is hi,
+            # so the gradient goes to hi there.
             vjps=(lambda m, g, ans, x, lo, hi: m.where(x < lo, 0.0, m.where(x > hi, 0.0, g)),
-                  lambda m, g, ans, x, lo, hi: m.where(x < lo, g, 0.0),
-                  lambda m, g, ans, x, lo, hi: m.where(x > hi, g, 0.0)),
-            inputs=("x", "lo", "hi"), doc="x limited to [lo, hi]",
+                  lambda m, g, ans, x, lo, hi: m.where(lo > hi, 0.0, m.where(x < lo, g, 0.0)),
+                  lambda m, g, ans, x, lo, hi: m.where(lo > hi, g, m.where(x > hi, g, 0.0))),
+            inputs=("x", "lo", "hi"), doc="x limited to [lo, hi] (hi where lo > hi, as numpy)",
             derivative="1 inside [lo, hi] (bounds included), else 0", elementwise=True,
             sympy=lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi), kind="elementwise",
             saves="inputs"))
@@ -864,8 +1048,61 @@ _internal(Op(name="scatter", forward=_scatter,
              vjps=(lambda m, g, ans, x, index, shape: m.getitem(g, index=index),),
              inputs=("x",), params=(("index", None), ("shape", None)),
              doc="zeros with x added at index", kind="shape", saves="none"))
-_internal(Op(name="zeros_like", forward=np.zeros_like, vjps=(None,), inputs=("x",),
-             doc="zeros shaped like x", kind="shape"))
+def _like(fill):
+    def forward(x):
+        out = fill(x)
+        return out[()] if out.ndim == 0 else out  # scalars are numpy scalars
+    return forward
+
+
+# zeros_like and ones_like have no gradient (None), as TensorFlow's ZerosLike/OnesLike.
+_internal(Op(name="zeros_like", forward=_like(np.zeros_like), vjps=(None,), inputs=("x",),
+             doc="zeros shaped like x (no gradient, as in TensorFlow)", kind="shape"))
+_internal(Op(name="ones_like", forward=_like(np.ones_like), vjps=(None,), inputs=("x",),
+             doc="ones shaped like x (no gradient, as in TensorFlow)", kind="shape"))
+
+
+def _cast(x, dtype):
+    out = np.array(x, dtype=dtype)  # a copy: also the identity that makes a new source
+    return out[()] if out.ndim == 0 else out
+
+
+CAST = _internal(Op(name="cast", forward=_cast,
+                    vjps=(lambda m, g, ans, x, dtype: m.cast(
+                        g, dtype=getattr(x, "dtype", None) or np.float64),),
+                    inputs=("x",), params=(("dtype", None),),
+                    doc="x converted to dtype (a copy)", kind="shape", saves="none"))
+
+
+# The constructors full and linspace given tensors: differentiable in the fill value and
+# in the endpoints (the table's entries take numbers, as the language's static values).
+def _fill(x, shape):
+    out = np.full(shape, x, dtype=np.result_type(x))
+    return out[()] if out.ndim == 0 else out
+
+
+FILL = _internal(Op(name="fill", forward=_fill,
+                    vjps=(lambda m, g, ans, x, shape: m.sum_to(g, shape=_shape(x)),),
+                    inputs=("x",), params=(("shape", None),),
+                    doc="an array of shape filled with x (broadcast)", kind="shape",
+                    saves="none"))
+
+
+def _ramp(g, num):
+    """i / (num - 1) for i < num, shaped to broadcast along linspace's first axis."""
+    t = np.linspace(0.0, 1.0, num, dtype=getattr(g, "dtype", None) or np.float64)
+    return t.reshape((num,) + (1,) * (len(_shape(g)) - 1))
+
+
+LINSPACE = _internal(Op(name="linspace_between",
+                        forward=lambda start, stop, num=50: np.linspace(start, stop, num),
+                        vjps=(lambda m, g, ans, start, stop, num=50:
+                              m.sum(g * (1.0 - _ramp(g, num)), axis=0),
+                              lambda m, g, ans, start, stop, num=50:
+                              m.sum(g * _ramp(g, num), axis=0)),
+                        inputs=("start", "stop"), params=(("num", 50),),
+                        doc="num evenly spaced values from start to stop (tensors)",
+                        kind="shape", saves="none"))
 
 
 # Entries whose result may be written over their first input's array (their rules read
@@ -879,10 +1116,38 @@ for _name, _ufunc in (("add", np.add), ("subtract", np.subtract), ("negative", n
 # ---------------------------------------------------------------------------------------
 # Namespaces the rules compute in, and the public functions
 # ---------------------------------------------------------------------------------------
+from . import linalg as _linalg  # noqa: E402,F401  (registers the linear algebra entries)
 from . import more_ops  # noqa: E402,F401  (registers its entries here)
+
 _ALL = {**{name: REGISTRY[name] for name in ORDER}, **INTERNAL}
 NP = SimpleNamespace(**{name: op.forward for name, op in _ALL.items()})
 FUNCTIONS = {name: _function(op) for name, op in _ALL.items()}
+
+
+def _tensor_constructor(name, inputs, twin):
+    """``full``/``linspace`` as the Python API offers them: given a tensor (or a list
+    holding tensors) for one of ``inputs``, the differentiable ``twin`` entry computes
+    it; given numbers, the table's entry."""
+    table_fn, op = FUNCTIONS[name], REGISTRY[name]
+    names = [key for key, _ in op.params]
+
+    def fn(*args, **kwargs):
+        given = {**dict(zip(names, args)), **kwargs}
+        if (len(args) > len(names) or any(k not in given for k in inputs)
+                or not any(_holds_tensor(given[k]) for k in inputs)):
+            return table_fn(*args, **kwargs)  # numbers, or the table's own argument error
+        params = _bind(op, names, dict(op.params), (), {k: v for k, v in given.items()
+                                                        if k not in inputs})
+        return apply(twin, tuple(given[k] for k in inputs),
+                     {k: params[k] for k, _ in twin.params})
+    fn.__name__ = fn.__qualname__ = name
+    fn.__doc__ = (f"{table_fn.__doc__}\nGiven tensors for {' and '.join(inputs)}, the "
+                  f"result is differentiable in them.")
+    return fn
+
+
+FUNCTIONS["full"] = _tensor_constructor("full", ("fill_value",), FILL)
+FUNCTIONS["linspace"] = _tensor_constructor("linspace", ("start", "stop"), LINSPACE)
 ENGINE = SimpleNamespace(**FUNCTIONS)
 for _op in list(REGISTRY.values()):
     for _alias in _op.aliases:

@@ -98,16 +98,25 @@ class GradientTape:
         self._persistent = bool(persistent)
         self._watch_accessed = bool(watch_accessed_variables)
         self._recording = False
+        self._blocks = 0  # how many of its with-blocks are open (stop_recording resumes)
         self._used = False
         self._watched_variables: list[Variable] = []
         self._trace = _Trace(self, self._watch_accessed, self._persistent)
 
     # --- recording -------------------------------------------------------------------
     def __enter__(self) -> "GradientTape":
+        if self._recording:
+            # As TensorFlow: entering twice would leave the tape on the recording stack.
+            raise ValueError("Tape is still recording: this happens when you try to "
+                             "re-enter a tape that is already active.")
+        if self._used and not self._persistent:
+            self.reset()  # a spent tape records afresh, as in TensorFlow
         self._push()
+        self._blocks += 1
         return self
 
     def __exit__(self, *exc) -> None:
+        self._blocks -= 1
         if self._recording:
             self._pop()
 
@@ -142,8 +151,11 @@ class GradientTape:
         """Trace a tensor or variable (or a nested list/tuple/dict of them)."""
         for item in _flatten(tensor, []):
             if not isinstance(item, Tensor):
-                raise TypeError(f"GradientTape.watch takes tensors or variables, "
-                                f"got {type(item).__name__}")
+                # ValueError, as TensorFlow raises for anything but a tensor or variable
+                raise ValueError(  # noqa: TRY004
+                    f"GradientTape.watch takes tensors or variables (or nested lists, tuples "
+                    f"or dicts of them), got {type(item).__name__}; make a tensor with "
+                    f"gradcli.constant(...)")
             if isinstance(item, Variable):
                 self._watch_variable(item)
             else:
@@ -224,15 +236,19 @@ class GradientTape:
         watched = trace.watched
         grads: dict[int, object] = {}
         frontier = []
+        for s in sources:
+            if s._node is None and any(s is t for t in targets):
+                s._node = Node()  # a target that is a source: its gradient is the seed
+        source_nodes = [s._node for s in sources]
+        keep = {id(n) for n in source_nodes if n is not None}
         for t, seed in zip(targets, seeds):
             node = t._node if isinstance(t, Tensor) else None
-            if node is not None and (trace in node.tapes or id(node) in watched):
+            if node is not None and (trace in node.tapes or id(node) in watched
+                                     or id(node) in keep):
                 if id(node) not in grads and trace in node.tapes:
                     frontier.append((-node.seq, node))
                 _accumulate(grads, node, _seed(t, seed, differentiable))
         heapify(frontier)
-        source_nodes = [s._node for s in sources]
-        keep = {id(n) for n in source_nodes if n is not None}
         release = release and not differentiable
         # A recorded node enters the heap with its first gradient: nodes no gradient
         # reaches are never visited.
@@ -296,9 +312,21 @@ class GradientTape:
             if spent:
                 node.values = node.ans = None
         out = []
-        for n in source_nodes:
+        for n, source in zip(source_nodes, sources):
             g = None if n is None else grads.get(id(n))
-            if g is not None and not differentiable:
+            if g is None:
+                out.append(g)
+                continue
+            # A gradient has its source's dtype (a float32 source mixed with float64
+            # constants gets a float32 gradient), as in TensorFlow and PyTorch.
+            dtype = source._value.dtype
+            if g.dtype != dtype and dtype.kind == "f":
+                if differentiable:
+                    g = ops.FUNCTIONS["cast"](g, dtype=dtype)
+                else:
+                    g = np.asarray(g).astype(dtype)
+                    g = g[()] if g.ndim == 0 else g
+            if not differentiable:
                 # A gradient may be a forward value or a broadcast view (see ops._times and
                 # the reductions' rules); what the user receives is an array of its own.
                 # (holders of g: the grads dict and this local)
@@ -322,6 +350,15 @@ class GradientTape:
         tshape = target.shape
         n = int(np.prod(tshape, dtype=np.int64))
         rows = [[] for _ in flat_sources]
+        if n == 0:
+            # No entries: the jacobian is empty, of shape target + source (as TensorFlow),
+            # for every source an (empty) seed reaches.
+            grads = self._backward([target], [np.zeros(tshape, dtype=target.dtype)],
+                                   flat_sources)
+            return _pack(sources, iter(
+                None if g is None and unconnected_gradients == "none"
+                else _make(np.zeros(tshape + src.shape, dtype=src.dtype))
+                for g, src in zip(grads, flat_sources)))
         for k in range(n):
             seed = np.zeros(n, dtype=target.dtype)
             seed[k] = 1.0
@@ -347,9 +384,14 @@ class GradientTape:
     def batch_jacobian(self, target, source, unconnected_gradients="none"):
         """Per-example jacobian: target ``[b, y...]``, source ``[b, x...]`` gives
         ``[b, y..., x...]`` (examples are assumed independent, as in TensorFlow)."""
+        for what, x in (("target", target), ("source", source)):
+            if not isinstance(x, Tensor):
+                raise TypeError(f"batch_jacobian {what} must be a tensor, "
+                                f"got {type(x).__name__}")
+            if x.ndim < 2:  # as TensorFlow: [batch, ...] with at least one more axis
+                raise ValueError(f"batch_jacobian: the {what}'s shape {x.shape} must have "
+                                 f"rank at least 2")
         tshape, sshape = target.shape, source.shape
-        if not tshape or not sshape:
-            raise ValueError("batch_jacobian needs a leading batch axis on target and source")
         if tshape[0] != sshape[0]:
             raise ValueError(f"batch_jacobian: target batch size {tshape[0]} does not match "
                              f"source batch size {sshape[0]}")
@@ -357,8 +399,10 @@ class GradientTape:
         if full is None:
             return None
         b = tshape[0]
-        value = full._value.reshape((b, -1, b, int(np.prod(sshape[1:], dtype=np.int64))))
-        diag = np.stack([value[i, :, i, :] for i in range(b)])
+        ny = int(np.prod(tshape[1:], dtype=np.int64))
+        nx = int(np.prod(sshape[1:], dtype=np.int64))
+        value = full._value.reshape((b, ny, b, nx))
+        diag = value[np.arange(b), :, np.arange(b), :]  # (b, ny, nx), also for b = 0
         return _make(diag.reshape(tshape + sshape[1:]))
 
 
@@ -374,7 +418,13 @@ class _Paused:
         self.tape._pop()
 
     def __exit__(self, *exc):
-        self.tape._push()
+        tape = self.tape
+        # Resume only inside the tape's block (never leave a tape recording after it),
+        # and on a fresh trace if gradient() spent the tape meanwhile (as TensorFlow).
+        if tape._blocks > 0 and not tape._recording:
+            if tape._used and not tape._persistent:
+                tape.reset()
+            tape._push()
 
 
 

@@ -31,7 +31,12 @@ def as_value(x, dtype=None):
         return x  # already what the engine computes with (the common case)
     if isinstance(x, Tensor):
         x = x._value
-    arr = np.asarray(x)
+    try:
+        arr = np.asarray(x)
+    except ValueError as err:  # a ragged nested list: the library's own shape error
+        from ..errors import ShapeError
+        raise ShapeError(f"cannot make a tensor from {type(x).__name__}: "
+                         f"{str(err).splitlines()[0]}") from None
     if arr.dtype == np.bool_ and dtype is None:
         return arr[()] if arr.ndim == 0 else arr
     if dtype is None:

@@ -60,11 +60,12 @@ from .tree import (
     Name,
     Number,
     Program,
+    Slice,
     TupleLit,
     Unary,
 )
 
-__all__ = ["DTYPES", "Model", "build", "evaluate_constant"]
+__all__ = ["DTYPES", "Model", "build", "compile_constant", "evaluate_constant"]
 
 DTYPES = ("float64", "float32")
 _BINARY_OPS = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "**": "power",
@@ -75,39 +76,114 @@ _LABELS = {"var": "--var", "frozen": "--frozen", "arg": "--arg", "variable": "Va
            "constant": "constant", "assigned": "assignment"}
 
 
+#: How a name came to be, for names declared rather than computed.
+DECLARED_KINDS = ("var", "frozen", "arg", "variable", "constant")
+
+
 class Model:
     """A built program: its variables, arguments and the function that evaluates it.
 
-    - ``variables``: name -> ``Variable`` in creation order (outside ones first);
+    Known from the tree and the declarations alone (nothing evaluated, no file read):
+
+    - ``arg_names``: the ``--arg`` declarations, in order;
+    - ``kinds``: every name the program can see at its end -> how it came to be: "var",
+      "frozen", "arg" (outside declarations), "variable", "constant" (the program's
+      ``Variable(...)``/``constant(...)``) or "assigned" (only computed by the program);
+    - ``trainable``: variable name -> trainable, in creation order (outside ones first);
+    - ``read_variables``: the variables the program may read (a superset of what a run
+      reads: every variable whose name, or an alias ``a = w``, the program uses while it
+      still holds the variable, and a variable returned as the target);
+    - ``target_name``: the target's name, or None when it is a bare last expression.
+
+    Loaded on first use (``load()``; the first access to the values below or the first
+    call of ``function`` does it), so that every refusal the tree and the declarations
+    decide comes before a file is read or anything is computed:
+
+    - ``variables``: name -> ``Variable`` in creation order;
     - ``constants``: name -> tensor for the program's ``c = constant(...)``;
-    - ``arg_names`` / ``arg_values``: the ``--arg`` declarations, in order;
+    - ``arg_values``: the arguments' tensors, in order;
     - ``function(*args)``: evaluates the statements with the arguments bound by position
       (or by name) and returns the target; its signature names the arguments, so
       ``gradients_function(model.function, params=["x1"])`` works;
     - ``values``: after a call, name -> the value each name had at the end (arguments,
-      variables and every assignment; intermediate values are valid tape sources);
-    - ``target_name``: the target's name, or None when it is a bare last expression.
+      variables and every assignment; intermediate values are valid tape sources).
+
+    A declared name stands for the declared argument, variable or constant whatever the
+    program later binds to it: ``source(name)`` is the tensor to differentiate with
+    respect to (``w = w * 2; y = w**2`` with ``--var w=1``: the source ``w`` is the
+    variable, and dy/dw is 8).
     """
 
     def __init__(self, program: Program, dtype: str) -> None:
         self.program = program
         self.dtype = dtype
-        self.variables: dict[str, Any] = {}
-        self.constants: dict[str, Any] = {}
         self.arg_names: list[str] = []
-        self.arg_values: list[Any] = []
+        self.kinds: dict[str, str] = {}
+        self.trainable: dict[str, bool] = {}
+        self.read_variables: list[str] = []
         self.values: dict[str, Any] = {}
         self.target_name: str | None = None
         self.function: Callable[..., Any] = _not_built
-        self._final_names: list[str] = []
+        self._variables: dict[str, Any] = {}
+        self._constants: dict[str, Any] = {}
+        self._arg_values: list[Any] = []
+        self._base_env: dict[str, Any] = {}   # the outside variables, bound at every call
+        self._loaders: list[Callable[[], None]] = []
+        self._loaded = False
 
     @property
     def names(self) -> list[str]:
         """Every name the program can see at its end (arguments, variables, assignments)."""
-        return list(self._final_names)
+        return list(self.kinds)
+
+    def is_declared(self, name: str) -> bool:
+        """Whether ``name`` is declared (an argument, variable or constant), not only
+        computed by the program."""
+        return self.kinds.get(name) in DECLARED_KINDS
+
+    def load(self) -> None:
+        """Make the declared values, once: read files, evaluate ``Variable(...)`` values."""
+        if self._loaded:
+            return
+        for store in (self._variables, self._constants, self._arg_values, self._base_env):
+            store.clear()
+        for loader in self._loaders:
+            loader()
+        self._loaded = True
+
+    @property
+    def variables(self) -> dict[str, Any]:
+        """name -> ``Variable``, in creation order (made on first use)."""
+        self.load()
+        return self._variables
+
+    @property
+    def constants(self) -> dict[str, Any]:
+        """name -> the tensor of the program's ``constant(...)`` (made on first use)."""
+        self.load()
+        return self._constants
+
+    @property
+    def arg_values(self) -> list[Any]:
+        """The arguments' tensors, in ``arg_names`` order (made on first use)."""
+        self.load()
+        return self._arg_values
+
+    def source(self, name: str):
+        """The tensor ``name`` denotes as a gradient source: the declared argument,
+        variable or constant of that name (whatever the program later binds to it), or,
+        for a name the program only computes, its value at the end of the last call."""
+        kind = self.kinds.get(name)
+        if kind == "arg":
+            return self.arg_values[self.arg_names.index(name)]
+        if kind in ("var", "frozen", "variable"):
+            return self.variables[name]
+        if kind == "constant":
+            return self.constants[name]
+        return self.values[name]
 
     def __repr__(self) -> str:
-        return (f"<Model args={self.arg_names} variables={list(self.variables)} "
+        return (f"<Model args={self.arg_names} variables={list(self.trainable)} "
                 f"target={self.target_name!r}>")
 
 
@@ -144,6 +220,7 @@ class _Plan:
         self.folded: dict[int, Any] = {}
         # pi, e, inf when declared: then not constants in static places (axis=, indices).
         self.shadowed: frozenset = frozenset()
+        self.picked: set[int] = set()  # calls returning several tensors that are indexed
 
     # --- registers ----------------------------------------------------------------------
     def register(self, value=None) -> int:
@@ -178,6 +255,8 @@ class _Plan:
                                                                   self.shadowed)
             return resolved.inputs
         if isinstance(node, Index):
+            if self._several(node.value):
+                self.picked.add(id(node.value))  # eigh(a)[0]: the index picks an output
             return (node.value,)
         if isinstance(node, ArrayLit):
             folded = self._fold_array(node)
@@ -196,7 +275,7 @@ class _Plan:
         if id(node) in self.folded:
             return self.folded[id(node)]
         try:
-            value = static_value(node)
+            value = static_value(node, self.shadowed)  # a declared pi is not 3.14159...
         except NotStatic:
             value = None
         if value is not None:
@@ -252,10 +331,14 @@ class _Plan:
         if isinstance(node, Call):
             resolved = self.resolved[id(node)]
             inputs = [regs[id(e)] for e in resolved.inputs]
+            if self._several(node):
+                return self._outputs_step(resolved, inputs, node)
             return self._op_step(resolved.op, inputs, resolved.params, node,
                                  variadic=resolved.op.variadic)
         if isinstance(node, Index):
             index = static_index(node, self.source, self.shadowed)
+            if self._several(node.value):
+                return self._pick_step(node, index, regs[id(node.value)])
             return self._op_step(ops.INTERNAL["getitem"], [regs[id(node.value)]],
                                  {"index": index if len(index) > 1 else index[0]}, node)
         if isinstance(node, ArrayLit):
@@ -267,6 +350,54 @@ class _Plan:
             return self._op_step(ops.REGISTRY["stack"], [regs[id(e)] for e in node.elements],
                                  {"axis": 0}, node, variadic=True)
         raise self.error(ParseError, f"{type(node).__name__} is not allowed here", node)
+
+    # --- entries returning several tensors (slogdet, eigh, svd) ----------------------------
+    def _several(self, node) -> bool:
+        """Whether ``node`` is a call returning several tensors (which must be indexed)."""
+        if not isinstance(node, Call):
+            return False
+        resolved = self.resolved.get(id(node))
+        if resolved is None:
+            resolved = self.resolved[id(node)] = resolve_call(node, self.source, self.shadowed)
+        from ..engine.linalg import several_outputs
+        return several_outputs(resolved.op, resolved.params)
+
+    def _outputs_step(self, resolved, inputs: list, node) -> int:
+        op = resolved.op
+        if id(node) not in self.picked:
+            names = ", ".join(op.outputs)
+            raise self.error(ArgumentError, f"{op.name} returns {len(op.outputs)} tensors "
+                                            f"({names}): pick one with an index, e.g. "
+                                            f"{node.func}(...)[0]", node)
+        api, params, out = self.ops.FUNCTIONS[op.name], resolved.params, self.register()
+
+        def step(r, env, used, out=out):
+            values = [r[i] if isinstance(i, int) else i for i in inputs]
+            _check_linalg_sizes(op, values, False, params)
+            value = api(*values, **params)
+            used[0] += sum(v.size for v in value)
+            r[out] = value
+        self.add(step, node)
+        return out
+
+    def _pick_step(self, node, index: tuple, source_reg: int) -> int:
+        op = self.resolved[id(node.value)].op
+        n = len(op.outputs)
+        first = node.items[0]
+        if isinstance(first, Slice) or not -n <= index[0] < n:
+            raise self.error(ArgumentError, f"{op.name} returns {n} tensors "
+                                            f"({', '.join(op.outputs)}): the first index "
+                                            f"picks one, an integer from 0 to {n - 1}", first)
+        out = self.register()
+
+        def step(r, env, used, out=out, k=index[0]):
+            r[out] = r[source_reg][k]
+        self.add(step, node)
+        rest = index[1:]
+        if not rest:
+            return out
+        return self._op_step(self.ops.INTERNAL["getitem"], [out],
+                             {"index": rest if len(rest) > 1 else rest[0]}, node)
 
     def _operands(self, node, regs: dict) -> list:
         """The two operands of an operator. A literal number next to a non-literal stays a
@@ -281,7 +412,7 @@ class _Plan:
 
     def _op_step(self, op, inputs: list, params: dict, node, variadic: bool = False) -> int:
         apply, out = self.ops.apply, self.register()
-        check = _check_sizes
+        check = _check_linalg_sizes if op.kind == "linalg" else _check_sizes
         regs_in = [i for i in inputs if isinstance(i, int)]
         result_size = self.ops.more_ops.RESULT_SIZE.get(op.name)
         if result_size is not None:  # repeat, tile, pad...: the result may dwarf the inputs
@@ -295,7 +426,7 @@ class _Plan:
                 value = apply(op, values, params)
                 used[0] += value.size
                 r[out] = value
-        elif len(inputs) == 1 and regs_in:
+        elif len(inputs) == 1 and regs_in and op.kind != "linalg":  # (linalg: size checked)
             (a,) = inputs
 
             def step(r, env, used, out=out, a=a):
@@ -310,14 +441,14 @@ class _Plan:
             def step(r, env, used, out=out, a=a, b=b, a_reg=a_reg, b_reg=b_reg):
                 x = r[a] if a_reg else a
                 y = r[b] if b_reg else b
-                check(op, (x, y))
+                check(op, (x, y), False, params)
                 value = apply(op, (x, y), params)
                 used[0] += value.size
                 r[out] = value
         else:
             def step(r, env, used, out=out):
                 values = [r[i] if isinstance(i, int) else i for i in inputs]
-                check(op, values, variadic)
+                check(op, values, variadic, params)
                 value = apply(op, values, params)
                 used[0] += value.size
                 r[out] = value
@@ -338,7 +469,18 @@ def _size(x) -> int:
     return size if type(size) is int else int(size)
 
 
-def _check_sizes(op, values, variadic: bool = False) -> None:
+def _check_linalg_sizes(op, values, variadic: bool = False, params=None) -> None:
+    """``_check_sizes`` for the linear algebra entries: products (outer, kron, einsum) and
+    full SVDs grow beyond their inputs' sizes, so the result is counted from the shapes."""
+    if op.name in ("matmul", "dot"):
+        return _check_sizes(op, values, variadic, params)
+    from ..engine.linalg import result_count
+    count = result_count(op.name, [np.shape(v) for v in values], params or {})
+    if count is not None and count > limits.MAX_ELEMENTS:
+        limits.check_elements(count, op.name)
+
+
+def _check_sizes(op, values, variadic: bool = False, params=None) -> None:
     """Refuse an operation whose result would be over the array size limit, before it is
     computed: a broadcast ``(n, 1) * (1, n)``, an outer matrix product, a big stack."""
     if variadic:
@@ -350,8 +492,9 @@ def _check_sizes(op, values, variadic: bool = False) -> None:
     for v in values:
         bound *= _size(v)
     # The result never has more elements than the product of the inputs' sizes, so the
-    # exact (slower) prediction is needed only above the limit.
-    if bound <= limits.MAX_ELEMENTS:
+    # exact (slower) prediction is needed only above the limit -- except for a matrix
+    # product of empty operands: (n, 0) @ (0, n) is n x n zeros.
+    if bound <= limits.MAX_ELEMENTS and (bound or op.name not in ("matmul", "dot")):
         return
     shapes = [np.shape(v) for v in values]
     try:
@@ -408,9 +551,10 @@ def build(program: Program, declarations=None, *, dtype: str = "float64",
           target: str | None = None) -> Model:
     """Check a parsed program against the declarations and prepare its evaluation.
 
-    Creates the variables once (``--var``/``--frozen`` first, then the program's own
-    declarations in order), checks every name, and returns a ``Model`` whose
-    ``function(*args)`` evaluates the program on the engine.
+    Checks every name and compiles the statements; the declared values (files
+    included) are made when the model is first used (``Model.load``): the variables
+    once, ``--var``/``--frozen`` first, then the program's own declarations in order.
+    Returns a ``Model`` whose ``function(*args)`` evaluates the program on the engine.
 
     >>> from gradcli.lang import parse_program, Declarations
     >>> decls = Declarations.from_options(arg=["x1=5", "x2=7"])
@@ -428,20 +572,34 @@ def build(program: Program, declarations=None, *, dtype: str = "float64",
     ops, tensor = plan.ops, plan.tensor
     functions = registry()
 
-    defined: dict[str, str] = {}           # name -> kind, as the statements go
-    base_env: dict[str, Any] = {}
+    defined = model.kinds                  # name -> kind, as the statements go
+    # name -> the variable the name holds at this point of the program (None: another
+    # value), to know which variables the program reads without running it.
+    holds: dict[str, str | None] = {}
+    reads: set[str] = set()
+    outside = []
     for decl in declarations:
         if decl.name in functions:
             raise InputError(f"'{decl.name}' is the name of a function")
         if decl.kind == "arg":
             model.arg_names.append(decl.name)
-            model.arg_values.append(tensor.constant(decl.value, dtype=dtype))
         else:
-            variable = tensor.Variable(decl.value, trainable=decl.kind == "var",
-                                       name=decl.name, dtype=dtype)
-            model.variables[decl.name] = variable
-            base_env[decl.name] = variable
+            model.trainable[decl.name] = decl.kind == "var"
+            holds[decl.name] = decl.name
         defined[decl.name] = decl.kind
+        outside.append(decl)
+
+    def load_outside():
+        # decl.value reads the file or evaluates the value text on first access.
+        for decl in outside:
+            if decl.kind == "arg":
+                model._arg_values.append(tensor.constant(decl.value, dtype=dtype))
+            else:
+                variable = tensor.Variable(decl.value, trainable=decl.kind == "var",
+                                           name=decl.name, dtype=dtype)
+                model._variables[decl.name] = variable
+                model._base_env[decl.name] = variable
+    model._loaders.append(load_outside)
 
     # Where each program declaration is, to tell "used before its declaration" apart.
     declared_at = {}
@@ -452,6 +610,8 @@ def build(program: Program, declarations=None, *, dtype: str = "float64",
     def resolve(node: Name):
         name = node.id
         if name in defined:
+            if holds.get(name) is not None:
+                reads.add(holds[name])
             return "env", name
         if name in CONSTANT_NAMES:
             return "const", tensor.constant(ops.CONSTANTS[name], dtype=dtype)
@@ -470,7 +630,9 @@ def build(program: Program, declarations=None, *, dtype: str = "float64",
     for statement in program.statements:
         plan.shadowed = frozenset(name for name in CONSTANT_NAMES if name in defined)
         if isinstance(statement, Assign) and isinstance(statement.value, Declare):
-            _declare(statement, model, plan, defined)
+            _declare(statement, model, plan)
+            holds[statement.name] = (statement.name if statement.value.kind == "variable"
+                                     else None)
             result_reg = None
             continue
         reg = plan.compile_expr(statement.value, resolve)
@@ -482,6 +644,7 @@ def build(program: Program, declarations=None, *, dtype: str = "float64",
                 env[name] = value
             plan.add(store, statement)
             defined[name] = defined.get(name, "assigned")
+            holds[name] = _alias_of(statement.value, holds)
             result_reg = None
         else:
             result_reg = reg
@@ -495,67 +658,93 @@ def build(program: Program, declarations=None, *, dtype: str = "float64",
             raise UnknownNameError(f"unknown target '{target}'{hint}; "
                                    f"{_declared_list(defined)}")
         model.target_name = target
-    model._final_names = list(defined)
-    model.function = _make_function(model, plan, base_env, result_reg)
+    if model.target_name is not None and holds.get(model.target_name) is not None:
+        reads.add(holds[model.target_name])  # returning a variable reads it
+    model.read_variables = [name for name in model.trainable if name in reads]
+    model.function = _make_function(model, plan, result_reg)
     return model
 
 
-def _declare(statement: Assign, model: Model, plan: _Plan, defined: dict) -> None:
-    """Create the variable or constant of ``name = Variable(...)`` / ``constant(...)`` now,
-    once; its statement then binds the name to that object."""
+def _alias_of(expr, holds: dict) -> str | None:
+    """The variable an assignment's value is (``a = w``, ``a = +w``: the same object),
+    or None when the value is a new tensor."""
+    while isinstance(expr, Unary) and expr.op == "+":
+        expr = expr.operand
+    return holds.get(expr.id) if isinstance(expr, Name) else None
+
+
+def _declare(statement: Assign, model: Model, plan: _Plan) -> None:
+    """Check ``name = Variable(...)`` / ``constant(...)`` now, and have ``model.load``
+    make its variable or constant, once; its statement then binds the name to it."""
     name, declare = statement.name, statement.value
+    defined = model.kinds
     if name in defined and defined[name] != "assigned":
         raise plan.error(InputError, f"'{name}' is declared twice (already as "
                                      f"{_LABELS[defined[name]]})", statement)
     # The initial value may use numbers, constants and what was declared before it.
     ops, tensor = plan.ops, plan.tensor
-    snapshot = {**model.variables, **model.constants}
+    dtype = plan.dtype
+    earlier = [n for n, kind in defined.items() if kind in ("var", "frozen", "variable",
+                                                             "constant")]
+    shadowed = frozenset(n for n in CONSTANT_NAMES if n in defined)
 
     def resolve(node: Name):
-        if node.id in snapshot:
-            return "const", tensor.constant(snapshot[node.id].numpy(), dtype=plan.dtype)
+        if node.id in earlier:
+            return "env", node.id
         if node.id in CONSTANT_NAMES and node.id not in defined:
-            return "const", tensor.constant(ops.CONSTANTS[node.id], dtype=plan.dtype)
+            return "const", tensor.constant(ops.CONSTANTS[node.id], dtype=dtype)
         raise plan.error(UnknownNameError, f"the value of {name} can use numbers, pi, e, inf "
                                            f"and variables declared before it, not "
                                            f"'{node.id}'", node)
 
-    value = _evaluate_once(declare.value, resolve, plan.source, plan.dtype)
-    if isinstance(value, np.ndarray) and value.dtype == np.bool_ or isinstance(value, np.bool_):
-        raise plan.error(InputError, f"the value of {name} must be numbers, not booleans",
-                         declare.value)
+    initial = _compile_once(declare.value, resolve, plan.source, dtype, shadowed)
     if declare.kind == "variable":
-        obj = tensor.Variable(value, trainable=declare.trainable, name=name, dtype=plan.dtype)
-        model.variables[name] = obj
+        model.trainable[name] = declare.trainable
         defined[name] = "variable"
     else:
-        obj = tensor.constant(value, dtype=plan.dtype)
-        model.constants[name] = obj
         defined[name] = "constant"
 
-    def bind(r, env, used, name=name, obj=obj):
-        env[name] = obj
+    def load():
+        # Earlier variables and constants count by their values, not as reads.
+        known = {**model._variables, **model._constants}
+        value = initial({n: tensor.constant(known[n].numpy(), dtype=dtype) for n in earlier})
+        if isinstance(value, np.ndarray) and value.dtype == np.bool_ or isinstance(
+                value, np.bool_):
+            raise plan.error(InputError, f"the value of {name} must be numbers, not booleans",
+                             declare.value)
+        if declare.kind == "variable":
+            model._variables[name] = tensor.Variable(value, trainable=declare.trainable,
+                                                     name=name, dtype=dtype)
+        else:
+            model._constants[name] = tensor.constant(value, dtype=dtype)
+    model._loaders.append(load)
+
+    store = model._variables if declare.kind == "variable" else model._constants
+
+    def bind(r, env, used, name=name, store=store):
+        env[name] = store[name]
     plan.add(bind, statement)
 
 
-def _evaluate_once(expr, resolve: Callable, source: str, dtype: str):
-    """Evaluate an expression now (outside any tape) and return its numpy value."""
+def _compile_once(expr, resolve: Callable, source: str, dtype: str,
+                  shadowed: frozenset = frozenset()) -> Callable[[dict], Any]:
+    """Compile an expression now (names checked) into ``run(env)``, which evaluates it
+    outside any tape and returns its numpy value."""
     plan = _Plan(source, dtype)
+    plan.shadowed = shadowed
     reg = plan.compile_expr(expr, resolve)
-    regs = list(plan.template)
-    _run(plan.steps, plan.nodes, regs, {}, source)
-    value = regs[reg]
-    return value.numpy() if hasattr(value, "numpy") else np.float64(value)
+
+    def run(env: dict):
+        regs = list(plan.template)
+        _run(plan.steps, plan.nodes, regs, env, source)
+        value = regs[reg]
+        return value.numpy() if hasattr(value, "numpy") else np.float64(value)
+    return run
 
 
-def evaluate_constant(expr, source: str = "", dtype: str = "float64") -> np.ndarray:
-    """The value of a constant expression (numbers, pi, e, inf, functions of them) as a
-    numpy array; any other name is an ``UnknownNameError``. Used for ``--var`` values.
-
-    >>> from gradcli.lang.parser import parse_expression
-    >>> evaluate_constant(parse_expression("linspace(0, 1, 3)"), "linspace(0, 1, 3)")
-    array([0. , 0.5, 1. ])
-    """
+def compile_constant(expr, source: str = "", dtype: str = "float64") -> Callable[[], np.ndarray]:
+    """Check a constant expression now and return ``value()``, which evaluates it: the
+    names are known at once, the work (``linspace(0, 1, 10**7)``) is done when asked."""
     ops, tensor = _engine()
 
     def resolve(node: Name):
@@ -566,10 +755,22 @@ def evaluate_constant(expr, source: str = "", dtype: str = "float64") -> np.ndar
                                f"not the name '{node.id}'", source=source, line=pos.line,
                                col=pos.col, width=pos.width)
 
-    return np.asarray(_evaluate_once(expr, resolve, source, dtype))
+    run = _compile_once(expr, resolve, source, dtype)
+    return lambda: np.asarray(run({}))
 
 
-def _make_function(model: Model, plan: _Plan, base_env: dict, result_reg: int | None):
+def evaluate_constant(expr, source: str = "", dtype: str = "float64") -> np.ndarray:
+    """The value of a constant expression (numbers, pi, e, inf, functions of them) as a
+    numpy array; any other name is an ``UnknownNameError``. Used for ``--var`` values.
+
+    >>> from gradcli.lang.parser import parse_expression
+    >>> evaluate_constant(parse_expression("linspace(0, 1, 3)"), "linspace(0, 1, 3)")
+    array([0. , 0.5, 1. ])
+    """
+    return compile_constant(expr, source, dtype)()
+
+
+def _make_function(model: Model, plan: _Plan, result_reg: int | None):
     """The program as a Python function of its arguments (with a real signature, so the
     API's ``params=["x1"]`` can name them)."""
     steps, nodes, template, source = plan.steps, plan.nodes, plan.template, plan.source
@@ -578,8 +779,11 @@ def _make_function(model: Model, plan: _Plan, base_env: dict, result_reg: int | 
     constant, Tensor = plan.tensor.constant, plan.tensor.Tensor
     dtype = plan.dtype
     target = model.target_name
+    base_env = model._base_env
 
     def function(*args, **kwargs):
+        if not model._loaded:
+            model.load()
         if kwargs:
             args = _bind_arguments(arg_names, args, kwargs)
         if len(args) != n_args:

@@ -24,7 +24,6 @@ import keyword
 import math
 import re
 import sys
-import unicodedata
 from collections.abc import Iterator
 from typing import Any
 
@@ -47,6 +46,7 @@ from .tree import (
     Pos,
     Program,
     Slice,
+    Str,
     TupleLit,
     Unary,
 )
@@ -113,6 +113,7 @@ def _line_col(text: str, offset: int) -> tuple[int, int]:
 
 
 def _describe_char(ch: str) -> str:
+    import unicodedata  # only for messages about non-ASCII text: not at every start
     name = unicodedata.name(ch, "")
     code = f"U+{ord(ch):04X}{' ' + name if name else ''}"
     return f"{ch!r} ({code})" if ch.isprintable() and not ch.isspace() else code
@@ -145,9 +146,12 @@ _NUMBER = re.compile(r"(?:[0-9]+\.?[0-9]*|\.[0-9]+)(?:[eE][+-]?[0-9]+)?\Z")
 # Characters refused anywhere, comments included: NUL and other controls, line breaks
 # that ``str.splitlines`` knows but the tokenizer does not (carets would point at the
 # wrong line), zero-width and bidi-control characters (text that reads differently from
-# what it is), BOM and lone surrogates.
-_FORBIDDEN_ANYWHERE = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f\x85\u2028\u2029\ud800-\udfff]")
-_NON_ASCII = re.compile(r"[^\x00-\x7f]")
+# what it is), BOM and lone surrogates. The ASCII ones are found by a pattern compiled
+# here; the others (U+0085, U+2028, U+2029, surrogates, format characters) by their
+# Unicode category, looked at only when the text is not ASCII: a character class with the
+# surrogate range took ~0.7 ms to compile at every start (issue 14).
+_FORBIDDEN_ASCII = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
+_NON_ASCII = r"[^\x00-\x7f]"  # compiled (and cached by re) only for non-ASCII text
 _BAD_CATEGORIES = ("Cc", "Cf", "Cs", "Zl", "Zp")
 
 _ALLOWED_OPS = {"+", "-", "*", "/", "**", "^", "@", "%", "//", "(", ")", "[", "]", ",", ":",
@@ -217,10 +221,11 @@ def _attribute_message(prev, text: str, pos: int) -> str:
 
 def _check_characters(text: str) -> None:
     """Refuse characters that are never allowed, wherever they are (comments included)."""
-    m = _FORBIDDEN_ANYWHERE.search(text)
+    m = _FORBIDDEN_ASCII.search(text)
     bad = m.start() if m else None
     if not text.isascii():
-        for m in _NON_ASCII.finditer(text, 0, len(text) if bad is None else bad):
+        import unicodedata
+        for m in re.compile(_NON_ASCII).finditer(text, 0, len(text) if bad is None else bad):
             if unicodedata.category(m.group()) in _BAD_CATEGORIES:
                 bad = m.start()
                 break
@@ -255,7 +260,14 @@ def _tokenize(text: str) -> list[Tok]:
                 close = text.find(ch, pos + 1)
                 nl = _LINE_BREAK.search(text, pos)
                 stop = close + 1 if close != -1 and (nl is None or close < nl.start()) else pos + 1
-                raise fail(ParseError, "strings are not allowed", col, stop - pos)
+                if _einsum_subscripts_here(tokens) and stop > pos + 1:
+                    _check_subscripts(text[pos + 1:stop - 1], fail, col + 1)
+                    tokens.append(Tok("str", text[pos + 1:stop - 1], line, col))
+                    prev, unary_run, pos = tokens[-1], 0, stop
+                    continue
+                raise fail(ParseError, "strings are not allowed (the one string is einsum's "
+                                       "subscripts: einsum(\"ij,jk->ik\", a, b))", col,
+                           stop - pos)
             if ch == "\\":
                 raise fail(ParseError, "line continuation '\\' is not allowed "
                                        "(a newline inside brackets continues a line)", col)
@@ -345,6 +357,20 @@ def _tokenize(text: str) -> list[Tok]:
     last_line = text[line_start:]
     tokens.append(Tok("end", "", line, len(last_line)))
     return tokens
+
+
+def _einsum_subscripts_here(tokens: list) -> bool:
+    """A string is allowed only as einsum's first argument: right after ``einsum(``."""
+    return (len(tokens) >= 2 and tokens[-1].kind == "op" and tokens[-1].text == "("
+            and tokens[-2].kind == "name" and tokens[-2].text == "einsum")
+
+
+def _check_subscripts(subscripts: str, fail, col: int, n_operands: int | None = None) -> None:
+    from ..engine.linalg import SubscriptError, check_subscripts
+    try:
+        check_subscripts(subscripts, n_operands)
+    except SubscriptError as err:
+        raise fail(ParseError, str(err), col + err.offset) from None
 
 
 # ---------------------------------------------------------------------------------------
@@ -604,7 +630,8 @@ class _Parser:
             last = self.expect("]", "to close the index")
             self.count()
             node = Index(node, tuple(items), self.pos(first, last))
-            static_index(node, self.text, self.shadowed)  # indices are constant integers
+            # indices are constant integers
+            self._check_static(lambda: static_index(node, self.text, self.shadowed), node)
         return node, first, last
 
     def index_item(self):
@@ -636,6 +663,10 @@ class _Parser:
             return Number(float(tok.text), self.pos(tok, tok)), tok, tok
         if tok.kind == "name":
             return self.name_or_call()
+        if tok.kind == "str":  # the tokenizer lets one through only after 'einsum('
+            self.take()
+            self.count()
+            return Str(tok.text, Pos(tok.line, tok.col, len(tok.text) + 2)), tok, tok
         if tok.kind == "op":
             if tok.text == "(":
                 return self.parenthesized()
@@ -666,10 +697,44 @@ class _Parser:
             raise self.error(UnknownNameError, f"unknown function '{name}'{hint}", tok)
         args, kwargs, last = self.call_arguments(tok)
         self.count()
+        if op.name == "einsum":
+            args, kwargs = self.einsum_arguments(tok, last, args, kwargs)
         call = Call(name, tuple(args), tuple((k, v) for k, (v, _) in kwargs.items()),
                     self.pos(tok, last))
-        resolve_call(call, self.text, self.shadowed)  # arity, keywords, static parameters
+        # arity, keywords, static parameters
+        self._check_static(lambda: resolve_call(call, self.text, self.shadowed), call)
         return call, tok, last
+
+    def _check_static(self, check, node) -> None:
+        """Run a parse-time check of ``node``; a failure where pi, e or inf appear is left
+        to ``build``, which knows whether a declaration shadows them (``--arg e=0``: then
+        ``axis=e`` is refused as not a constant, not as the float 2.718...)."""
+        try:
+            check()
+        except ArgumentError:
+            if not any(isinstance(n, Name) and n.id in CONSTANT_NAMES
+                       for n in iter_postorder(node)):
+                raise
+
+    def einsum_arguments(self, name_tok: Tok, last: Tok, args: list, kwargs: dict):
+        """``einsum("ij,jk->ik", a, b)`` as the table's einsum: the operands as one list and
+        the subscripts as its ``subscripts`` parameter."""
+        if not args or not isinstance(args[0], Str):
+            raise self.error(ArgumentError, "einsum takes its subscripts first, e.g. "
+                                            "einsum(\"ij,jk->ik\", a, b)", name_tok, last)
+        subscripts, operands = args[0], args[1:]
+        if not operands:
+            raise self.error(ArgumentError, "einsum needs at least one array after its "
+                                            "subscripts", name_tok, last)
+        pos = subscripts.pos
+
+        def fail(cls, message, col, width=1):
+            return cls(message, source=self.text, line=pos.line, col=col, width=width)
+        _check_subscripts(subscripts.value, fail, pos.col + 1, len(operands))
+        start, end = operands[0].pos, operands[-1].pos
+        width = end.col + end.width - start.col if start.line == end.line else start.width
+        arrays = TupleLit(tuple(operands), Pos(start.line, start.col, max(1, width)))
+        return [arrays], {**kwargs, "subscripts": (subscripts, name_tok)}
 
     def call_arguments(self, name_tok: Tok):
         """``( args, key=value, ... )`` after a function name."""
@@ -804,7 +869,7 @@ def parse_expression(text: str):
 # ---------------------------------------------------------------------------------------
 def children(node) -> tuple:
     """The direct sub-nodes of a node, in source order."""
-    if isinstance(node, (Number, Name)):
+    if isinstance(node, (Number, Name, Str)):
         return ()
     if isinstance(node, Unary):
         return (node.operand,)
@@ -885,6 +950,8 @@ def static_value(expr, shadowed: frozenset = frozenset()) -> Any:
                          "**": np.power, "%": np.mod, "//": np.floor_divide}[node.op](a, b)
             elif isinstance(node, (TupleLit, ArrayLit)):
                 value = tuple(values[id(e)] for e in node.elements)
+            elif isinstance(node, Str):
+                value = node.value
             else:
                 raise NotStatic(node)
             values[id(node)] = value
@@ -898,6 +965,8 @@ def _numeric(value, node):
 
 
 def _to_python(value):
+    if isinstance(value, str):
+        return value
     if isinstance(value, tuple):
         return tuple(_to_python(v) for v in value)
     if isinstance(value, (bool, np.bool_)):
@@ -969,7 +1038,8 @@ def static_index(index: Index, source: str = "", shadowed: frozenset = frozenset
 # Static parameters that take integers (or tuples of integers); the others take floats,
 # except those whose default is a bool (keepdims), which take True or False.
 _INT_PARAMS = {"axis", "axes", "shape", "N", "M", "num", "k", "n", "repeats", "reps", "shift",
-               "axis1", "axis2", "source", "destination", "indices_or_sections", "pad_width"}
+               "axis1", "axis2", "source", "destination", "indices_or_sections", "pad_width",
+               "offset"}
 # the integer parameters that also take tuples (pad_width also tuples of pairs)
 _TUPLE_PARAMS = {"axis", "axes", "shape", "reps", "shift", "source", "destination",
                  "indices_or_sections", "pad_width"}
@@ -1117,6 +1187,10 @@ def _coerce_param(op, name: str, value, expr, source: str):
             if len(value) > _MAX_DIMS:
                 raise _arg_error(ArgumentError, f"{what} has {len(value)} entries; at most "
                                                 f"{_MAX_DIMS} dimensions are allowed", expr, source)
+            if name == "axes" and value and all(isinstance(v, tuple) for v in value):
+                # tensordot's pair of axis lists: ((1, 2), (0, 1))
+                return tuple(tuple(_as_int(v, what, expr, source) for v in part)
+                             for part in value)
             if name == "pad_width":  # ((before, after), ...) per axis
                 ints = tuple(tuple(_as_int(w, what, expr, source) for w in v)
                              if isinstance(v, tuple) else _as_int(v, what, expr, source)

@@ -99,6 +99,13 @@ class Number(Node):
     _fields = ("value",)
 
 
+class Str(Node):
+    """A string literal: only einsum's subscripts, ``einsum("ij,jk->ik", a, b)``, which the
+    parser turns into einsum's ``subscripts`` parameter."""
+    __slots__ = ("value", "pos")
+    _fields = ("value",)
+
+
 class Name(Node):
     """A reference to a declared name or a constant (pi, e, inf)."""
     __slots__ = ("id", "pos")

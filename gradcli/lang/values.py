@@ -3,8 +3,16 @@
 A value is a constant expression of the language (``2``, ``[1, 2]``, ``linspace(0, 1, 5)``,
 ``-pi/2``), parsed by the same parser and evaluated on the engine, or ``@path`` to a
 ``.npy`` (read with ``allow_pickle=False``), ``.csv`` (comma-separated) or ``.txt``
-(whitespace-separated) file. Every value becomes a float64 numpy array at once; ``build``
-converts it to the requested dtype.
+(whitespace-separated) file. A text file may start with a UTF-8 byte order mark and with
+a header row of column names (a first row with no number in it): a single value ignores
+the names, which ``Declaration.columns`` keeps. Every value becomes a float64 numpy array,
+whatever the file held (a float32 ``.npy`` included); ``build`` converts it to the
+requested dtype.
+
+What a declaration can be checked for without work is checked when it is added (the
+name, the syntax and names of a value, a file's type, existence and size); the value is
+made, and a file read, only when ``Declaration.value`` is first asked for, so that a
+program refused for its names or its mode never reads a 10^7-element file.
 
 >>> decls = Declarations.from_options(var=["w1=2"], arg=["x1=5", "x2=[1, 2]"])
 >>> [(d.kind, d.name, d.value.tolist()) for d in decls]
@@ -16,7 +24,7 @@ import keyword
 import os
 import re
 import stat
-from collections.abc import Iterable, Iterator
+from collections.abc import Callable, Iterable, Iterator
 from typing import Any
 
 import numpy as np
@@ -33,6 +41,8 @@ __all__ = [
     "load_file",
     "load_value",
     "parse_declaration",
+    "prepare_value",
+    "read_table",
 ]
 
 #: The kinds of declaration, with the option that makes each.
@@ -42,12 +52,34 @@ _NAME = re.compile(r"[A-Za-z_][A-Za-z0-9_]*\Z")
 
 class Declaration:
     """One declared name: ``kind`` is "var" (trainable variable), "frozen" (variable with
-    ``trainable=False``) or "arg" (a function argument); ``value`` a float64 array.
+    ``trainable=False``) or "arg" (a function argument); ``value`` a float64 array, made
+    on first access (``load`` makes it: reads the file, evaluates the text); ``columns``
+    the column names of a text file's header row, or None.
     (A plain class: the command line defines it at every start.)"""
-    __slots__ = ("kind", "name", "value", "text")
+    __slots__ = ("kind", "name", "text", "_value", "_columns", "_load")
 
-    def __init__(self, kind: str, name: str, value: np.ndarray, text: str = ""):
-        self.kind, self.name, self.value, self.text = kind, name, value, text
+    def __init__(self, kind: str, name: str, value: np.ndarray | None = None, text: str = "",
+                 *, load=None, columns: tuple[str, ...] | None = None):
+        self.kind, self.name, self.text = kind, name, text
+        self._value, self._columns, self._load = value, columns, load
+
+    @property
+    def value(self) -> np.ndarray:
+        if self._value is None:
+            self._value, self._columns = self._load()
+            self._load = None
+        return self._value
+
+    @property
+    def columns(self) -> tuple[str, ...] | None:
+        """The names in a text file's header row (None without a header)."""
+        self.value  # noqa: B018 - the header is read with the file
+        return self._columns
+
+    @property
+    def loaded(self) -> bool:
+        """Whether the value has been made (a file read) yet."""
+        return self._value is not None
 
     def __repr__(self) -> str:
         return f"Declaration(kind={self.kind!r}, name={self.name!r}, text={self.text!r})"
@@ -97,14 +129,25 @@ def load_value(text: str) -> np.ndarray:
     >>> load_value("-pi/2")
     array(-1.57079633)
     """
-    from .evaluate import evaluate_constant
+    return prepare_value(text)()[0]
+
+
+def prepare_value(text: str) -> Callable[[], tuple[np.ndarray, tuple[str, ...] | None]]:
+    """Check a declaration's value text now (syntax and names of an expression; type,
+    existence and size of a ``@path`` file) and return ``load()``, which makes the value:
+    ``(float64 array, column names or None)``.
+
+    >>> prepare_value("[1, 2]")()
+    (array([1., 2.]), None)
+    """
+    from .evaluate import compile_constant
     if not isinstance(text, str):
         raise InputError(f"a value must be text, not {type(text).__name__}")
     stripped = text.strip()
     if stripped.startswith("@"):
-        return load_file(stripped[1:])
-    value = evaluate_constant(parse_expression(text), text)
-    return _numbers(value, "the value")
+        return _prepare_file(stripped[1:])
+    value = compile_constant(parse_expression(text), text)
+    return lambda: (_numbers(value(), "the value"), None)
 
 
 def _numbers(value, what: str) -> np.ndarray:
@@ -127,12 +170,47 @@ def load_file(path: str) -> np.ndarray:
     A pickled or object ``.npy``, a non-number in a text file, a missing, unreadable or
     special file (a directory, a pipe) are ``InputError``s naming the file.
     """
+    return read_table(path)[0]
+
+
+def read_table(path: str) -> tuple[np.ndarray, tuple[str, ...] | None]:
+    """``load_file``, with the column names of a text file's header row (None without
+    one): ``(values, names)``, for a value per row (a later batch mode)."""
+    return _prepare_file(path)()
+
+
+def _prepare_file(path: str) -> Callable[[], tuple[np.ndarray, tuple[str, ...] | None]]:
+    """Check a file's type, existence and size now (and a ``.npy`` header: a pickle or
+    a huge array is refused at once); return ``load()`` that reads it."""
     shown = path
     path = os.path.expanduser(path)
     extension = os.path.splitext(path)[1].lower()
     if extension not in (".npy", ".csv", ".txt"):
         raise InputError(f"{shown}: unsupported file type {extension or '(none)'!r}; "
                          "use .npy, .csv or .txt")
+
+    def guarded(work: Callable):
+        try:
+            return work()
+        except GradcliError:
+            raise
+        except (OSError, ValueError, EOFError, UnicodeDecodeError) as err:
+            detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+            raise InputError(f"{shown}: cannot read file ({detail})") from None
+
+    _check_file(path, shown)
+    if extension == ".npy":
+        guarded(lambda: _npy_header(path, shown))
+
+    def load():
+        _check_file(path, shown)  # again: the file may have changed since
+        if extension == ".npy":
+            return guarded(lambda: _load_npy(path, shown)), None
+        return guarded(lambda: _load_text(path, shown, "," if extension == ".csv" else None))
+    return load
+
+
+def _check_file(path: str, shown: str) -> None:
     try:
         info = os.stat(path)
     except OSError as err:
@@ -145,17 +223,11 @@ def load_file(path: str) -> np.ndarray:
     if info.st_size > limits.MAX_FILE_BYTES:
         raise LimitError(f"{shown}: file has {info.st_size:,} bytes, over the file size limit "
                          f"({limits.MAX_FILE_BYTES:,} bytes)")
-    try:
-        if extension == ".npy":
-            return _load_npy(path, shown)
-        return _load_text(path, shown, "," if extension == ".csv" else None)
-    except GradcliError:
-        raise
-    except (OSError, ValueError, EOFError, UnicodeDecodeError) as err:
-        raise InputError(f"{shown}: cannot read file ({str(err).splitlines()[0] if str(err) else type(err).__name__})") from None
 
 
-def _load_npy(path: str, shown: str) -> np.ndarray:
+def _npy_header(path: str, shown: str) -> None:
+    """Refuse a ``.npy`` file from its header: not a .npy (a pickle), objects, not real
+    numbers, over the size limit."""
     with open(path, "rb") as f:
         try:
             version = np.lib.format.read_magic(f)
@@ -178,6 +250,10 @@ def _load_npy(path: str, shown: str) -> np.ndarray:
     for n in shape:
         count *= n
     limits.check_elements(count, shown)
+
+
+def _load_npy(path: str, shown: str) -> np.ndarray:
+    _npy_header(path, shown)  # again: the file may have changed since
     try:
         value = np.load(path, allow_pickle=False)
     except ValueError as err:
@@ -185,44 +261,104 @@ def _load_npy(path: str, shown: str) -> np.ndarray:
     return _numbers(value, shown)
 
 
-def _load_text(path: str, shown: str, delimiter: str | None) -> np.ndarray:
-    with open(path, "r", encoding="utf-8", errors="strict") as f:
+def _load_text(path: str, shown: str, delimiter: str | None
+               ) -> tuple[np.ndarray, tuple[str, ...] | None]:
+    # utf-8-sig: a byte order mark (as spreadsheets write) is dropped, not read as data.
+    with open(path, "r", encoding="utf-8-sig", errors="strict") as f:
         text = f.read(limits.MAX_FILE_BYTES + 1)
-    if not any(line.split("#", 1)[0].strip() for line in text.splitlines()):
+    lines = text.splitlines()
+    # The lines with content, lazily: only the first two are needed here.
+    content = (i for i, line in enumerate(lines) if line.split("#", 1)[0].strip())
+    header_at = next(content, None)
+    if header_at is None:
         raise InputError(f"{shown}: the file holds no numbers")
+    columns = _header(lines[header_at], delimiter)
+    if columns is not None:
+        first_row = next(content, None)
+        if first_row is None:
+            raise InputError(f"{shown}: the file holds no numbers, only a header row")
+        width = len(_fields(lines[first_row].split("#", 1)[0], delimiter))
+        if width != len(columns):
+            raise InputError(f"{shown}, line {header_at + 1}: the header names "
+                             f"{len(columns)} columns, but the rows have {width} values",
+                             source=text, line=header_at + 1, col=0,
+                             width=len(lines[header_at]))
+        lines[header_at] = ""  # (loadtxt skips empty lines: the line numbers stay)
     try:
-        value = np.loadtxt(text.splitlines(), delimiter=delimiter, dtype=np.float64, ndmin=0)
+        value = np.loadtxt(lines, delimiter=delimiter, dtype=np.float64, ndmin=0)
     except ValueError:
-        _locate_bad_field(text, shown, delimiter)
+        _locate_bad_field(text, shown, delimiter, skip=set() if columns is None
+                          else {header_at})
         raise
-    return _numbers(value, shown)
+    return _numbers(value, shown), columns
 
 
-def _locate_bad_field(text: str, shown: str, delimiter: str | None) -> None:
-    """Find the first field numpy could not read, to say where it is."""
+def _fields(content: str, delimiter: str | None) -> list[tuple[int, str]]:
+    """The fields of a line (without its comment) as (column, text), text stripped."""
+    if delimiter is None:
+        return [(m.start(), m.group()) for m in re.finditer(r"\S+", content)]
+    out, col = [], 0
+    for part in content.split(delimiter):
+        out.append((col + len(part) - len(part.lstrip()), part.strip()))
+        col += len(part) + len(delimiter)
+    return out
+
+
+def _is_number(field: str) -> bool:
+    if "_" in field:  # float() reads 1_000, numpy's reader does not
+        return False
+    try:
+        float(field)
+    except ValueError:
+        return False
+    return True
+
+
+def _header(line: str, delimiter: str | None) -> tuple[str, ...] | None:
+    """The column names if ``line`` is a header row: no field of it is a number."""
+    fields = [text for _, text in _fields(line.split("#", 1)[0], delimiter)]
+    if not fields or any(not text or _is_number(text) for text in fields):
+        return None
+    return tuple(text.strip("\"'") for text in fields)
+
+
+def _locate_bad_field(text: str, shown: str, delimiter: str | None,
+                      skip: set[int] = frozenset()) -> None:
+    """Find the first field numpy could not read, to say where it is (the message and
+    the quoted frame name the file's own line number)."""
     width = None
-    for number, line in enumerate(text.splitlines(), start=1):
+    for index, line in enumerate(text.splitlines()):
+        number = index + 1
         content = line.split("#", 1)[0]
-        if not content.strip():
+        if index in skip or not content.strip():
             continue
-        fields = content.split(delimiter)
-        for field_text in fields:
-            try:
-                float(field_text)
-            except ValueError:
-                col = line.find(field_text.strip()) if field_text.strip() else 0
-                raise InputError(f"{shown}, line {number}: {field_text.strip()!r} is not a "
-                                 "number", source=line, line=1, col=max(0, col),
-                                 width=max(1, len(field_text.strip()))) from None
+        fields = _fields(content, delimiter)
+        for col, field in fields:
+            if not _is_number(field):
+                raise InputError(f"{shown}, line {number}: {field!r} is not a number",
+                                 source=text, line=number, col=col,
+                                 width=max(1, len(field))) from None
         if width is not None and len(fields) != width:
             raise InputError(f"{shown}, line {number}: {len(fields)} values, but earlier lines "
-                             f"have {width}")
+                             f"have {width}", source=text, line=number, col=0,
+                             width=max(1, len(content.rstrip()))) from None
         width = len(fields)
 
 
 # ---------------------------------------------------------------------------------------
 # The ordered collection
 # ---------------------------------------------------------------------------------------
+def _labelled(label: str, work: Callable, *args):
+    """``work(*args)``, with the option (``--arg x``) named in any error it raises."""
+    try:
+        return work(*args)
+    except GradcliError as err:
+        if not err.message.startswith(label + ":"):
+            err.message = f"{label}: {err.message}"
+            err.args = (err.message,)
+        raise
+
+
 class Declarations:
     """Declared names in order, each with a kind and a float64 value.
 
@@ -260,20 +396,16 @@ class Declarations:
         check_name(name)
         label = f"{KINDS[kind]} {name}"
         if isinstance(value, str):
-            try:
-                array = load_value(value)
-            except GradcliError as err:
-                err.message = f"{label}: {err.message}"
-                err.args = (err.message,)
-                raise
-            text = value
+            load = _labelled(label, prepare_value, value)
+            declaration = Declaration(kind, name, None, value,
+                                      load=lambda: _labelled(label, load))
         else:
             try:
                 array = _numbers(value, label)
             except (TypeError, ValueError):
                 raise InputError(f"{label}: not an array of numbers") from None
-            text = ""
-        return self._append(Declaration(kind, name, array, text))
+            declaration = Declaration(kind, name, array, "")
+        return self._append(declaration)
 
     def _append(self, item: Declaration) -> Declaration:
         for other in self._items:

@@ -1,0 +1,1098 @@
+"""Linear algebra and einsum entries of the function table (kind ``linalg``).
+
+Each entry is one ``register(Op(...))`` as in ``ops.py``, with rules written against the
+namespace ``m`` (numpy on the fast path, the engine under an outer tape, so second
+derivatives are exact). The rules follow Giles, "Collected matrix derivative results for
+forward and reverse mode algorithmic differentiation" (2008), and the rules of HIPS
+autograd (``autograd/numpy/linalg.py``) and JAX; matrices are batched over leading axes
+wherever numpy batches them.
+
+Conventions (as JAX): ``cholesky`` and ``eigh`` read the symmetric part ``(a + a^T)/2``
+of their input (numpy reads one triangle); their gradients are then symmetric and exact
+for any perturbation. ``svd(full_matrices=True)`` ignores the gradient of the extra
+columns of U and rows of Vh (arbitrary bases of the complement, as PyTorch does).
+
+Entries returning several tensors (``slogdet``, ``eigh``, ``svd``) record one packed
+array on the tape (``Op.outputs``); their API function unpacks it into a tuple through
+differentiable indexing, so the gradient of any output reaches the one rule.
+"""
+from __future__ import annotations
+
+from functools import lru_cache
+
+import numpy as np
+
+from . import ops as _ops
+from .ops import _expand, _reduced, _shape, _swap_last, apply, register
+from .table import Op
+from .tensor import Tensor
+
+# ---------------------------------------------------------------------------------------
+# Helpers
+# ---------------------------------------------------------------------------------------
+_LINALG = "linalg"
+
+# string.ascii_letters, without importing string at start-up (8 ms cold)
+_LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
+
+def _T(m, a):
+    return _swap_last(m, a)
+
+
+def _raw(x):
+    return x._value if isinstance(x, Tensor) else x
+
+
+def _is_zero(x) -> bool:
+    """Whether an upstream gradient is exactly zero (an output the loss does not read):
+    its terms are then left out, so an ill-defined factor never meets a zero."""
+    return not np.any(_raw(x))
+
+
+def _dtype(x):
+    """The float dtype of a value (constants in rules take it: float32 stays float32)."""
+    dtype = getattr(_raw(x), "dtype", None)
+    return dtype if dtype is not None and dtype.kind == "f" else np.dtype(np.float64)
+
+
+def _eye(n, like):
+    return np.eye(n, dtype=_dtype(like))
+
+
+def _col(m, v):
+    """(..., n) -> (..., n, 1)."""
+    return m.reshape(v, shape=_shape(v) + (1,))
+
+
+def _row(m, v):
+    """(..., n) -> (..., 1, n)."""
+    s = _shape(v)
+    return m.reshape(v, shape=s[:-1] + (1,) + s[-1:])
+
+
+def _matrix(name, x):
+    if np.ndim(x) < 2:
+        raise ValueError(f"{name} needs a matrix (at least 2 dimensions), got shape "
+                         f"{np.shape(x)}")
+
+
+def _square(name, x):
+    _matrix(name, x)
+    if np.shape(x)[-1] != np.shape(x)[-2]:
+        raise ValueError(f"{name} needs square matrices, got shape {np.shape(x)}")
+
+
+def _sym(x):
+    return 0.5 * (x + np.swapaxes(x, -1, -2))
+
+
+def _sympy_matrices(fn):
+    """A sympy builder applying ``fn(sp, Matrix) -> Matrix or scalar`` to each matrix of a
+    (possibly batched) object array."""
+    def build(sp, a, **params):
+        a = np.asarray(a, dtype=object)
+        out = None
+        for idx in np.ndindex(a.shape[:-2]):
+            value = fn(sp, sp.Matrix(a[idx].tolist()), **params)
+            value = np.array(value.tolist(), dtype=object) if hasattr(value, "tolist") \
+                else value
+            if out is None:
+                out = np.empty(a.shape[:-2] + np.shape(value), dtype=object)
+            out[idx] = value
+        return out
+    return build
+
+
+def _rng_matrix(rng, shape, shift=0.0):
+    """Random matrices with ``shift`` added on the diagonal (well conditioned for shift
+    about the size)."""
+    x = rng.uniform(-1.0, 1.0, size=shape)
+    return x + shift * np.eye(shape[-1]) if shift else x
+
+
+def _rng_spd(rng, shape):
+    x = rng.uniform(-1.0, 1.0, size=shape)
+    return x @ np.swapaxes(x, -1, -2) + shape[-1] * np.eye(shape[-1])
+
+
+def _linalg(name, forward, vjps, inputs, doc, derivative, *, sympy=None, params=(),
+            saves="all", domain="all real matrices", samples=None, outputs=(), api=None,
+            variadic=False, aliases=(), own_axes=False):
+    return register(Op(name=name, forward=forward, vjps=vjps, inputs=inputs, doc=doc,
+                       derivative=derivative, params=params, sympy=sympy, kind=_LINALG,
+                       saves=saves, domain=domain, samples=samples, outputs=outputs, api=api,
+                       variadic=variadic, aliases=aliases, own_axes=own_axes))
+
+
+def _unpacking(unpack):
+    """The API function of a multi-output entry: the plain function's packed result split
+    by ``unpack(packed, *inputs, **params)`` into a tuple of tensors."""
+    def api(op, plain):
+        n_in = len(op.inputs)
+        names = [name for name, _ in op.params]
+
+        def fn(*args, **kwargs):
+            params = dict(op.params)
+            params.update(zip(names, args[n_in:]))
+            params.update(kwargs)
+            return unpack(plain(*args, **kwargs), *args[:n_in], **params)
+        fn.__name__ = fn.__qualname__ = op.name
+        fn.__doc__ = plain.__doc__
+        return fn
+    return api
+
+
+def several_outputs(op, params) -> bool:
+    """Whether a call of ``op`` with ``params`` returns a tuple of tensors
+    (``svd(..., compute_uv=False)`` returns S alone)."""
+    return bool(op.outputs) and params.get("compute_uv", True) is not False
+
+
+def _pick(t, index):
+    if index[0] is Ellipsis and len(t.shape) == len(index) - 1:
+        index = index[1:]  # a single result: a numpy scalar for shape (), not a 0-d array
+    return apply(_ops.INTERNAL["getitem"], (t,), {"index": index})
+
+
+def _reshape_t(t, shape):
+    return apply(_ops.REGISTRY["reshape"], (t,), {"shape": shape})
+
+
+# ---------------------------------------------------------------------------------------
+# inv, solve, det, slogdet
+# ---------------------------------------------------------------------------------------
+def _inv(a):
+    _square("inv", a)
+    return np.linalg.inv(a)
+
+
+def _inv_vjp(m, g, ans, a):
+    t = _T(m, ans)
+    return -m.matmul(m.matmul(t, g), t)
+
+
+def _samples_square(*extra):
+    def samples(rng):
+        out = [("3x3", (_rng_matrix(rng, (3, 3), 3.0),), {}),
+               ("batched", (_rng_matrix(rng, (2, 3, 3), 3.0),), {}),
+               ("1x1", (_rng_matrix(rng, (1, 1), 2.0),), {})]
+        return out + [(label, (_rng_matrix(rng, shape, 3.0),), params)
+                      for label, shape, params in extra]
+    return samples
+
+
+_linalg("inv", _inv, (_inv_vjp,), ("a",), "matrix inverse (batched)", "-inv(a)^T g inv(a)^T",
+        sympy=_sympy_matrices(lambda sp, a: a.inv()), saves="ans",
+        domain="invertible square matrices", samples=_samples_square())
+
+
+def _solve(a, b):
+    """numpy 2's solve under any numpy: a 1-D b is one vector, any other b a stack of
+    matrices (numpy 1 took b of a.ndim - 1 dimensions as a stack of vectors)."""
+    _square("solve", a)
+    b = np.asarray(b)
+    if b.ndim == 1:
+        return np.linalg.solve(a, b[:, None])[..., 0]
+    batch = np.broadcast_shapes(np.shape(a)[:-2], b.shape[:-2])
+    return np.linalg.solve(np.broadcast_to(a, batch + np.shape(a)[-2:]),
+                           np.broadcast_to(b, batch + b.shape[-2:]))
+
+
+def _solve_grad_b(m, g, a, b):
+    if len(_shape(b)) == 1:  # numpy 2: a 1-D b is one vector, the others stacks of matrices
+        col = m.solve(_T(m, a), _col(m, g))
+        return m.reshape(col, shape=_shape(col)[:-1])
+    return m.solve(_T(m, a), g)
+
+
+def _solve_vjp_a(m, g, ans, a, b):
+    gb = _solve_grad_b(m, g, a, b)
+    if len(_shape(b)) == 1:
+        return -(_col(m, gb) * _row(m, ans))
+    return -m.matmul(gb, _T(m, ans))
+
+
+def _solve_samples(rng):
+    a = _rng_matrix(rng, (3, 3), 3.0)
+    return [("vector", (a, rng.uniform(-1, 1, 3)), {}),
+            ("matrix", (a, rng.uniform(-1, 1, (3, 2))), {}),
+            ("batched", (_rng_matrix(rng, (2, 3, 3), 3.0), rng.uniform(-1, 1, (2, 3, 2))), {}),
+            ("batched-vector", (_rng_matrix(rng, (2, 3, 3), 3.0), rng.uniform(-1, 1, 3)), {})]
+
+
+_linalg("solve", _solve, (_solve_vjp_a, lambda m, g, ans, a, b: _solve_grad_b(m, g, a, b)),
+        ("a", "b"), "x with a @ x = b (b a vector or a stack of matrices, as numpy 2)",
+        "-solve(a^T, g) x^T, solve(a^T, g)",
+        sympy=lambda sp, a, b: np.matmul(_sympy_matrices(lambda sp, m: m.inv())(sp, a), b),
+        domain="invertible a", samples=_solve_samples)
+
+
+def _det(a):
+    _square("det", a)
+    return np.linalg.det(a)
+
+
+def _det_vjp(m, g, ans, a):
+    ga = g * ans
+    if m is _ops.NP and np.any(ans == 0):
+        # singular: det inv(a)^T is 0 * inf, but the gradient, the adjugate's transpose,
+        # exists: through the SVD, adj(a)^T = det(U) det(Vh) U diag(prod_{j!=i} s_j) Vh
+        u, s, vh = np.linalg.svd(a)
+        eye = np.eye(s.shape[-1], dtype=bool)
+        others = np.prod(np.where(eye, 1.0, s[..., None, :]), axis=-1)
+        sign = np.linalg.det(u) * np.linalg.det(vh)
+        adj_t = (u * others[..., None, :]) @ vh * sign[..., None, None]
+        return np.reshape(g, np.shape(g) + (1, 1)) * adj_t.astype(_dtype(a))
+    return m.reshape(ga, shape=_shape(ga) + (1, 1)) * _T(m, m.inv(a))
+
+
+_linalg("det", _det, (_det_vjp,), ("a",), "determinant (batched)", "det(a) inv(a)^T",
+        sympy=_sympy_matrices(lambda sp, a: a.det()), domain="square matrices",
+        samples=_samples_square())
+
+
+def _slogdet(a):
+    _square("slogdet", a)
+    sign, logdet = np.linalg.slogdet(a)
+    return np.stack([sign, logdet], axis=-1)
+
+
+def _slogdet_vjp(m, g, ans, a):
+    gl = m.getitem(g, index=(Ellipsis, 1))
+    return m.reshape(gl, shape=_shape(gl) + (1, 1)) * _T(m, m.inv(a))
+
+
+def _sympy_slogdet(sp, a):
+    det = _sympy_matrices(lambda sp, m: m.det())(sp, a)
+    sign = np.vectorize(sp.sign, otypes=[object])(det)
+    return sign, np.vectorize(lambda d: sp.log(sp.Abs(d)), otypes=[object])(det)
+
+
+_linalg("slogdet", _slogdet, (_slogdet_vjp,), ("a",),
+        "sign and log|det| of a, as a tuple (sign, logabsdet); in the language pick one: "
+        "slogdet(a)[1]", "0 for the sign; inv(a)^T for logabsdet",
+        sympy=_sympy_slogdet, domain="square matrices (the gradient needs an invertible a)",
+        samples=_samples_square(), outputs=("sign", "logabsdet"),
+        api=_unpacking(lambda p, a: (_pick(p, (Ellipsis, 0)), _pick(p, (Ellipsis, 1)))))
+
+
+# ---------------------------------------------------------------------------------------
+# cholesky, eigh, svd, pinv
+# ---------------------------------------------------------------------------------------
+def _cholesky(a):
+    _square("cholesky", a)
+    return np.linalg.cholesky(_sym(a))
+
+
+def _cholesky_vjp(m, g, ans, a):
+    # Murray, "Differentiation of the Cholesky decomposition" (2016), as autograd:
+    # S = L^-T phi(L^T g) L^-1 with phi the lower triangle, diagonal halved; symmetrised.
+    n = _shape(ans)[-1]
+    phi = (np.tril(np.ones((n, n))) - 0.5 * np.eye(n)).astype(_dtype(ans))
+    inv_l = m.inv(ans)
+    s = m.matmul(m.matmul(_T(m, inv_l), m.matmul(_T(m, ans), g) * phi), inv_l)
+    return 0.5 * (s + _T(m, s))
+
+
+def _spd_samples(rng):
+    return [("3x3", (_rng_spd(rng, (3, 3)),), {}), ("batched", (_rng_spd(rng, (2, 3, 3)),), {}),
+            ("1x1", (_rng_spd(rng, (1, 1)),), {})]
+
+
+_linalg("cholesky", _cholesky, (_cholesky_vjp,), ("a",),
+        "lower Cholesky factor L (L L^T = a) of the symmetric part of a (batched)",
+        "L^-T phi(L^T g) L^-1, symmetrised",
+        sympy=_sympy_matrices(lambda sp, a: ((a + a.T) / 2).cholesky(hermitian=False)),
+        saves="ans", domain="symmetric positive definite matrices", samples=_spd_samples)
+
+
+def _eigh(a):
+    _square("eigh", a)
+    w, v = np.linalg.eigh(_sym(a))
+    return np.concatenate([w[..., :, None], v], axis=-1)
+
+
+def _off_diagonal_inverse(m, d, name):
+    """1/d off the diagonal, 0 on it, for d = (..., n, n) differences of eigen- or
+    singular values; repeated values make the gradient undefined: an error."""
+    n = _shape(d)[-1]
+    eye = np.eye(n, dtype=bool)
+    raw = np.asarray(_raw(d))
+    if np.any((raw == 0) & ~eye):
+        raise ValueError(f"{name}: the gradient through the vectors is not defined where "
+                         "values repeat (they have no unique vectors); differentiate a "
+                         "function of the values only, or of the whole subspace")
+    return m.where(eye, 0.0, 1.0 / m.where(eye, 1.0, d))
+
+
+def _eigh_vjp(m, g, ans, a):
+    # Giles 2008, 3.1: a_bar = V (diag(w_bar) + F o (V^T V_bar)) V^T, F_ij = 1/(w_j - w_i)
+    n = _shape(ans)[-2]
+    w, v = m.getitem(ans, index=(Ellipsis, 0)), m.getitem(ans, index=(Ellipsis, slice(1, None)))
+    gw, gv = m.getitem(g, index=(Ellipsis, 0)), m.getitem(g, index=(Ellipsis, slice(1, None)))
+    inner = _row(m, gw) * _eye(n, gw)
+    if not _is_zero(gv):
+        f = _off_diagonal_inverse(m, _row(m, w) - _col(m, w), "eigh")
+        inner = inner + f * m.matmul(_T(m, v), gv)
+    ga = m.matmul(m.matmul(v, inner), _T(m, v))
+    return 0.5 * (ga + _T(m, ga))
+
+
+def _eigh_samples(rng):
+    return [("3x3", (_rng_matrix(rng, (3, 3)) * 2.0,), {}),
+            ("batched", (_rng_matrix(rng, (2, 3, 3)) * 2.0,), {})]
+
+
+_linalg("eigh", _eigh, (_eigh_vjp,), ("a",),
+        "eigenvalues (ascending) and eigenvectors of the symmetric part of a: (w, v), "
+        "a = v diag(w) v^T; in the language pick one: eigh(a)[0]",
+        "v (diag(g_w) + F o v^T g_v) v^T, F_ij = 1/(w_j - w_i); the eigenvector part needs "
+        "distinct eigenvalues", domain="symmetric matrices (eigenvector gradients: distinct "
+        "eigenvalues)", saves="ans", samples=_eigh_samples, outputs=("w", "v"),
+        api=_unpacking(lambda p, a: (_pick(p, (Ellipsis, 0)),
+                                     _pick(p, (Ellipsis, slice(1, None))))))
+
+
+def _svd_sizes(shape, full_matrices):
+    rows, cols = shape[-2], shape[-1]
+    k = min(rows, cols)
+    return rows, cols, k, (rows if full_matrices else k), (cols if full_matrices else k)
+
+
+def _svd(a, full_matrices=True, compute_uv=True):
+    _matrix("svd", a)
+    if not compute_uv:
+        return np.linalg.svd(a, compute_uv=False)
+    u, s, vh = np.linalg.svd(a, full_matrices=full_matrices)
+    batch = np.shape(a)[:-2]
+    return np.concatenate([u.reshape(batch + (-1,)), s, vh.reshape(batch + (-1,))], axis=-1)
+
+
+def _svd_split(m, packed, shape, full_matrices):
+    """(U, s, Vh) of a packed svd result, for an input of ``shape``."""
+    rows, cols, k, ku, kv = _svd_sizes(shape, full_matrices)
+    batch = tuple(shape[:-2])
+    u = m.reshape(m.getitem(packed, index=(Ellipsis, slice(0, rows * ku))),
+                  shape=batch + (rows, ku))
+    s = m.getitem(packed, index=(Ellipsis, slice(rows * ku, rows * ku + k)))
+    vh = m.reshape(m.getitem(packed, index=(Ellipsis, slice(rows * ku + k, None))),
+                   shape=batch + (kv, cols))
+    return u, s, vh
+
+
+def _svd_unpack(packed, a, full_matrices=True, compute_uv=True):
+    if not compute_uv:
+        return packed
+    return _svd_split(_ops.ENGINE, packed, _shape(a), full_matrices)
+
+
+def _svd_parts(m, a):
+    """The reduced (U, s, Vh) of a in namespace m (differentiable under an outer tape)."""
+    if m is _ops.NP:
+        return np.linalg.svd(a, full_matrices=False)
+    return m.svd(a, full_matrices=False)
+
+
+def _svd_vjp(m, g, ans, a, full_matrices=True, compute_uv=True):
+    shape = _shape(a)
+    rows, cols, k, _, _ = _svd_sizes(shape, full_matrices)
+    if not compute_uv:
+        u, _, vh = _svd_parts(m, a)
+        return m.matmul(u * _row(m, g), vh)
+    u, s, vh = _svd_split(m, ans, shape, full_matrices)
+    gu, gs, gvh = _svd_split(m, g, shape, full_matrices)
+    if full_matrices:  # the extra columns of U and rows of Vh are arbitrary: not read
+        u, gu = m.getitem(u, index=(Ellipsis, slice(0, k))), \
+            m.getitem(gu, index=(Ellipsis, slice(0, k)))
+        vh, gvh = m.getitem(vh, index=(Ellipsis, slice(0, k), slice(None))), \
+            m.getitem(gvh, index=(Ellipsis, slice(0, k), slice(None)))
+    middle = _row(m, gs) * _eye(k, gs)
+    if _is_zero(gu) and _is_zero(gvh):
+        return m.matmul(m.matmul(u, middle), vh)
+    # autograd's grad_svd (Townsend, "Differentiating the singular value decomposition")
+    v, gv = _T(m, vh), _T(m, gvh)
+    s2 = s * s
+    f = _off_diagonal_inverse(m, _row(m, s2) - _col(m, s2), "svd")
+    utgu, vtgv = m.matmul(_T(m, u), gu), m.matmul(_T(m, v), gv)
+    middle = middle + (f * (utgu - _T(m, utgu))) * _row(m, s) \
+        + _col(m, s) * (f * (vtgv - _T(m, vtgv)))
+    out = m.matmul(m.matmul(u, middle), vh)
+    if rows != cols and np.any(np.asarray(_raw(s)) == 0):
+        raise ValueError("svd: the gradient through U or Vh of a rank-deficient "
+                         "rectangular matrix is not defined")
+    if rows < cols:
+        rest = _eye(cols, vh) - m.matmul(v, vh)
+        out = out + m.matmul(m.matmul(u / _row(m, s), _T(m, gv)), rest)
+    elif rows > cols:
+        rest = _eye(rows, u) - m.matmul(u, _T(m, u))
+        out = out + _T(m, m.matmul(m.matmul(v / _row(m, s), _T(m, gu)), rest))
+    return out
+
+
+def _svd_samples(rng):
+    out = []
+    for label, shape in (("3x2", (3, 2)), ("2x3", (2, 3)), ("batched", (2, 3, 2))):
+        out.append((label, (_rng_matrix(rng, shape),), {"full_matrices": False}))
+        out.append((label + "-values", (_rng_matrix(rng, shape),), {"compute_uv": False}))
+    out.append(("3x3-full", (_rng_matrix(rng, (3, 3)),), {}))
+    return out
+
+
+_linalg("svd", _svd, (_svd_vjp,), ("a",),
+        "singular value decomposition a = U diag(S) Vh, as a tuple (U, S, Vh) (S "
+        "descending); compute_uv=False gives S alone; in the language pick one: svd(a)[1]",
+        "U diag(g_S) Vh, plus Townsend's terms for g_U, g_Vh (distinct singular values)",
+        params=(("full_matrices", True), ("compute_uv", True)),
+        domain="all matrices (U, Vh gradients: distinct nonzero singular values)",
+        samples=_svd_samples, outputs=("U", "S", "Vh"), api=_unpacking(_svd_unpack))
+
+
+def _pinv(a):
+    _matrix("pinv", a)
+    return np.linalg.pinv(a)
+
+
+def _pinv_vjp(m, g, ans, a):
+    # Golub & Pereyra (1973), for a of constant rank:
+    # a_bar = -X^T g X^T + (I - a X) g^T X X^T + X^T X g^T (I - X a), X = pinv(a)
+    x, xt, gt = ans, _T(m, ans), _T(m, g)
+    rows, cols = _shape(a)[-2], _shape(a)[-1]
+    left = _eye(rows, x) - m.matmul(a, x)
+    right = _eye(cols, x) - m.matmul(x, a)
+    return (-m.matmul(m.matmul(xt, g), xt) + m.matmul(m.matmul(left, gt), m.matmul(x, xt))
+            + m.matmul(m.matmul(xt, x), m.matmul(gt, right)))
+
+
+def _pinv_samples(rng):
+    return [("3x2", (_rng_matrix(rng, (3, 2)),), {}), ("2x3", (_rng_matrix(rng, (2, 3)),), {}),
+            ("2x2", (_rng_matrix(rng, (2, 2), 2.0),), {}),
+            ("batched", (_rng_matrix(rng, (2, 3, 2)),), {})]
+
+
+_linalg("pinv", _pinv, (_pinv_vjp,), ("a",), "Moore-Penrose pseudo-inverse (batched)",
+        "Golub-Pereyra: -X^T g X^T + (I - aX) g^T X X^T + X^T X g^T (I - Xa)",
+        sympy=_sympy_matrices(lambda sp, a: a.pinv()),
+        domain="matrices of full rank (the gradient assumes the rank does not change)",
+        samples=_pinv_samples)
+
+
+# ---------------------------------------------------------------------------------------
+# trace, diag, diagonal, triu, tril
+# ---------------------------------------------------------------------------------------
+def _diagonal_index(n1, n2, offset):
+    if offset >= 0:
+        length = max(0, min(n1, n2 - offset))
+        rows = np.arange(length)
+        return rows, rows + offset
+    length = max(0, min(n1 + offset, n2))
+    cols = np.arange(length)
+    return cols - offset, cols
+
+
+def _diag_embed(m, g, shape, offset, axis1, axis2):
+    """The adjoint of ``np.diagonal(x, offset, axis1, axis2)``: g (the diagonal as the
+    last axis) placed on that diagonal of zeros of ``shape``."""
+    nd = len(shape)
+    a1, a2 = axis1 % nd, axis2 % nd
+    perm = tuple(i for i in range(nd) if i not in (a1, a2)) + (a1, a2)
+    moved = tuple(shape[i] for i in perm)
+    rows, cols = _diagonal_index(moved[-2], moved[-1], offset)
+    out = m.scatter(g, index=(Ellipsis, rows, cols), shape=moved)
+    return m.transpose(out, axes=tuple(int(i) for i in np.argsort(perm)))
+
+
+def _diagonal(x, offset=0, axis1=0, axis2=1):
+    return np.diagonal(x, offset, axis1, axis2).copy()
+
+
+_linalg("diagonal", _diagonal,
+        (lambda m, g, ans, x, offset=0, axis1=0, axis2=1:
+         _diag_embed(m, g, _shape(x), offset, axis1, axis2),),
+        ("x",), "the diagonal of x over axis1, axis2 (as the last axis), as numpy",
+        "g on the diagonal, 0 elsewhere", params=(("offset", 0), ("axis1", 0), ("axis2", 1)),
+        sympy=lambda sp, x, offset=0, axis1=0, axis2=1: np.diagonal(x, offset, axis1, axis2),
+        saves="none", domain="arrays of 2 or more dimensions",
+        samples=lambda rng: [("3x3", (rng.uniform(-1, 1, (3, 3)),), {}),
+                             ("offset", (rng.uniform(-1, 1, (3, 4)),), {"offset": 1}),
+                             ("axes", (rng.uniform(-1, 1, (2, 3, 3)),),
+                              {"offset": -1, "axis1": -1, "axis2": 0})])
+
+
+def _trace(x, offset=0, axis1=0, axis2=1):
+    return np.trace(x, offset, axis1, axis2)
+
+
+def _trace_vjp(m, g, ans, x, offset=0, axis1=0, axis2=1):
+    shape = _shape(x)
+    nd = len(shape)
+    a1, a2 = axis1 % nd, axis2 % nd
+    rows, _ = _diagonal_index(shape[a1], shape[a2], offset)
+    gcol = m.reshape(g, shape=_shape(g) + (1,))
+    gd = m.broadcast_to(gcol, shape=_shape(g) + (len(rows),))
+    return _diag_embed(m, gd, shape, offset, a1, a2)
+
+
+_linalg("trace", _trace, (_trace_vjp,), ("x",),
+        "sum of the diagonal over axis1, axis2 (numpy's trace)", "1 on the diagonal",
+        params=(("offset", 0), ("axis1", 0), ("axis2", 1)),
+        sympy=lambda sp, x, offset=0, axis1=0, axis2=1: np.trace(x, offset, axis1, axis2),
+        saves="none", domain="arrays of 2 or more dimensions",
+        samples=lambda rng: [("3x3", (rng.uniform(-1, 1, (3, 3)),), {}),
+                             ("offset", (rng.uniform(-1, 1, (3, 4)),), {"offset": -1}),
+                             ("batched", (rng.uniform(-1, 1, (2, 3, 3)),),
+                              {"axis1": 1, "axis2": 2})])
+
+
+def _diag(v, k=0):
+    if np.ndim(v) not in (1, 2):
+        raise ValueError(f"diag takes a vector or a matrix, got shape {np.shape(v)}")
+    return np.diag(v, k)
+
+
+def _diag_vjp(m, g, ans, v, k=0):
+    shape = _shape(v)
+    if len(shape) == 1:
+        return m.diagonal(g, offset=k)
+    return _diag_embed(m, g, shape, k, 0, 1)
+
+
+_linalg("diag", _diag, (_diag_vjp,), ("v",),
+        "a vector on the k-th diagonal of a matrix, or a matrix's k-th diagonal (numpy)",
+        "the diagonal of g, or g on the diagonal", params=(("k", 0),),
+        sympy=lambda sp, v, k=0: np.diag(v, k), saves="none",
+        domain="vectors and matrices",
+        samples=lambda rng: [("vector", (rng.uniform(-1, 1, 3),), {}),
+                             ("vector-k", (rng.uniform(-1, 1, 3),), {"k": -1}),
+                             ("matrix", (rng.uniform(-1, 1, (3, 4)),), {"k": 1})])
+
+
+def _triangle(name, fn):
+    _linalg(name, lambda x, k=0: fn(x, k),
+            (lambda m, g, ans, x, k=0: getattr(m, name)(g, k=k),), ("x",),
+            f"{'upper' if name == 'triu' else 'lower'} triangle of the last two axes from "
+            f"the k-th diagonal, zeros elsewhere", "g on the triangle, 0 elsewhere",
+            params=(("k", 0),), sympy=lambda sp, x, k=0: fn(np.asarray(x, dtype=object), k),
+            saves="none", domain="arrays of 2 or more dimensions",
+            samples=lambda rng: [("3x3", (rng.uniform(-1, 1, (3, 3)),), {}),
+                                 ("batched-k", (rng.uniform(-1, 1, (2, 3, 4)),), {"k": 1}),
+                                 ("k-neg", (rng.uniform(-1, 1, (3, 3)),), {"k": -1})])
+
+
+_triangle("triu", np.triu)
+_triangle("tril", np.tril)
+
+
+# ---------------------------------------------------------------------------------------
+# einsum, and the products written with it (inner, tensordot, outer, kron, cross)
+# ---------------------------------------------------------------------------------------
+_SUBSCRIPT_CHARS = set(_LETTERS) | set(",->. ")
+
+
+class SubscriptError(ValueError):
+    """A malformed einsum subscripts string; ``offset`` is the position of the fault."""
+
+    def __init__(self, message: str, offset: int):
+        super().__init__(message)
+        self.offset = offset
+
+
+def check_subscripts(text: str, n_operands: int | None = None) -> None:
+    """Check the syntax of einsum subscripts (letters, ``,``, ``->``, ``...``, spaces),
+    raising ``SubscriptError`` with the offset of the first fault."""
+    for i, ch in enumerate(text):
+        if ch not in _SUBSCRIPT_CHARS:
+            raise SubscriptError(f"einsum subscripts may contain only letters, ',', '->', "
+                                 f"'...' and spaces, not {ch!r}", i)
+    arrow = text.find("->")
+    if text.count("->") > 1:
+        raise SubscriptError("einsum subscripts have more than one '->'",
+                             text.find("->", arrow + 1))
+    for i, ch in enumerate(text):
+        if ch == "-" and text[i:i + 2] != "->":
+            raise SubscriptError("'-' must be followed by '>' (the output arrow '->')", i)
+        if ch == ">" and text[i - 1:i + 1] != "->":
+            raise SubscriptError("'>' must follow '-' (the output arrow '->')", i)
+    inputs = text if arrow < 0 else text[:arrow]
+    output = None if arrow < 0 else text[arrow + 2:]
+    start = 0
+    terms = []
+    for part in inputs.split(","):
+        terms.append((part, start))
+        start += len(part) + 1
+    if output is not None:
+        if "," in output:
+            raise SubscriptError("the output of einsum (after '->') is one term: no ','",
+                                 arrow + 2 + output.index(","))
+    for term, at in terms + ([(output, arrow + 2)] if output is not None else []):
+        _check_term(term, at)
+    if output is not None:
+        letters = set(inputs)
+        for i, ch in enumerate(output):
+            if ch.isalpha() and ch not in letters:
+                raise SubscriptError(f"output subscript {ch!r} appears in no input",
+                                     arrow + 2 + i)
+            if ch.isalpha() and output.count(ch) > 1:
+                raise SubscriptError(f"output subscript {ch!r} appears more than once",
+                                     arrow + 2 + i)
+    if n_operands is not None and len(terms) != n_operands:
+        raise SubscriptError(f"einsum subscripts name {len(terms)} operand"
+                             f"{'s' if len(terms) != 1 else ''}, but {n_operands} "
+                             f"{'were' if n_operands != 1 else 'was'} given", 0)
+
+
+def _check_term(term: str, at: int) -> None:
+    i = term.find(".")
+    if i >= 0:
+        if term[i:i + 3] != "...":
+            raise SubscriptError("'.' is only allowed as the ellipsis '...'", at + i)
+        if "." in term[i + 3:]:
+            raise SubscriptError("one ellipsis '...' per term at most", at + i + 3)
+
+
+@lru_cache(maxsize=256)
+def _canonical(subscripts: str, shapes: tuple) -> tuple:
+    """(input terms, output term, letter sizes) with the ellipsis replaced by letters, as
+    numpy reads the subscripts (implicit output: the letters appearing once, sorted)."""
+    check_subscripts(subscripts, len(shapes))
+    text = subscripts.replace(" ", "")
+    inputs, _, output = text.partition("->")
+    terms = inputs.split(",")
+    used = set(text)
+    spare = [c for c in _LETTERS if c not in used]
+    n_ellipsis = 0
+    for term, shape in zip(terms, shapes):
+        named = len(term.replace("...", ""))
+        if "..." in term:
+            n_ellipsis = max(n_ellipsis, len(shape) - named)
+        if len(shape) < named or ("..." not in term and len(shape) != named):
+            raise ValueError(f"einsum: operand of shape {shape} does not fit the subscripts "
+                             f"{term!r}")
+    if n_ellipsis > len(spare):
+        raise ValueError("einsum: too many dimensions for the letters left")
+    ell = "".join(spare[:n_ellipsis])
+    expanded = []
+    for term, shape in zip(terms, shapes):
+        if "..." in term:
+            k = len(shape) - len(term.replace("...", ""))
+            term = term.replace("...", ell[n_ellipsis - k:] if k else "")
+        expanded.append(term)
+    if "->" in text:
+        out = output.replace("...", ell)
+    else:
+        joined = "".join(expanded)
+        once = sorted(c for c in set(inputs) if c.isalpha() and joined.count(c) == 1)
+        out = ell + "".join(once)
+    sizes: dict = {}
+    for term, shape in zip(expanded, shapes):
+        for c, n in zip(term, shape):
+            if sizes.get(c, 1) != 1 and n != 1 and sizes[c] != n:
+                raise ValueError(f"einsum: subscript {c!r} has sizes {sizes[c]} and {n}")
+            sizes[c] = n if sizes.get(c, 1) == 1 else sizes[c]
+    return tuple(expanded), out, sizes
+
+
+def _einsum(*xs, subscripts):
+    _canonical(subscripts, tuple(np.shape(x) for x in xs))  # gradcli's messages (cached)
+    return np.einsum(subscripts, *xs, optimize=len(xs) > 2)
+
+
+def _es(m, subscripts, *xs):
+    """einsum in namespace m."""
+    if m is _ops.NP:
+        return np.einsum(subscripts, *xs, optimize=len(xs) > 2)
+    return apply(EINSUM, xs, {"subscripts": subscripts})
+
+
+def _einsum_grad(m, g, xs, subscripts, index):
+    """The gradient of einsum for operand ``index``: the einsum of the upstream gradient
+    with the other operands, into the operand's subscripts. A letter only this operand
+    has is contracted with ones; a letter it repeats (a diagonal) gets a fresh letter
+    and an identity matrix, which places the gradient on that diagonal."""
+    terms, out, sizes = _canonical(subscripts, tuple(tuple(_shape(x)) for x in xs))
+    mine = terms[index]
+    others = [out] + [t for j, t in enumerate(terms) if j != index]
+    operands = [g] + [x for j, x in enumerate(xs) if j != index]
+    present = set("".join(others))
+    free = [c for c in _LETTERS if c not in set("".join(terms) + out)]
+    shape = _shape(xs[index])
+    target = []
+    seen = set()
+    for c, n in zip(mine, shape):
+        if c in seen:
+            fresh = free.pop()
+            size = sizes[c]
+            others.append(c + fresh)
+            operands.append(_eye(size, g))
+            target.append(fresh)
+            continue
+        seen.add(c)
+        target.append(c)
+        if c not in present:
+            others.append(c)
+            operands.append(np.ones(n, dtype=_dtype(g)))
+            present.add(c)
+    return _es(m, ",".join(others) + "->" + "".join(target), *operands)
+
+
+def _einsum_samples(rng):
+    u = lambda *s: rng.uniform(-1, 1, s)  # noqa: E731
+    return [("matmul", (u(2, 3), u(3, 4)), {"subscripts": "ij,jk->ik"}),
+            ("implicit", (u(2, 3), u(3, 2)), {"subscripts": "ij,jk"}),
+            ("trace", (u(3, 3),), {"subscripts": "ii"}),
+            ("diagonal", (u(3, 3),), {"subscripts": "ii->i"}),
+            ("sum", (u(2, 3),), {"subscripts": "ij->"}),
+            ("outer-repeat", (u(3), u(3, 3)), {"subscripts": "i,ii->i"}),
+            ("ellipsis", (u(2, 1, 3, 4), u(5, 4, 2)), {"subscripts": "...ij,...jk->...ik"}),
+            ("ellipsis-implicit", (u(2, 3, 3),), {"subscripts": "...ii"}),
+            ("three", (u(2, 3), u(3, 4), u(4)), {"subscripts": "ij,jk,k->i"}),
+            ("broadcast-one", (u(3, 1), u(1, 4)), {"subscripts": "ij,jk->ik"})]
+
+
+def _einsum_api(op, plain):
+    def einsum(*args, **kwargs):
+        """einsum(subscripts, *operands), as numpy (the table's einsum([a, b], subscripts)
+        works too)."""
+        if args and isinstance(args[0], str) and not kwargs:
+            return plain(list(args[1:]), args[0])
+        if args and isinstance(args[0], (list, tuple)):
+            return plain(*args, **kwargs)
+        raise TypeError("einsum takes the subscripts string first: einsum('ij,jk->ik', a, b)")
+    einsum.__doc__ = plain.__doc__
+    return einsum
+
+
+def _sympy_einsum(sp, *xs, subscripts):
+    return np.einsum(subscripts, *[np.asarray(x, dtype=object) for x in xs])
+
+
+EINSUM = _linalg("einsum", _einsum, (lambda m, g, ans, *xs, index, subscripts:
+                                     _einsum_grad(m, g, xs, subscripts, index),),
+                 ("operands",), "Einstein summation, numpy's subscripts: einsum('ij,jk->ik', "
+                 "a, b); implicit output, repeated letters (traces, diagonals) and '...'",
+                 "the einsum of g with the other operands (diagonals embedded)",
+                 params=(("subscripts", None),), variadic=True, sympy=_sympy_einsum,
+                 saves="inputs", samples=_einsum_samples, api=_einsum_api,
+                 domain="all reals (sizes as the subscripts say)")
+
+
+def _contraction(name, subscripts_of, doc, derivative, params=(), samples=None,
+                 sympy=None, domain="all reals", check=None):
+    """An entry that is an einsum of its two inputs with subscripts computed from the
+    shapes (and params): its rules are einsum's."""
+    def forward(a, b, **p):
+        if check is not None:
+            check(a, b, **p)
+        return np.einsum(subscripts_of(np.ndim(a), np.ndim(b), **p), a, b)
+
+    def vjp(i):
+        return lambda m, g, ans, a, b, **p: _einsum_grad(
+            m, g, (a, b), subscripts_of(len(_shape(a)), len(_shape(b)), **p), i)
+    return _linalg(name, forward, (vjp(0), vjp(1)), ("a", "b"), doc, derivative,
+                   params=params, sympy=sympy, saves="inputs", samples=samples, domain=domain,
+                   own_axes=bool(params))
+
+
+_L = _LETTERS
+
+
+def _inner_subscripts(na, nb):
+    if na == 0 or nb == 0:
+        return f"{_L[:na]},{_L[na:na + nb]}->{_L[:na + nb]}"
+    a, b = _L[:na - 1], _L[na - 1:na + nb - 2]
+    return f"{a}Z,{b}Z->{a}{b}"
+
+
+def _pair_samples(*cases):
+    def samples(rng):
+        return [(label, tuple(rng.uniform(-1, 1, s) for s in shapes), params)
+                for label, shapes, params in cases]
+    return samples
+
+
+_contraction("inner", _inner_subscripts, "inner product over the last axes (numpy's inner)",
+             "as einsum", sympy=lambda sp, a, b: np.inner(a, b),
+             samples=_pair_samples(("vectors", ((3,), (3,)), {}),
+                                   ("matrices", ((2, 3), (4, 3)), {}),
+                                   ("scalar", ((), (2, 3)), {})))
+
+
+def _tensordot_axes(na, nb, axes):
+    if isinstance(axes, tuple) and len(axes) == 1 and not isinstance(axes[0], tuple):
+        axes = axes[0]  # the language writes an integer as a 1-tuple
+    if isinstance(axes, (int, np.integer)):
+        n = int(axes)
+        if n < 0 or n > min(na, nb):
+            raise ValueError(f"tensordot: axes={n} does not fit shapes of {na} and {nb} "
+                             f"dimensions")
+        return list(range(na - n, na)), list(range(n))
+    first, second = axes
+    first = [first] if isinstance(first, (int, np.integer)) else list(first)
+    second = [second] if isinstance(second, (int, np.integer)) else list(second)
+    if len(first) != len(second):
+        raise ValueError("tensordot: the two lists of axes differ in length")
+    return [int(i) % na for i in first], [int(i) % nb for i in second]
+
+
+def _tensordot_subscripts(na, nb, axes=2):
+    ax_a, ax_b = _tensordot_axes(na, nb, axes)
+    a = list(_L[:na])
+    b = list(_L[na:na + nb])
+    for i, j in zip(ax_a, ax_b):
+        b[j] = a[i]
+    out = [c for i, c in enumerate(a) if i not in ax_a] + \
+        [c for j, c in enumerate(b) if j not in ax_b]
+    return f"{''.join(a)},{''.join(b)}->{''.join(out)}"
+
+
+_contraction("tensordot", _tensordot_subscripts,
+             "sum of products over the given axes (numpy's tensordot; axes=n: the last n of "
+             "a with the first n of b)", "as einsum", params=(("axes", 2),),
+             sympy=lambda sp, a, b, axes=2: np.einsum(
+                 _tensordot_subscripts(np.ndim(a), np.ndim(b), axes), a, b),
+             samples=_pair_samples(("default", ((2, 3, 4), (3, 4, 2)), {}),
+                                   ("one", ((2, 3), (3, 2)), {"axes": 1}),
+                                   ("pairs", ((2, 3, 4), (4, 2)), {"axes": ((2, 0), (0, 1))})))
+
+
+def _outer_forward(a, b):
+    return np.outer(a, b)
+
+
+def _outer_vjp_a(m, g, ans, a, b):
+    flat = m.reshape(b, shape=(-1,))
+    return m.reshape(m.matmul(g, flat), shape=_shape(a))
+
+
+def _outer_vjp_b(m, g, ans, a, b):
+    flat = m.reshape(a, shape=(-1,))
+    return m.reshape(m.matmul(flat, g), shape=_shape(b))
+
+
+_linalg("outer", _outer_forward, (_outer_vjp_a, _outer_vjp_b), ("a", "b"),
+        "outer product of the flattened inputs", "g @ b, a @ g",
+        sympy=lambda sp, a, b: np.outer(a, b), saves="inputs",
+        samples=_pair_samples(("vectors", ((3,), (2,)), {}), ("flattened", ((2, 2), (3,)), {}),
+                              ("scalar", ((), (3,)), {})))
+
+
+def _kron_shapes(sa, sb):
+    n = max(len(sa), len(sb))
+    return (1,) * (n - len(sa)) + tuple(sa), (1,) * (n - len(sb)) + tuple(sb)
+
+
+def _kron_vjp(which):
+    def vjp(m, g, ans, a, b):
+        sa, sb = _kron_shapes(_shape(a), _shape(b))
+        n = len(sa)
+        xs, ys = _L[:n], _L[n:2 * n]
+        interleaved = tuple(d for pair in zip(sa, sb) for d in pair)
+        g4 = m.reshape(g, shape=interleaved)
+        gsubs = "".join(x + y for x, y in zip(xs, ys))
+        if which == 0:
+            out = _es(m, f"{gsubs},{ys}->{xs}", g4, m.reshape(b, shape=sb))
+            return m.reshape(out, shape=_shape(a))
+        out = _es(m, f"{gsubs},{xs}->{ys}", g4, m.reshape(a, shape=sa))
+        return m.reshape(out, shape=_shape(b))
+    return vjp
+
+
+_linalg("kron", np.kron, (_kron_vjp(0), _kron_vjp(1)), ("a", "b"),
+        "Kronecker product (numpy's kron)", "blocks of g contracted with the other input",
+        sympy=lambda sp, a, b: np.kron(np.asarray(a, dtype=object), np.asarray(b, dtype=object)),
+        saves="inputs",
+        samples=_pair_samples(("matrices", ((2, 2), (3, 2)), {}), ("vectors", ((2,), (3,)), {}),
+                              ("mixed", ((2,), (2, 3)), {})))
+
+
+def _from_end(axis, a):
+    """cross's axis counted from the end of ``a`` (the same for inputs of other ranks,
+    which broadcast against a from the end)."""
+    axis = int(axis)
+    return axis - np.ndim(a) if axis >= 0 else axis
+
+
+def _cross(a, b, axis=-1):
+    axis = _from_end(axis, a)
+    if not (-np.ndim(a) <= axis and -np.ndim(b) <= axis) \
+            or np.shape(a)[axis] != 3 or np.shape(b)[axis] != 3:
+        raise ValueError(f"cross takes vectors of 3 components along axis {axis}, got "
+                         f"shapes {np.shape(a)} and {np.shape(b)}")
+    return np.cross(a, b, axis=axis)
+
+
+def _cross_vjp(which):
+    def vjp(m, g, ans, a, b, axis=-1):
+        axis = axis - len(_shape(a)) if axis >= 0 else axis
+        return m.cross(b, g, axis=axis) if which == 0 else m.cross(g, a, axis=axis)
+    return vjp
+
+
+_linalg("cross", _cross, (_cross_vjp(0), _cross_vjp(1)),
+        ("a", "b"), "cross product of 3-vectors along axis (broadcast; axis counts from the "
+        "end of a)", "b x g, g x a",
+        params=(("axis", -1),),
+        sympy=lambda sp, a, b, axis=-1: np.cross(a, b, axis=_from_end(axis, a)),
+        saves="inputs", domain="vectors of 3 components", own_axes=True,
+        samples=_pair_samples(("vectors", ((3,), (3,)), {}),
+                              ("broadcast", ((2, 3), (3,)), {}),
+                              ("axis0", ((3, 2), (3, 2)), {"axis": 0}),
+                              ("mixed-ranks", ((2, 3, 2), (3, 1)), {"axis": 1})))
+
+
+# ---------------------------------------------------------------------------------------
+# norm with ord= (the entry is in ops.py; these serve it when ord is given)
+# ---------------------------------------------------------------------------------------
+def _norm_axes(shape, axis):
+    """('vector', (axis,)) or ('matrix', (row, col)) as numpy reads ord with axis."""
+    nd = len(shape)
+    if axis is None:
+        axis = tuple(range(nd))
+    elif not isinstance(axis, tuple):
+        axis = (axis,)
+    axes = tuple(int(a) % nd for a in axis)
+    if len(axes) == 1:
+        return "vector", axes
+    if len(axes) == 2 and axes[0] != axes[1]:
+        return "matrix", axes
+    raise ValueError("norm with ord takes one axis (vector norms) or two (matrix norms)")
+
+
+def norm_forward(x, axis, keepdims, ord):
+    """``np.linalg.norm(x, ord, axis, keepdims)``."""
+    if isinstance(ord, str) and ord not in ("fro", "nuc"):
+        raise ValueError(f"norm: ord must be a number, inf, 'fro' or 'nuc', not {ord!r}")
+    return np.linalg.norm(x, ord=ord, axis=axis, keepdims=keepdims)
+
+
+def norm_vjp(m, g, ans, x, axis, keepdims, ord):
+    """The gradient of ``norm(x, axis, keepdims, ord)`` for a given ord."""
+    shape = _shape(x)
+    kind, axes = _norm_axes(shape, axis)
+    ge = _expand(m, g, shape, axes, keepdims)
+    top = _reduced(m, ans, shape, axes, keepdims)
+    if kind == "vector" or ord == "fro":
+        p = 2.0 if ord == "fro" else float(ord)
+        if p == 0:
+            return m.zeros_like(x)
+        if p == 1:  # sign(x); a hard 0 at x = 0, whatever g is
+            return m.where(x == 0, 0.0, ge * m.sign(x))
+        if np.isinf(p):  # the largest (smallest) |x|: ties split equally, as max does
+            mask = m.abs(x) == top
+            count = m.sum(mask * _dtype(x).type(1), axis=axes, keepdims=True)
+            return m.where(mask, ge * m.sign(x) / count, 0.0)
+        # sign(x) |x|^(p-1) / norm^(p-1); 0 where x = 0 and where the norm is 0
+        zero, empty = x == 0, top == 0
+        safe = m.abs(m.where(zero, 1.0, x))
+        denom = m.where(empty, 1.0, top)
+        part = m.where(zero, 0.0, ge * m.sign(x) * (safe / denom) ** (p - 1.0))
+        return m.where(empty, 0.0, part)
+    rows, cols = axes
+    if ord in (1, -1, np.inf, -np.inf):
+        over = rows if ord in (1, -1) else cols  # column sums (1) or row sums (inf)
+        sums = m.sum(m.abs(x), axis=over, keepdims=True)
+        best = sums == top
+        count = m.sum(best * _dtype(x).type(1), axis=axes, keepdims=True)  # tied columns
+        mask = m.broadcast_to(best, shape=shape)
+        return m.where(mask, ge * m.sign(x) / count, 0.0)
+    # 2, -2, 'nuc': through the singular value decomposition of the moved matrices
+    nd = len(shape)
+    perm = tuple(i for i in range(nd) if i not in axes) + (rows, cols)
+    u, _, vh = _svd_parts(m, m.transpose(x, axes=perm))
+    if ord == "nuc":
+        dx = m.matmul(u, vh)
+    else:
+        j = 0 if ord == 2 else -1
+        pick = slice(j, None) if j == -1 else slice(0, 1)
+        dx = m.matmul(m.getitem(u, index=(Ellipsis, pick)),
+                      m.getitem(vh, index=(Ellipsis, pick, slice(None))))
+    return ge * m.transpose(dx, axes=tuple(int(i) for i in np.argsort(perm)))
+
+
+def sympy_norm(sp, x, axis=None, keepdims=False, ord=None):
+    """The symbolic norm for a given ord (vector p-norms, matrix 1, inf, 'fro')."""
+    arr = np.asarray(x, dtype=object)
+    kind, axes = _norm_axes(arr.shape, axis)
+    rest = [i for i in range(arr.ndim) if i not in axes]
+    moved = np.transpose(arr, rest + list(axes))
+    lead = moved.shape[:len(rest)]
+    out = np.empty(lead, dtype=object)
+    for idx in np.ndindex(lead):
+        block = moved[idx]
+        if kind == "vector" or ord == "fro":
+            out[idx] = _sympy_vector_norm(sp, list(block.ravel()), 2 if ord == "fro" else ord)
+        elif ord in (1, -1, np.inf, -np.inf):
+            sums = [sp.Add(*[sp.Abs(v) for v in line])
+                    for line in (block.T if ord in (1, -1) else block)]
+            out[idx] = sp.Max(*sums) if ord > 0 else sp.Min(*sums)
+        else:
+            raise ValueError(f"no symbolic form for the matrix norm ord={ord!r}")
+    if keepdims:
+        out = out.reshape(tuple(1 if i in axes else n for i, n in enumerate(arr.shape)))
+    return out if out.ndim else out[()]
+
+
+def _sympy_vector_norm(sp, values, p):
+    if p == np.inf:
+        return sp.Max(*[sp.Abs(v) for v in values])
+    if p == -np.inf:
+        return sp.Min(*[sp.Abs(v) for v in values])
+    if p == 0:
+        raise ValueError("no symbolic form for ord=0 (a count)")
+    if p == 1:
+        return sp.Add(*[sp.Abs(v) for v in values])
+    if p == 2:
+        return sp.sqrt(sp.Add(*[v ** 2 for v in values]))
+    exponent = sp.nsimplify(p)
+    return sp.Add(*[sp.Abs(v) ** exponent for v in values]) ** (1 / exponent)
+
+
+def norm_samples(rng):
+    """Calls of norm with ord, for the table-wide tests."""
+    u = lambda *s: rng.uniform(-1, 1, s)  # noqa: E731
+    out = [(f"vector-ord{o}", (u(4),), {"ord": o}) for o in (1, 2, 3, 0.5, np.inf, -np.inf)]
+    out += [(f"matrix-ord{o}", (u(3, 2),), {"ord": o})
+            for o in (1, -1, 2, -2, np.inf, -np.inf, "fro", "nuc")]
+    out += [("batched-matrix-2", (u(2, 3, 3),), {"ord": 2, "axis": (1, 2)}),
+            ("batched-nuc-keep", (u(2, 2, 3),), {"ord": "nuc", "axis": (-2, -1),
+                                                 "keepdims": True}),
+            ("vector-axis", (u(2, 3),), {"ord": 1, "axis": 0}),
+            ("ord-none", (u(2, 3),), {})]
+    return out
+
+
+# ---------------------------------------------------------------------------------------
+# Result sizes, for the language's size limit (known before computing)
+# ---------------------------------------------------------------------------------------
+def result_count(name: str, shapes: list, params: dict) -> int | None:
+    """How many elements a linear algebra entry returns for inputs of ``shapes`` (None
+    when the inputs do not fit: the entry reports that itself)."""
+    def prod(dims):
+        out = 1
+        for n in dims:
+            out *= int(n)
+        return out
+    try:
+        if name in ("outer", "kron"):
+            return prod(shapes[0]) * prod(shapes[1])
+        if name == "inner":
+            a, b = shapes
+            return prod(a) * prod(b) if not a or not b else prod(a[:-1]) * prod(b[:-1])
+        if name == "tensordot":
+            a, b = shapes
+            ax_a, ax_b = _tensordot_axes(len(a), len(b), params.get("axes", 2))
+            return prod(n for i, n in enumerate(a) if i not in ax_a) * \
+                prod(n for j, n in enumerate(b) if j not in ax_b)
+        if name == "einsum":
+            _, out, sizes = _canonical(params["subscripts"], tuple(map(tuple, shapes)))
+            return prod(sizes[c] for c in out)
+        if name == "svd" and params.get("full_matrices", True):
+            shape = shapes[0]
+            rows, cols = shape[-2], shape[-1]
+            return prod(shape[:-2]) * (rows * rows + cols * cols + min(rows, cols))
+        if name == "diag" and len(shapes[0]) == 1:
+            n = shapes[0][0] + abs(int(params.get("k", 0)))
+            return n * n
+        return prod(np.broadcast_shapes(*shapes)) if shapes else None
+    except (ValueError, TypeError, IndexError, KeyError):
+        return None

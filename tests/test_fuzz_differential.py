@@ -1,0 +1,683 @@
+"""Differential fuzzing: random programs over the whole function table, evaluated by the
+language and the engine, against evaluations that share none of their code paths.
+
+Each program is a random expression over two arguments ``x`` and ``y`` (scalars,
+vectors, matrices, broadcast against each other), built from every entry of the table
+(the registry is iterated: an entry added later is drawn too, and the coverage test says
+when the generator does not know how to call it), with random axes (negative ones and
+tuples), ``keepdims``, comparisons inside ``where``, literal arrays, indexing, and leaf
+values that land on kinks and edge points (0, 1, -1, ties) a fifth of the time. The
+program is written as text and run through the language (parse, build, tape); the
+target is ``sum(W * program)`` with random weights ``W``.
+
+The references:
+- the value against sympy at 40 digits, from each entry's sympy counterpart (small
+  programs);
+- each gradient coordinate against central differences in numpy ``longdouble``
+  (Richardson-extrapolated), computed by a tree walk that calls the entries' forwards
+  directly: no tape, no rules, no language, no axis normalisation.
+
+Points where the differences cannot judge are classified, not flagged: a kink or jump
+(the one-sided differences disagree), a singularity or domain edge (a nearby value is not
+finite), an unresolved point (the difference quotients do not converge), an overflow.
+
+By default a brief run with a fixed seed; ``GRADCLI_FUZZ_PROGRAMS=5000`` (and optionally
+``GRADCLI_FUZZ_SEED``) runs longer.
+"""
+from __future__ import annotations
+
+import functools
+import math
+import os
+import warnings
+from collections import Counter
+
+import numpy as np
+import pytest
+
+import gradcli as gc
+from gradcli.engine.ops import INTERNAL
+from gradcli.engine.table import ORDER, REGISTRY
+from gradcli.errors import GradcliError
+from gradcli.lang import Declarations, build, parse_program
+
+PROGRAMS = int(os.environ.get("GRADCLI_FUZZ_PROGRAMS", "120"))
+SEED = int(os.environ.get("GRADCLI_FUZZ_SEED", "20261201"))
+SPECIAL = (0.0, 1.0, -1.0, 0.5, 2.0)
+LD = np.longdouble
+OPERATORS = {"add": "+", "subtract": "-", "multiply": "*", "divide": "/", "power": "**",
+             "matmul": "@", "less": "<", "less_equal": "<=", "greater": ">",
+             "greater_equal": ">=", "equal": "==", "not_equal": "!="}
+# Values for constructor parameters, by name (a constructor added later with other
+# parameter names is reported by the coverage test).
+CONSTRUCTOR_PARAMS = {"shape": [(3,), (2, 3)], "fill_value": [1.5, -0.5], "N": [3],
+                      "M": [None, 2], "start": [-1.0, 0.0], "stop": [1.0, 3.0],
+                      "num": [3], "step": [1.0, 0.5]}
+
+
+# ---------------------------------------------------------------------------------------
+# Expression trees. A node is a dict: kind ("arg", "num", "lit", "call", "index"), its
+# parts, and "value" (float64, computed while generating: the generator knows shapes).
+# ---------------------------------------------------------------------------------------
+def forward(op, values, params):
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        if op.variadic:
+            return op.forward(*values, **params)
+        return op.forward(*values, **params)
+
+
+class Generator:
+    def __init__(self, rng, x, y):
+        self.rng = rng
+        self.args = {"x": x, "y": y}
+        self.used = Counter()
+        comparisons = [n for n in ORDER if REGISTRY[n].kind == "comparison"]
+        self.comparisons = comparisons
+        # comparisons are drawn too, as where conditions (their results are booleans)
+        self.entries = list(ORDER)
+
+    # --- leaves --------------------------------------------------------------------------
+    def leaf(self, shape=None):
+        r = self.rng.random()
+        if r < 0.45:
+            names = [n for n, v in self.args.items() if shape is None or v.shape == shape]
+            if names:
+                name = names[self.rng.integers(len(names))]
+                return {"kind": "arg", "name": name, "value": self.args[name]}
+        if shape in (None, ()) and r < 0.75:
+            v = float(self.rng.choice(SPECIAL + (round(float(self.rng.uniform(-2, 2)), 3),)))
+            return {"kind": "num", "number": v, "value": np.float64(v)}
+        shape = shape if shape is not None else [(3,), (2, 3), (2, 1)][self.rng.integers(3)]
+        return self.literal(shape)
+
+    def literal(self, shape, lo=-2.0, hi=2.0):
+        v = np.round(self.rng.uniform(lo, hi, size=shape), 3)
+        return {"kind": "lit", "value": v}
+
+    # --- expressions ---------------------------------------------------------------------
+    def expr(self, depth):
+        if depth <= 0 or self.rng.random() < 0.1:
+            return self.leaf()
+        for _ in range(6):
+            name = self.entries[self.rng.integers(len(self.entries))]
+            node = self.call(name, depth)
+            if node is not None:
+                return node
+        return self.leaf()
+
+    def call(self, name, depth):
+        """A call of entry ``name`` on generated inputs, or None if none fits."""
+        op = REGISTRY[name]
+        if op.kind == "comparison":  # a boolean: drawn as the condition of a where
+            return self.elementwise(REGISTRY["where"], depth, comparison=name)
+        if op.kind == "constructor":
+            return self.constructor(op)
+        if op.variadic:
+            return self.joined(op, depth)
+        if op.elementwise:
+            return self.elementwise(op, depth)
+        if op.axis_params and len(op.inputs) == 1:
+            return self.along_axes(op, depth)
+        if op.kind == "linalg" and len(op.inputs) == 2:
+            return self.product(op, depth)
+        if name == "reshape":
+            child = self.expr(depth - 1)
+            shape = np.shape(child["value"])
+            target = [(-1,), shape[::-1], (1,) + shape][self.rng.integers(3)]
+            return self.make(op, [child], {"shape": tuple(int(n) for n in target)})
+        if len(op.inputs) == 1 and not op.params:  # stop_gradient and the like
+            return self.make(op, [self.expr(depth - 1)], {})
+        return None  # an entry the generator does not know: the coverage test says so
+
+    def make(self, op, children, params, style="fn"):
+        values = [c["value"] for c in children]
+        try:
+            value = forward(op, values, params)
+        except (ValueError, TypeError, IndexError):
+            return None
+        value = np.asarray(value)
+        if value.dtype == np.bool_ and op.kind != "comparison":
+            return None
+        if value.size > 64:
+            return None
+        node = {"kind": "call", "name": op.name, "children": children, "params": params,
+                "style": style, "value": value.astype(np.float64)
+                if value.dtype != np.bool_ else value}
+        return node
+
+    def squashed(self, child, lo, hi):
+        """lo + (hi - lo) sigmoid(child): keeps a domain-limited entry in its domain."""
+        s = self.make(REGISTRY["sigmoid"], [child], {})
+        if s is None:
+            return None
+        scaled = self.make(REGISTRY["multiply"], [self.number(hi - lo), s], {}, "op")
+        if scaled is None:
+            return None
+        return self.make(REGISTRY["add"], [self.number(lo), scaled], {}, "op")
+
+    def number(self, v):
+        return {"kind": "num", "number": float(v), "value": np.float64(v)}
+
+    def elementwise(self, op, depth, comparison=None):
+        limited = op.sample != (-2.0, 2.0)
+        children, shape = [], ()
+        for input_name in op.inputs:
+            if input_name == "cond":
+                child = self.condition(depth, comparison)
+            elif limited and self.rng.random() < 0.3:
+                lo, hi = op.sample
+                child = self.edge_literal(lo, hi)
+            else:
+                child = self.expr(depth - 1)
+                if limited:
+                    child = self.squashed(child, *op.sample)
+            if child is None:
+                return None
+            try:
+                shape = np.broadcast_shapes(shape, np.shape(child["value"]))
+            except ValueError:
+                child = self.number(1.5)
+            children.append(child)
+        if op.name == "clip" and self.rng.random() < 0.3:  # crossed bounds: lo > hi
+            children[1], children[2] = self.number(1.0), self.number(-0.5)
+        return self.make(op, children, {}, "op" if op.name in OPERATORS else "fn")
+
+    def edge_literal(self, lo, hi):
+        """A literal in the sample range that sometimes sits on the domain's edge."""
+        shape = [(), (3,)][self.rng.integers(2)]
+        v = np.round(self.rng.uniform(lo, hi, size=shape), 3)
+        edges = [e for e in (0.0, 1.0, -1.0) if lo - 1.01 < e < hi]
+        if edges and self.rng.random() < 0.5:
+            v = np.where(self.rng.random(shape) < 0.5, self.rng.choice(edges), v)
+        if shape == ():
+            return self.number(float(v))
+        return {"kind": "lit", "value": np.asarray(v, dtype=np.float64)}
+
+    def condition(self, depth, name=None):
+        if name is None:
+            name = self.comparisons[self.rng.integers(len(self.comparisons))]
+        a = self.expr(depth - 1)
+        b = self.number(float(self.rng.choice(SPECIAL))) if self.rng.random() < 0.6 \
+            else self.expr(depth - 1)
+        return self.make(REGISTRY[name], [a, b], {}, "op")
+
+    def along_axes(self, op, depth):
+        child = self.expr(depth - 1)
+        ndim = np.ndim(child["value"])
+        rank = ndim + op.new_axis
+        params = {}
+        defaults = dict(op.params)
+        for pname in op.axis_params:
+            if pname == "axes":
+                if ndim == 0 or self.rng.random() < 0.2:
+                    params[pname] = None
+                else:
+                    perm = self.rng.permutation(ndim)
+                    params[pname] = tuple(int(a) - ndim * int(self.rng.random() < 0.5)
+                                          for a in perm)
+                continue
+            choice = self.rng.random()
+            if defaults[pname] is None and choice < 0.3:
+                params[pname] = None
+            elif defaults[pname] is None and op.kind == "reduction" and rank >= 2 \
+                    and choice < 0.5:
+                axes = self.rng.choice(rank, size=2, replace=False)
+                params[pname] = tuple(int(a) - rank * int(self.rng.random() < 0.5)
+                                      for a in axes)
+            else:
+                params[pname] = int(self.rng.integers(-max(rank, 1), max(rank, 1)))
+        for pname, default in op.params:
+            if isinstance(default, bool):
+                params[pname] = bool(self.rng.random() < 0.5)
+        return self.make(op, [child], params)
+
+    def joined(self, op, depth):
+        first = self.expr(depth - 1)
+        shape = np.shape(first["value"])
+        parts = [first]
+        for _ in range(int(self.rng.integers(1, 3))):
+            other = self.expr(depth - 1)
+            if np.shape(other["value"]) != shape:
+                other = self.literal(shape)
+            parts.append(other)
+        rank = len(shape) + op.new_axis
+        if rank == 0:
+            return None
+        params = {"axis": int(self.rng.integers(-rank, rank))}
+        return self.make(op, parts, params, "list")
+
+    def product(self, op, depth):
+        child = self.expr(depth - 1)
+        shape = np.shape(child["value"])
+        if len(shape) == 0 or len(shape) > 2:
+            return None
+        k = shape[-1]
+        other = self.literal([(k,), (k, 2)][self.rng.integers(2)])
+        return self.make(op, [child, other], {}, "op" if op.name in OPERATORS else "fn")
+
+    def constructor(self, op):
+        params = {}
+        for pname, default in op.params:
+            options = CONSTRUCTOR_PARAMS.get(pname)
+            if options is None:
+                return None
+            params[pname] = options[self.rng.integers(len(options))]
+        if op.name == "arange" and params.get("stop") is not None \
+                and params["stop"] <= params["start"]:
+            params["stop"] = params["start"] + 2.0
+        return self.make(op, [], params)
+
+    def indexed(self, depth):
+        child = self.expr(depth - 1)
+        shape = np.shape(child["value"])
+        if not shape or shape[0] < 2:
+            return None
+        choices = [(-1,), (0,), (slice(1, None),)]
+        if len(shape) == 2 and shape[1] >= 2:
+            choices += [(slice(None), -1), (-1, slice(None, None, -1))]
+        index = choices[self.rng.integers(len(choices))]
+        node = self.make(INTERNAL["getitem"], [child], {"index": index})
+        if node is not None:
+            node["kind"] = "index"
+        return node
+
+
+# ---------------------------------------------------------------------------------------
+# Rendering as program text, and walking the tree in another arithmetic
+# ---------------------------------------------------------------------------------------
+def _number_text(v: float) -> str:
+    return f"({v!r})" if v < 0 else repr(v)
+
+
+def _array_text(a) -> str:
+    a = np.asarray(a)
+    if a.ndim == 0:
+        return _number_text(float(a))
+    return "[" + ", ".join(_array_text(row) for row in a) + "]"
+
+
+def _param_text(v) -> str:
+    if isinstance(v, tuple):
+        return "(" + ", ".join(_param_text(i) for i in v) + ("," if len(v) == 1 else "") + ")"
+    return repr(v)
+
+
+def _index_text(index) -> str:
+    parts = []
+    for i in index:
+        if isinstance(i, slice):
+            parts.append(f"{'' if i.start is None else i.start}:"
+                         f"{'' if i.stop is None else i.stop}"
+                         + ("" if i.step is None else f":{i.step}"))
+        else:
+            parts.append(str(i))
+    return ", ".join(parts)
+
+
+def render(node) -> str:
+    kind = node["kind"]
+    if kind == "arg":
+        return node["name"]
+    if kind == "num":
+        return _number_text(node["number"])
+    if kind == "lit":
+        return _array_text(node["value"])
+    if kind == "index":
+        return f"({render(node['children'][0])})[{_index_text(node['params']['index'])}]"
+    children = [render(c) for c in node["children"]]
+    name, params = node["name"], node["params"]
+    if node["style"] == "op":
+        if name == "negative":
+            return f"(-{children[0]})"
+        return f"({children[0]} {OPERATORS[name]} {children[1]})"
+    # (None is each such parameter's default, and not a value of the language)
+    keywords = [f"{k}={_param_text(v)}" for k, v in params.items() if v is not None]
+    if node["style"] == "list":
+        return f"{name}([{', '.join(children)}]{''.join(', ' + k for k in keywords)})"
+    return f"{name}({', '.join(children + keywords)})"
+
+
+def walk(node, env, dtype, held, nonfinite=None, calls=None):
+    """The program's value computed from the entries' forwards directly, in ``dtype``.
+    ``held``: stop_gradient values by node id (recorded at the point, then replayed);
+    ``nonfinite``: a list that collects the entries whose results are not finite;
+    ``calls``: a list that collects (entry, input values, params) of every call."""
+    kind = node["kind"]
+    if kind == "arg":
+        return env[node["name"]]
+    if kind == "num":
+        return dtype(node["number"])
+    if kind == "lit":
+        return np.asarray(node["value"], dtype=dtype)
+    op = INTERNAL["getitem"] if kind == "index" else REGISTRY[node["name"]]
+    values = [walk(c, env, dtype, held, nonfinite, calls) for c in node["children"]]
+    if op.name == "stop_gradient":
+        return held.setdefault(id(node), values[0])
+    out = forward(op, values, node["params"])
+    out = np.asarray(out)
+    if calls is not None:
+        calls.append((op, values, node["params"]))
+    if nonfinite is not None and out.dtype != np.bool_ and not np.all(np.isfinite(out)):
+        nonfinite.append(op.name)
+    return out if out.dtype == np.bool_ else out.astype(dtype)
+
+
+def symbolic(node, sp):
+    """The program's value from the entries' sympy counterparts at 40 digits."""
+    kind = node["kind"]
+    if kind in ("arg", "lit"):
+        raise AssertionError("substituted before")
+    if kind == "num":
+        return sp.Float(node["number"], 40)
+    if kind == "value":
+        return node["sym"]
+    op = INTERNAL["getitem"] if kind == "index" else REGISTRY[node["name"]]
+    args = [symbolic(c, sp) for c in node["children"]]
+    if kind == "index":
+        return np.asarray(args[0], dtype=object)[node["params"]["index"]]
+    if op.name == "stop_gradient":
+        return args[0]
+    if op.kind == "constructor":
+        return op.sympy(sp, **node["params"])
+    if op.elementwise:
+        arrays = np.broadcast_arrays(*[np.asarray(a, dtype=object) for a in args])
+        out = np.empty(arrays[0].shape, dtype=object)
+        for idx in np.ndindex(out.shape):
+            out[idx] = op.sympy(sp, *(a[idx] for a in arrays))
+        return out if out.ndim else out[()]
+    arrays = [np.asarray(a, dtype=object) for a in args]
+    return op.sympy(sp, *arrays, **node["params"])
+
+
+# ---------------------------------------------------------------------------------------
+# One program
+# ---------------------------------------------------------------------------------------
+def _draw_inputs(rng):
+    shapes = [((), ()), ((3,), ()), ((3,), (3,)), ((2, 3), (3,)), ((2, 3), (2, 1)),
+              ((2, 3), (1, 3)), ((2, 3), (2, 3))]
+    xs, ys = shapes[rng.integers(len(shapes))]
+
+    def values(shape):
+        v = rng.uniform(-2, 2, size=shape)
+        edge = rng.random(shape) < 0.2
+        v = np.where(edge, rng.choice(SPECIAL, size=shape), v)
+        if v.size > 1 and rng.random() < 0.2:  # a tie
+            flat = v.reshape(-1)
+            flat[1] = flat[0]
+        return np.asarray(v, dtype=np.float64)
+    return values(xs), values(ys)
+
+
+def _subs(node, env_sym):
+    """A copy of the tree with arguments and literals as sympy arrays."""
+    kind = node["kind"]
+    if kind == "arg":
+        return {"kind": "value", "sym": env_sym[node["name"]]}
+    if kind == "lit":
+        return {"kind": "value", "sym": env_sym["__lit__"](node["value"])}
+    if kind == "call" or kind == "index":
+        return {**node, "children": [_subs(c, env_sym) for c in node["children"]]}
+    return node
+
+
+def _engine(text, x, y, w):
+    decls = Declarations()
+    for name, value in (("x", x), ("y", y), ("W", w)):
+        decls.add("arg", name, value)
+    model = build(parse_program(text), decls)
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        value, grads = gc.value_and_gradients_function(model.function, params=["x", "y"])(
+            *model.arg_values)
+    out = []
+    for g, src in zip(grads, (x, y)):
+        out.append(np.zeros(np.shape(src)) if g is None else np.asarray(g.numpy(), float))
+    return float(value.numpy()), out
+
+
+def _classify_coordinate(f, env, name, index):
+    """Central difference (Richardson) of f in one coordinate, or the reason there is
+    none: 'singularity' (a nearby value not finite), 'kink' (one-sided differences
+    disagree), 'unresolved' (the quotients do not converge)."""
+    base = env[name]
+    v = float(base[index]) if base.ndim else float(base)
+
+    def at(delta):
+        moved = np.array(base, dtype=LD, copy=True)
+        if moved.ndim:
+            moved[index] = LD(v) + LD(delta)
+        else:
+            moved = LD(v) + LD(delta)
+        return f({**env, name: moved})
+    scale = max(1.0, abs(v))
+    h, hs = 2.0 ** -11 * scale, 2.0 ** -22 * scale
+    f0 = f(env)
+    values = {d: at(d) for d in (h, -h, h / 2, -h / 2, hs, -hs)}
+    if not all(np.isfinite(val) for val in values.values()) or not np.isfinite(f0):
+        return None, "singularity"
+    forward_d = (values[hs] - f0) / LD(hs)
+    backward_d = (f0 - values[-hs]) / LD(hs)
+    if abs(forward_d - backward_d) > 1e-4 * (1 + abs(forward_d) + abs(backward_d)):
+        return None, "kink"
+    d1 = (values[h] - values[-h]) / LD(2 * h)
+    d2 = (values[h / 2] - values[-h / 2]) / LD(h)
+    if abs(d1 - d2) > 1e-3 * (1 + abs(d2)):
+        return None, "unresolved"
+    return float((4 * d2 - d1) / 3), "ok"
+
+
+def _entry_on_kink(calls):
+    """The first entry that sits on a kink or jump of its own at the point: moving one
+    element of one input a little either way, its result's second difference is of the
+    order of the step (a smooth entry's is of the order of the step squared). There a
+    convention (ties split, bounds included, relu'(0) = 0) gives a subgradient that the
+    finite differences of the whole program need not reproduce, even where the program
+    is smooth (clip(y^2, 1, y) at y = 1)."""
+    for op, values, params in calls:
+        if not op.differentiable:
+            continue
+        for i, v in enumerate(values):
+            v = np.asarray(v)
+            if v.dtype == np.bool_ or op.vjps[min(i, len(op.vjps) - 1)] is None:
+                continue
+            base = np.asarray(forward(op, values, params), dtype=LD)
+            for j in np.ndindex(v.shape):
+                step = LD(1e-6) * max(LD(1), abs(LD(v[j])))
+                sides = []
+                for sign in (1, -1):
+                    moved = np.array(v, dtype=LD, copy=True)
+                    if moved.ndim:
+                        moved[j] += sign * step
+                    else:
+                        moved = moved + sign * step
+                    args = list(values)
+                    args[i] = moved
+                    sides.append(np.asarray(forward(op, args, params), dtype=LD))
+                with np.errstate(all="ignore"):
+                    second = np.abs(sides[0] + sides[1] - 2 * base)
+                    limit = 1e-3 * step * (1 + np.abs(base))
+                if np.any(~np.isfinite(second)) or np.any(second > limit):
+                    return op.name
+    return None
+
+
+def check_program(rng, generator_counter, root=None):
+    """Generate one program (calling entry ``root`` at the top, when given), run it, and
+    judge it: ("ok" | "classified" | "overflow" | "skipped" | "failure", detail, names)."""
+    x, y = _draw_inputs(rng)
+    gen = Generator(rng, x, y)
+    depth = int(rng.integers(2, 5))
+    node = None
+    for attempt in range(8):
+        if root is not None and attempt < 5:
+            node = gen.indexed(depth) if root == "getitem" else gen.call(root, depth)
+        else:
+            node = gen.indexed(depth) if rng.random() < 0.08 else gen.expr(depth)
+        if node is not None and node["kind"] != "arg" and node["value"].dtype != np.bool_:
+            break
+    if node is None or node["value"].dtype == np.bool_:
+        return "skipped", None, {}
+    names = set()
+    stack = [node]
+    while stack:
+        n = stack.pop()
+        if n["kind"] in ("call", "index"):
+            names.add("getitem" if n["kind"] == "index" else n["name"])
+            stack.extend(n["children"])
+    generator_counter.update(names)
+    shape = np.shape(node["value"])
+    w = np.round(rng.uniform(-1, 1, size=shape), 3)
+    text = f"sum(W * {render(node)})"
+    report = {"program": text, "x": x.tolist(), "y": y.tolist(), "W": w.tolist()}
+
+    def reference(env, dtype=LD):
+        held_env = dict(env)
+        value = walk(node, held_env, dtype, held)
+        with np.errstate(all="ignore"):
+            return np.sum(np.asarray(w, dtype=dtype) * value)
+
+    held: dict = {}
+    ld_value = reference({"x": x.astype(LD), "y": y.astype(LD)})   # records stop_gradient
+    held64 = {k: np.asarray(v, dtype=np.float64) for k, v in held.items()}
+    infinite = []  # entries with a non-finite result at the point (in float64)
+    with np.errstate(all="ignore"):
+        f64_value = float(np.sum(w * walk(node, {"x": x, "y": y}, np.float64, held64,
+                                          infinite)))
+
+    try:
+        value, grads = _engine(text, x, y, w)
+    except GradcliError as err:
+        return "failure", {**report, "error": f"the language refused it: {err}"}, names
+    except Exception as err:  # noqa: BLE001 -- an internal error is what a fuzzer is for
+        return "failure", {**report, "error": f"internal error: {err!r}"}, names
+
+    if not math.isfinite(value) or not math.isfinite(f64_value):
+        if math.isfinite(value) != math.isfinite(f64_value) and not (
+                math.isnan(value) and math.isnan(f64_value)):
+            return "failure", {**report, "error": f"value {value} but numpy gives "
+                                                  f"{f64_value}"}, names
+        return "overflow", None, names
+    allowance = 1e-9 * abs(value) + 1e-12 + 1e3 * abs(f64_value - float(ld_value))
+    if abs(value - f64_value) > allowance + 1e-12 * abs(value):
+        return "failure", {**report, "error": f"value {value} but numpy gives "
+                                              f"{f64_value}"}, names
+    if x.size + y.size <= 8:
+        bad = _symbolic_disagreement(node, x, y, w, value, allowance)
+        if bad:
+            return "failure", {**report, "error": bad}, names
+
+    statuses = Counter()
+    for name, g in zip(("x", "y"), grads):
+        src = {"x": x, "y": y}[name]
+        refs = {}
+        for index in np.ndindex(src.shape):
+            d, status = _classify_coordinate(
+                lambda env: reference(env), {"x": x.astype(LD), "y": y.astype(LD)}, name,
+                index)
+            statuses[status] += 1
+            if d is not None:
+                refs[index] = d
+        scale = max([abs(d) for d in refs.values()] + [1.0])
+        for index, d in refs.items():
+            got = float(g[index]) if g.ndim else float(g)
+            if not math.isfinite(got) and infinite:
+                # An infinite intermediate, e.g. the unselected branch of where(c, log(0)
+                # * x, y): the chain rule meets 0 * inf, nan in TensorFlow and PyTorch
+                # too (the double-where idiom avoids it). A singularity, not a mismatch.
+                statuses["infinite intermediate"] += 1
+                continue
+            if not (abs(got - d) <= 1e-6 * abs(d) + 1e-7 * scale):
+                calls: list = []
+                walk(node, {"x": x.astype(LD), "y": y.astype(LD)}, LD, dict(held),
+                     calls=calls)
+                kinked = _entry_on_kink(calls)
+                if kinked is not None:
+                    statuses[f"{kinked} on a kink"] += 1
+                    continue
+                return "failure", {**report, "error": f"d/d{name}{list(index)}: tape {got}, "
+                                                      f"finite differences {d}"}, names
+    return ("ok" if set(statuses) == {"ok"} else "classified"), dict(statuses), names
+
+
+def _symbolic_disagreement(node, x, y, w, value, allowance):
+    import sympy as sp
+
+    def as_sym(a):
+        a = np.asarray(a, dtype=np.float64)
+        out = np.empty(a.shape, dtype=object)
+        for idx in np.ndindex(a.shape):
+            out[idx] = sp.Float(float(a[idx]), 40)
+        return out if out.ndim else out[()]
+    tree = _subs(node, {"x": as_sym(x), "y": as_sym(y), "__lit__": as_sym})
+    try:
+        with np.errstate(all="ignore"), warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            out = np.asarray(symbolic(tree, sp), dtype=object)
+            total = sum((sp.Float(float(wi), 40) * oi for wi, oi in
+                         zip(np.broadcast_to(w, out.shape).ravel(), out.ravel())), sp.S.Zero)
+            exact = complex(sp.N(total, 30))
+    except (TypeError, ValueError, ZeroDivisionError, AttributeError):
+        return None  # no symbolic value (a domain edge, an undefined point): not judged
+    if exact.imag != 0 or not math.isfinite(exact.real):
+        return None
+    if abs(value - exact.real) > 10 * allowance + 1e-9 * abs(exact.real):
+        return f"value {value} but sympy gives {exact.real!r}"
+    return None
+
+
+@functools.lru_cache(maxsize=1)
+def run_fuzz(programs: int = PROGRAMS, seed: int = SEED):
+    rng = np.random.default_rng(seed)
+    outcomes, failures, exercised, statuses = Counter(), [], Counter(), Counter()
+    # Every entry (and indexing) is at the top of a program in turn, so that a brief run
+    # calls each of them; below the top, entries are drawn at random.
+    roots = list(ORDER) + ["getitem"]
+    for k in range(programs):
+        outcome, detail, names = check_program(rng, exercised, roots[k % len(roots)])
+        outcomes[outcome] += 1
+        if outcome == "failure":
+            failures.append(detail)
+        elif isinstance(detail, dict):
+            statuses.update(detail)
+    return outcomes, failures, exercised, statuses
+
+
+def test_random_programs_agree_with_independent_evaluations():
+    outcomes, failures, _, statuses = run_fuzz()
+    report = "\n".join(f"- {f['error']}\n  {f['program']}\n  x={f['x']} y={f['y']} W={f['W']}"
+                       for f in failures[:10])
+    assert not failures, f"{len(failures)} of {PROGRAMS} programs disagree:\n{report}"
+    # The comparison judged most gradient coordinates (classification is the exception).
+    assert statuses["ok"] > 0.6 * sum(statuses.values()), statuses
+    assert outcomes["ok"] + outcomes["classified"] > 0.8 * PROGRAMS, outcomes
+
+
+def test_fuzzer_draws_every_entry_of_the_table():
+    """An entry the generator never calls is not tested by it: teach Generator.call (or
+    CONSTRUCTOR_PARAMS) how to call a new kind of entry."""
+    _, _, exercised, _ = run_fuzz()
+    missing = [name for name in ORDER if not exercised[name]]
+    assert not missing, f"the fuzzer never called: {', '.join(missing)}"
+
+
+def test_classification_names_what_is_at_the_point():
+    """A kink, a singularity and a smooth point are told apart (the fuzzer's judge)."""
+    env = {"x": np.array([0.0], dtype=LD), "y": np.array(0.0, dtype=LD)}
+    relu = {"kind": "call", "name": "relu", "style": "fn", "params": {},
+            "children": [{"kind": "arg", "name": "x"}]}
+    log = {**relu, "name": "log"}
+    sin = {**relu, "name": "sin"}
+    for node, expected in ((relu, "kink"), (log, "singularity"), (sin, "ok")):
+        f = (lambda n: lambda e: np.sum(walk(n, e, LD, {})))(node)
+        assert _classify_coordinate(f, env, "x", (0,))[1] == expected
+
+
+@pytest.mark.parametrize("text, x", [("arctan2(x, 0 * x)", 0.0), ("sqrt(relu(x))", -1.0)])
+def test_edge_points_the_fuzzer_found_give_finite_gradients(text, x):
+    decls = Declarations()
+    decls.add("arg", "x", np.float64(x))
+    model = build(parse_program(text), decls)
+    with np.errstate(all="ignore"):
+        [g] = gc.gradients_function(model.function)(*model.arg_values)
+    assert g.numpy() == 0.0

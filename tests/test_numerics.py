@@ -1,0 +1,280 @@
+"""Numerical edge cases of the function table (issue 9, section 4), each against an
+independent truth: numpy's own forward, mpmath at 50 digits, finite differences."""
+import itertools
+import math
+import warnings
+
+import mpmath
+import numpy as np
+import pytest
+
+import gradcli as gc
+from gradcli.engine import ops
+from gradcli.engine.table import ORDER, REGISTRY
+
+F = gc.FUNCTIONS
+
+
+def grads(f, *args):
+    with warnings.catch_warnings(), np.errstate(all="ignore"):
+        warnings.simplefilter("ignore", RuntimeWarning)
+        return [g.numpy() for g in gc.gradients_function(f)(*args)]
+
+
+# --- clip with lo > hi -------------------------------------------------------------------
+@pytest.mark.parametrize("x", [0.0, 1.5, 3.0])
+def test_clip_with_crossed_bounds_gives_hi_and_its_gradient(x):
+    """numpy's clip is minimum(maximum(x, lo), hi): with lo > hi every element is hi."""
+    assert F["clip"](x, 2.0, 1.0).numpy() == np.clip(x, 2.0, 1.0) == 1.0
+    assert grads(F["clip"], x, 2.0, 1.0) == [0.0, 0.0, 1.0]
+
+
+def test_clip_gradient_agrees_with_central_differences_off_the_kinks():
+    rng = np.random.default_rng(0)
+    for _ in range(200):
+        x, lo, hi = rng.uniform(-2, 2, size=3)
+        h = 1e-6
+        fd = [(np.clip(*(v + h * (i == k) for i, v in enumerate((x, lo, hi))))
+               - np.clip(*(v - h * (i == k) for i, v in enumerate((x, lo, hi))))) / (2 * h)
+              for k in range(3)]
+        np.testing.assert_allclose(grads(F["clip"], x, lo, hi), fd, atol=1e-8)
+
+
+# --- hard zeros ----------------------------------------------------------------------
+def test_square_root_and_log_of_relu_below_zero_have_gradient_zero():
+    assert grads(lambda x: F["sqrt"](F["relu"](x)), -1.0) == [0.0]
+    assert grads(lambda x: F["log"](F["relu"](x)), -1.0) == [0.0]
+
+
+def test_power_with_exponent_zero_has_a_hard_zero_gradient_in_x():
+    assert grads(lambda x, y: x ** y, 0.0, 0.0) == [0.0, 0.0]
+    assert grads(lambda x: x ** 0.0, 0.0) == [0.0]
+    assert grads(lambda x: F["arccosh"](x ** 0.0), 1.0) == [0.0]
+    g = grads(lambda x, y: F["sum"](F["sqrt"](x ** y)), np.array([0.0, 4.0]), np.zeros(2))
+    np.testing.assert_array_equal(g[0], [0.0, 0.0])
+
+
+def test_hard_zeros_hold_on_large_arrays_and_with_broadcast_sums():
+    x = np.tile([-1.0, 0.0, 4.0], 3000)  # above the in-place threshold
+    [g] = grads(lambda t: F["sum"](F["sqrt"](F["relu"](t))), x)
+    np.testing.assert_array_equal(g, np.tile([0.0, 0.0, 0.25], 3000))
+
+
+def _robustly_constant(fn, args, i) -> bool:
+    """Whether fn does not change when input i moves a little, wherever the other inputs
+    are nearby: the input has no influence there (a selection, not a product by 0)."""
+    def value(a):
+        with np.errstate(all="ignore"):
+            return np.asarray(fn(*a), dtype=float)
+    for shift in itertools.product((-1e-4, 0.0, 1e-4), repeat=len(args)):
+        moved = [a if isinstance(a, (bool, np.bool_)) or k == i else a + s
+                 for k, (a, s) in enumerate(zip(args, shift))]
+        base = value(moved)
+        if not np.all(np.isfinite(base)):
+            return False  # outside the domain: nothing to hold
+        for h in (1e-3, -1e-3, 1e-7, -1e-7):
+            nudged = list(moved)
+            nudged[i] = moved[i] + h
+            if not np.array_equal(value(nudged), base, equal_nan=True):
+                return False
+    return True
+
+
+GRID = tuple(np.float64(v) for v in (-2.0, -1.0, 0.0, 0.5, 1.0, 2.0))
+HARD_ZERO_ENTRIES = [n for n in ORDER if REGISTRY[n].elementwise and REGISTRY[n].differentiable]
+
+
+@pytest.mark.parametrize("name", HARD_ZERO_ENTRIES)
+def test_input_without_local_influence_gets_a_hard_zero_under_an_infinite_gradient(name):
+    """For every elementwise entry: where an input has no influence on the result around
+    the point, its gradient is exactly 0 even when the gradient from above is inf (as
+    sqrt'(0) sends down), in both the numpy and the engine namespace."""
+    op = REGISTRY[name]
+    grids = [(True, False) if i == "cond" else GRID for i in op.inputs]
+    for args in itertools.product(*grids):
+        for i, rule in enumerate(op.vjps):
+            if rule is None or not _robustly_constant(op.forward, list(args), i):
+                continue
+            with np.errstate(all="ignore"):
+                ans = op.forward(*args)
+                fast = rule(ops.NP, np.inf, ans, *args)
+                with gc.GradientTape():
+                    slow = rule(ops.ENGINE, gc.constant(np.inf), gc.constant(ans),
+                                *[gc.constant(a) for a in args]).numpy()
+            assert np.all(np.asarray(fast) == 0) and np.all(slow == 0), (name, args, i)
+
+
+def test_product_by_zero_keeps_pytorch_semantics():
+    """x * 0 is a product, not a selection: 0 * inf is nan there, as in PyTorch."""
+    [g] = grads(lambda x: F["sqrt"](x * 0.0), 1.0)
+    assert math.isnan(g)
+
+
+# --- arctan2 at the origin -----------------------------------------------------------
+def test_arctan2_at_the_origin_takes_the_subgradient_zero():
+    assert grads(F["arctan2"], 0.0, 0.0) == [0.0, 0.0]
+    y = np.array([0.0, 1.0, -1.0])
+    gy, gx = grads(lambda a, b: F["sum"](F["arctan2"](a, b)), y, 0.0)
+    np.testing.assert_array_equal(gy, [0.0, 0.0, 0.0])
+    assert gx == -1.0 + 1.0 + 0.0  # the origin adds 0, not nan
+
+
+def test_arctan2_gradient_of_tiny_arguments_does_not_underflow():
+    gy, gx = grads(F["arctan2"], 0.0, 1e-200)
+    assert gy == pytest.approx(1e200, rel=1e-15) and gx == 0.0
+    gy, gx = grads(F["arctan2"], 3e-170, 4e-170)
+    mpmath.mp.dps = 50
+    y, x = mpmath.mpf(3e-170), mpmath.mpf(4e-170)
+    assert gy == pytest.approx(float(x / (x * x + y * y)), rel=1e-14)
+    assert gx == pytest.approx(float(-y / (x * x + y * y)), rel=1e-14)
+
+
+# --- accuracy at extreme arguments ------------------------------------------------------
+def test_log_sigmoid_of_minus_thirty_to_full_precision():
+    mpmath.mp.dps = 50
+    exact = -30 - mpmath.log1p(mpmath.exp(-30))
+    assert F["log"](F["sigmoid"](-30.0)).numpy() == float(exact)
+
+
+def test_log_softplus_gradient_at_minus_thirty_to_full_precision():
+    mpmath.mp.dps = 50
+    x = mpmath.mpf(-30)
+    exact = mpmath.diff(lambda t: mpmath.log(mpmath.log1p(mpmath.exp(t))), x)
+    [g] = grads(lambda t: F["log"](F["softplus"](t)), -30.0)
+    assert g == pytest.approx(float(exact), rel=4e-16)
+
+
+POINTS = [s * m for m in (1e-300, 1e-20, 1e-8, 0.5, 1 - 1e-10, 1 + 1e-10, 30.0, 700.0, 1e200)
+          for s in (1.0, -1.0)]
+# tanh's rule reads only its output (1 - tanh^2, as TensorFlow, PyTorch and JAX): past
+# |x| = 19 tanh rounds to 1 and the derivative, below 1e-16, is 0 in absolute terms.
+ABSOLUTE_ONLY = {"tanh": 1e-16}
+
+
+def _mp_unary(op):
+    """The entry's value and derivative in mpmath, from its sympy form. (The points are
+    off every jump, where DiracDelta and the derivative of floor are 0.)"""
+    import sympy as sp
+    x = sp.Symbol("x", real=True)
+    expr = op.sympy(sp, x)
+    deriv = sp.diff(expr, x).replace(sp.DiracDelta, lambda *a: sp.S.Zero)
+    deriv = deriv.replace(lambda e: isinstance(e, sp.Derivative), lambda e: sp.S.Zero)
+    return (sp.lambdify(x, expr, modules="mpmath"), sp.lambdify(x, deriv, modules="mpmath"))
+
+
+def _close(got, want, rtol, atol=0.0):
+    if want is None:
+        return True
+    if math.isinf(want) or abs(want) > 1.7e308:
+        return got == math.copysign(math.inf, want)
+    if abs(want) < 2.3e-308:  # below the normal range: any result under it will do
+        return abs(got) < 2.3e-308 + atol
+    return abs(got - want) <= rtol * abs(want) + atol
+
+
+def _real(v):
+    try:
+        v = mpmath.mpmathify(v)
+    except (TypeError, ValueError):
+        return None
+    if isinstance(v, mpmath.mpc):
+        if v.imag != 0:
+            return None
+        v = v.real
+    return None if mpmath.isnan(v) else float(v)
+
+
+@pytest.mark.parametrize("name", [n for n in ORDER if REGISTRY[n].elementwise
+                                  and len(REGISTRY[n].inputs) == 1
+                                  and REGISTRY[n].differentiable
+                                  and REGISTRY[n].kind != "shape"])
+def test_unary_entry_is_accurate_at_extreme_arguments(name):
+    """Value and derivative to ~full relative precision (against mpmath at 50 digits)
+    wherever the true result is a normal float64; points outside the domain (a complex
+    or undefined true value) are not checked."""
+    op = REGISTRY[name]
+    mpmath.mp.dps = 400  # enough for 1 + 1e-300 to keep its last digits
+    value_fn, deriv_fn = _mp_unary(op)
+    for x in POINTS:
+        try:
+            want_v = _real(value_fn(mpmath.mpf(x)))
+            want_d = _real(deriv_fn(mpmath.mpf(x)))
+        except (ValueError, ZeroDivisionError, TypeError):
+            continue
+        if want_v is None:
+            continue
+        with np.errstate(all="ignore"):
+            got_v = float(F[name](x).numpy())
+        [got_d] = grads(F[name], x)
+        assert _close(got_v, want_v, 4e-15), (name, x, got_v, want_v)
+        atol = ABSOLUTE_ONLY.get(name, 0.0)
+        assert _close(float(got_d), want_d, 4e-15, atol), (name, x, got_d, want_d)
+
+
+def test_sigmoid_derivative_for_large_positive_x_is_relatively_accurate():
+    mpmath.mp.dps = 50
+    for x in (20.0, 30.0, 700.0):
+        s = 1 / (1 + mpmath.exp(-x))
+        [g] = grads(F["sigmoid"], x)
+        assert g == pytest.approx(float(s * (1 - s)), rel=1e-15)
+    x = np.full(5000, 30.0)  # the in-place twin on large arrays
+    [g] = grads(lambda t: F["sum"](F["sigmoid"](t)), x)
+    s = 1 / (1 + mpmath.exp(-30))
+    np.testing.assert_allclose(g, float(s * (1 - s)), rtol=1e-15)
+
+
+# --- prod's gradient with zeros: O(n) ----------------------------------------------------
+def _others_by_loop(v):
+    return [math.prod(v[:i]) * math.prod(v[i + 1:]) for i in range(len(v))]
+
+
+@pytest.mark.parametrize("values", [[0.0, 2.0, 3.0], [2.0, 0.0, 3.0, 0.0], [0.0],
+                                    [1.5, -2.0, 0.0, 4.0, 0.5]])
+def test_prod_gradient_with_zeros_is_the_product_of_the_others(values):
+    [g] = grads(F["prod"], np.array(values))
+    np.testing.assert_array_equal(g, _others_by_loop(values))
+
+
+def test_prod_gradient_with_zeros_along_axes():
+    x = np.array([[[0.0, 2.0], [3.0, 1.5]], [[1.0, 0.5], [2.0, 0.0]]])
+    [g] = grads(lambda t: F["prod"](t, axis=(0, 2)), x)
+    for j in range(2):
+        block = [x[0, j, 0], x[0, j, 1], x[1, j, 0], x[1, j, 1]]
+        others = _others_by_loop(block)
+        np.testing.assert_array_equal([g[0, j, 0], g[0, j, 1], g[1, j, 0], g[1, j, 1]], others)
+
+
+def test_prod_second_derivatives_with_zeros_agree_with_finite_differences():
+    from gradcli.testing import check_grads
+    check_grads(F["prod"], [np.array([0.0, 2.0, 3.0, 1.5])], order=2)
+    check_grads(F["prod"], [np.array([0.0, 2.0, 0.0, 1.5, 0.7])], order=2)
+    check_grads(lambda t: F["prod"](t, axis=-1, keepdims=True),
+                [np.array([[0.0, 2.0, 3.0], [1.0, 0.5, 2.0]])], order=2)
+
+
+def test_prod_gradient_of_ten_thousand_elements_with_a_zero_stays_small():
+    import tracemalloc
+    v = np.random.default_rng(0).uniform(0.5, 1.5, 10_000)
+    v[1234] = 0.0
+    tracemalloc.start()
+    try:
+        [g] = grads(F["prod"], v)
+        peak = tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+    assert peak < 10_000_000  # an n x n intermediate would be 800 MB
+    expected = np.zeros(10_000)
+    expected[1234] = math.prod(np.delete(v, 1234).tolist())
+    np.testing.assert_allclose(g, expected, rtol=1e-11, atol=0)
+    v[77] = 0.0
+    [g] = grads(F["prod"], v)
+    np.testing.assert_array_equal(g, np.zeros(10_000))
+
+
+def test_sigmoid_of_a_zero_dimensional_array():
+    """(where(...) of scalars is a 0-d array, on which numpy's ufuncs return scalars)"""
+    x = np.array(0.0)
+    assert F["sigmoid"](F["where"](x > -1.0, x, x)).numpy() == 0.5
+    mpmath.mp.dps = 50
+    exact = float(1 / (1 + mpmath.exp(30)))
+    assert F["sigmoid"](np.array(-30.0)).numpy() == pytest.approx(exact, rel=2e-16)
