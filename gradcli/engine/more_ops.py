@@ -37,7 +37,7 @@ import numpy as np
 from . import ops
 from .ops import (GETITEM, _count, _expand, _internal, _logsumexp, _norm_axes, _reduced,
                   _shape, _sympy_reduce, apply)
-from .table import REGISTRY, Op, register
+from .table import REGISTRY, Op, normalise_axes, register
 from .tensor import Tensor
 
 
@@ -525,7 +525,8 @@ def _splitter(what):
         shape = _shape(x) if isinstance(x, Tensor) else np.shape(x)
         if not shape:
             raise ops.ShapeError(f"shape mismatch in {what}: () (a scalar cannot be split)")
-        ax = axis % len(shape)
+        # the one axis normalisation (an out-of-range axis is refused, never wrapped)
+        ax = normalise_axes(op, len(shape), {"axis": axis})["axis"]
         try:
             points = _split_points(shape[ax], indices_or_sections, what)
         except (ValueError, TypeError) as err:
