@@ -1,11 +1,10 @@
 """The entries of more_ops.py at the points where their rules need care: cumprod with
 zeros, sort/median through the permutation, std at equal elements, sinc near 0, erf/erfc
-against the math module, argmax as an index, split's pieces, float32, TF aliases; and the
-README's function list checked against the table."""
+against the math module, argmax as an index, split's pieces, float32, TF aliases. (The README's function list is
+checked against the table in test_ops_table.py.)"""
 from __future__ import annotations
 
 import math
-import re
 from pathlib import Path
 from types import SimpleNamespace
 
@@ -249,23 +248,6 @@ def test_new_entries_keep_float32(name):
             assert (a is None) == (b is None)
             if b is not None:
                 np.testing.assert_allclose(a.numpy(), b.numpy(), rtol=2e-4, atol=2e-5)
-
-
-def test_every_table_entry_is_in_the_readme_function_list():
-    """The README's list of functions (the paragraph after "Functions come from the table")
-    names every entry and alias of the table, and nothing that is not one."""
-    readme = (Path(__file__).parent.parent / "README.md").read_text()
-    start = readme.index("Functions come from the table")
-    paragraph = readme[start:readme.index("\n\n", start)]
-    listed = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", " ".join(
-        re.findall(r"`([^`]*)`", paragraph))))
-    names = set(REGISTRY)
-    missing = sorted(names - listed)
-    assert missing == [], f"README function list lacks {missing}"
-    words = {"x", "y", "axis", "keepdims", "ddof", "weights", "None", "pi", "e", "inf",
-             "gradcli", "functions"}
-    unknown = sorted(listed - names - words)
-    assert unknown == [], f"README lists {unknown}, which are not in the table"
 
 
 def test_gradcli_functions_lists_every_entry_with_derivative_and_domain():
