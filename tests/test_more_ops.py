@@ -1,7 +1,8 @@
 """The entries of more_ops.py at the points where their rules need care: cumprod with
-zeros, sort/median through the permutation, std at equal elements, sinc near 0, erf/erfc
-against the math module, argmax as an index, split's pieces, float32, TF aliases. (The README's function list is
-checked against the table in test_ops_table.py.)"""
+zeros, sort/median through the permutation, std at equal elements, sinc near 0 and near
+integers, erf/erfc against the math module, argmax as an index, split's pieces, float32,
+TF aliases. (The README's function list is checked against the table in
+test_ops_table.py.)"""
 from __future__ import annotations
 
 import math
@@ -112,6 +113,23 @@ def test_sinc_derivative_near_and_at_zero():
         reference = series if x < 1e-3 else exact  # the closed form cancels near 0
         assert g == pytest.approx(reference, rel=1e-13, abs=0), x
     check_grads(gc.sinc, [np.array([0.0, 0.05, 0.5])], order=2)
+
+
+def test_sinc_is_exact_at_integers_and_accurate_beside_them():
+    """sin(pi x) from x minus its nearest integer: numpy's sin(pi * x) leaves ~1e-16 of
+    rounding, so np.sinc(700) is 1e-16 and np.sinc(1 - 1e-10) is off in the 7th digit."""
+    import mpmath
+    mpmath.mp.dps = 60
+    np.testing.assert_array_equal(gc.sinc(np.array([1.0, -3.0, 700.0, 1e200])).numpy(), 0.0)
+    for x in (1 - 1e-10, 2 + 3e-12, -5.5, 1e6 + 0.25, 0.3):
+        t = mpmath.mpf(x)
+        want = mpmath.sin(mpmath.pi * t) / (mpmath.pi * t)
+        dwant = (mpmath.cos(mpmath.pi * t) - want) / t
+        [g] = grad(gc.sinc, x)
+        assert gc.sinc(x).numpy() == pytest.approx(float(want), rel=1e-15, abs=0), x
+        assert g == pytest.approx(float(dwant), rel=1e-14, abs=0), x
+    [g] = grad(gc.sinc, 1e200)  # cos(pi x) = 1 at an even integer: 1 / x
+    assert g == pytest.approx(1e-200, rel=1e-15)
 
 
 def test_erf_and_erfc_agree_with_the_math_module():
