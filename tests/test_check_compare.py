@@ -3,7 +3,9 @@ from __future__ import annotations
 
 import json
 import time
+from types import SimpleNamespace
 
+import more_cases
 import numpy as np
 import pytest
 
@@ -19,6 +21,7 @@ from gradcli.check import (
 from gradcli.check.numeric import NumericGradient
 from gradcli.check.symbolic import SymbolicGradient
 from gradcli.engine import ops
+from gradcli.lang import parse_program
 from gradcli.engine.table import ORDER, REGISTRY
 from gradcli.lang.tree import (
     ArrayLit,
@@ -274,6 +277,13 @@ def table_check_cases():
             from gradcli.lang import parse_program
             for label, text, point, _, run in sample_programs(name):
                 cases.append((f"{name}-{label}", parse_program(text), point, list(point), run))
+            continue
+        if name in more_cases.CASES:  # the entries of more_ops.py
+            functions = SimpleNamespace(**gc.FUNCTIONS)
+            for text, call_, shapes in more_cases.CASES[name]:
+                point = {n: _sample(op, s) for n, s in shapes.items()}
+                cases.append((name, parse_program(text), point, list(shapes),
+                              lambda v, c=call_: c(functions, v)))
             continue
         if name == "where":
             point = {"c": RNG.uniform(-1, 1, (3,)), "a": _sample(op, A23), "b": _sample(op, A23)}

@@ -6,6 +6,7 @@ import subprocess
 import sys
 import time
 
+import more_cases
 import numpy as np
 import pytest
 
@@ -15,6 +16,7 @@ from gradcli.check.symbolic import (
     to_sympy,
 )
 from gradcli.engine import ops
+from gradcli.lang import parse_program
 from gradcli.engine.table import ORDER, REGISTRY, Op
 from gradcli.lang.tree import (
     ArrayLit,
@@ -89,6 +91,9 @@ def _param_node(value):
     return num(value)
 
 
+NUMPY = more_cases.numpy_namespace()
+
+
 def table_cases():
     """(id, program, point, forward thunk) for every entry with a sympy form."""
     cases = []
@@ -104,6 +109,12 @@ def table_cases():
             for label, text, point, value, _ in sample_programs(name):
                 cases.append((f"{name}-{label}", parse_program(text), point,
                               lambda value=value: value))
+            continue
+        if name in more_cases.CASES:  # the entries of more_ops.py
+            for k, (text, run, shapes) in enumerate(more_cases.CASES[name]):
+                point = {n: _sample(op, s) for n, s in shapes.items()}
+                cases.append((f"{name}#{k}", parse_program(text), point,
+                              lambda run=run, point=point: run(NUMPY, point)))
             continue
         if op.kind == "constructor":
             params = CONSTRUCTOR_CASES[name]

@@ -1,6 +1,7 @@
 """Evaluation: programs + declarations -> engine values, under every API mode."""
 import inspect
 
+import more_cases
 import numpy as np
 import pytest
 
@@ -250,11 +251,35 @@ def _evaluates_its_samples(name):
                                    rtol=1e-12, atol=1e-14, err_msg=f"{label}: {text}")
 
 
+def _check_more_case(name, op):
+    if name in more_cases.NOT_IN_LANGUAGE:
+        with pytest.raises(ArgumentError, match="several arrays"):
+            parse_program(f"{name}(a, 2)")
+        return
+    lo, hi = op.sample
+    for text, call, shapes in more_cases.CASES[name]:
+        point = {n: np.linspace(lo, hi, max(1, int(np.prod(s))) + 2)[1:-1].reshape(s)
+                 for n, s in shapes.items()}
+        decls = Declarations()
+        for n, value in point.items():
+            decls.add("arg", n, value)
+        model = build(parse_program(text), decls)
+        value = model.function(*model.arg_values)
+        np.testing.assert_allclose(np.asarray(value.numpy(), dtype=float),
+                                   np.asarray(call(NUMPY, point), dtype=float), rtol=1e-12)
+
+
+NUMPY = more_cases.numpy_namespace()
+
+
 @pytest.mark.parametrize("name", ORDER)
 def test_every_table_function_parses_and_evaluates(name):
     op = REGISTRY[name]
     if op.samples is not None:
         _evaluates_its_samples(name)
+    if name in more_cases.CASES:  # the entries of more_ops.py: their own programs
+        _check_more_case(name, op)
+        return
     a, b = _sample_inputs(op)
     decls = Declarations()
     decls.add("arg", "a", a)

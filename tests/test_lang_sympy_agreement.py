@@ -19,6 +19,7 @@ with the point substituted (``xreplace``, as the check itself does) and evaluate
 """
 from __future__ import annotations
 
+import more_cases
 import numpy as np
 import pytest
 from hypothesis import HealthCheck, given, settings
@@ -83,8 +84,14 @@ def sample_point(name: str) -> dict:
     lo, hi = REGISTRY[name].sample
     def at(*fractions):
         return lo + (hi - lo) * np.array(fractions)
-    return {"x": float(at(0.37)[0]), "v": at(0.21, 0.52, 0.86),
-            "M": at(0.13, 0.29, 0.41, 0.58, 0.77, 0.91).reshape(2, 3)}
+    point = {"x": float(at(0.37)[0]), "v": at(0.21, 0.52, 0.86),
+             "M": at(0.13, 0.29, 0.41, 0.58, 0.77, 0.91).reshape(2, 3)}
+    if name in more_cases.CASES:  # their programs also read w (3,), W (2, 3), T (2, 3, 4)
+        names = {n for _, _, shapes in more_cases.CASES[name] for n in shapes}
+        point.update({"w": at(0.33, 0.61, 0.15), "W": at(0.9, 0.2, 0.45, 0.35, 0.7, 0.05)
+                      .reshape(2, 3), "T": at(*(np.arange(24) * 0.618 % 1.0)).reshape(2, 3, 4)})
+        point = {n: point[n] for n in names}
+    return point
 
 
 # name -> program texts calling it (several when the language has several spellings).
@@ -125,6 +132,9 @@ TABLE_PROGRAMS = {
     "minimum": ["minimum(v, M)", "minimum(M, x)"],
     "hypot": ["hypot(M, v)", "hypot(x, v)"],
 }
+for _name, _cases in more_cases.CASES.items():
+    if _name not in more_cases.NOT_IN_LANGUAGE:
+        TABLE_PROGRAMS[_name] = [text for text, _, _ in _cases]
 for _name in ORDER:
     _op = REGISTRY[_name]
     if _op.kind in ("elementwise", "arithmetic") and len(_op.inputs) == 1 \
@@ -166,6 +176,7 @@ TABLE_PROGRAMS["norm"] = TABLE_PROGRAMS["norm"] + [
 # Entries deliberately left out, with the reason (stop_gradient has no sympy builder,
 # but the translation takes it as the value at the point, which is what it is).
 EXCLUDED: dict[str, str] = {
+    **more_cases.NOT_IN_LANGUAGE,
     "eigh": "no sympy form: sympy's eigenvalues have no order, its eigenvectors no sign",
     "svd": "no sympy form: singular vectors have no sign convention",
 }
@@ -191,7 +202,7 @@ SHAPES = (SCALAR, VEC2, VEC3, MAT)
 
 # sign, floor and ceil jump: at a jump, float rounding of the argument changes the value
 # by 1, so random compositions do not use them (the table test above checks them).
-STEPS = {"sign", "floor", "ceil"}
+STEPS = {"sign", "floor", "ceil", "trunc"}
 # One-input entries applied to any argument: their output is bounded or no larger than
 # their input. The others get their argument squashed into their `sample` range.
 DIRECT = {"sin", "cos", "tanh", "arctan", "sigmoid", "abs", "negative", "relu", "arcsinh"}

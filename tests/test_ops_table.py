@@ -1,5 +1,8 @@
 """Every entry of the function table: gradients and second derivatives against finite
 differences over scalar, vector, matrix and broadcast shapes, and the kink conventions."""
+from types import SimpleNamespace
+
+import more_cases
 import numpy as np
 import pytest
 
@@ -87,6 +90,14 @@ def cases():
         ("prod-axis-zero", lambda x: F["prod"](x, axis=1), [np.array([[0.0, 2.0], [1.5, 3.0]])]),
         ("getitem", lambda x: x[1:, 0], [X(3, 2)]),
     ]
+    # The entries of more_ops.py, from tests/more_cases.py.
+    ns = SimpleNamespace(**F)
+    for name, entries in more_cases.CASES.items():
+        for k, (_, call, shapes) in enumerate(entries):
+            names = list(shapes)
+            fn = (lambda c, ns_: lambda *a: c(ns, dict(zip(ns_, a))))(call, names)
+            out.append((f"{name}#{k}", fn, [sample(REGISTRY[name], shapes[n], rng)
+                                            for n in names]))
     return out
 
 
@@ -123,7 +134,8 @@ def test_entry_samples_stay_float32(name, args, params):
 
 
 NOT_DIFFERENTIABLE = {"less", "less_equal", "greater", "greater_equal", "equal", "not_equal",
-                      "stop_gradient", "zeros", "ones", "full", "eye", "linspace", "arange"}
+                      "stop_gradient", "zeros", "ones", "full", "eye", "linspace", "arange",
+                      *more_cases.NOT_DIFFERENTIABLE}
 
 
 def test_every_entry_is_covered():
@@ -144,7 +156,8 @@ def test_every_entry_has_a_description_and_a_sympy_form_or_reason():
     for name in ORDER:
         op = REGISTRY[name]
         assert op.doc, name
-        assert (op.sympy is not None) != (name in NO_SYMPY), name
+        without = name in NO_SYMPY or name in more_cases.NOT_IN_LANGUAGE
+        assert (op.sympy is not None) != without, name
 
 
 @pytest.mark.parametrize("name", sorted(NOT_DIFFERENTIABLE - {"stop_gradient"}))
@@ -156,7 +169,9 @@ def test_non_differentiable_entries_compute(name):
         assert out.dtype == np.bool_
     else:
         args = {"zeros": ((2, 3),), "ones": ((2,),), "full": ((2,), 7.0), "eye": (3,),
-                "linspace": (0.0, 1.0, 5), "arange": (0.0, 3.0)}[name]
+                "linspace": (0.0, 1.0, 5), "arange": (0.0, 3.0),
+                "argmax": (np.array([1.0, 3.0, 2.0]),),
+                "argmin": (np.array([[1.0, 3.0], [-2.0, 2.0]]),)}[name]
         expected = getattr(np, name)(*args)
         np.testing.assert_array_equal(fn(*args).numpy(), expected)
 
@@ -338,12 +353,19 @@ def test_entry_rules_work_from_what_a_lean_node_keeps(fn, args, monkeypatch):
 
 
 def test_the_readme_lists_every_function_of_the_table():
-    """The README's function list is checked against the table: every entry by name."""
-    import pathlib
+    """The README's list of functions (the paragraph after "Functions come from the table")
+    names every entry and alias of the table, and nothing that is not one."""
     import re
-    text = pathlib.Path(__file__).resolve().parent.parent.joinpath("README.md").read_text()
-    section = text[text.index("## The language"):text.index("### Declarations and files")]
-    listed = set(re.findall(r"[a-z_0-9]+", " ".join(re.findall(r"`([^`]*)`", section))))
-    operators = {"add", "subtract", "multiply", "divide", "negative", "less", "less_equal",
-                 "greater", "greater_equal", "equal", "not_equal"}  # written as operators
-    assert set(ORDER) - operators - listed == set()
+    from pathlib import Path
+    readme = (Path(__file__).parent.parent / "README.md").read_text()
+    start = readme.index("Functions come from the table")
+    paragraph = readme[start:readme.index("\n\n", start)]
+    listed = set(re.findall(r"[A-Za-z_][A-Za-z0-9_]*", " ".join(
+        re.findall(r"`([^`]*)`", paragraph))))
+    names = set(REGISTRY)
+    missing = sorted(names - listed)
+    assert missing == [], f"README function list lacks {missing}"
+    words = {"x", "y", "axis", "keepdims", "ddof", "weights", "None", "pi", "e", "inf",
+             "gradcli", "functions"}
+    unknown = sorted(listed - names - words)
+    assert unknown == [], f"README lists {unknown}, which are not in the table"

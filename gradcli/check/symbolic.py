@@ -495,6 +495,10 @@ class _Translator:
                 out = a / b
             elif op == "**":
                 out = a ** b
+            elif op == "%":  # Python's and numpy's mod: the sign of the divisor
+                return self.elementwise(lambda p, q: p - q * self.sp.floor(p / q), [a, b])
+            elif op == "//":
+                return self.elementwise(lambda p, q: self.sp.floor(p / q), [a, b])
             elif op == "@":
                 if a.ndim == 0 or b.ndim == 0:
                     raise SymbolicSkip("matmul of a scalar")

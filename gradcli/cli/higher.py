@@ -83,29 +83,25 @@ def jacobian_json(result, check: dict | None = None) -> dict:
     return obj
 
 
-def _print_jacobian(result, precision, check, target) -> None:
-    out = render.console()
-    out.print(f"[bold]jacobian[/bold]  [dim]d {target or 'target'} / d source: shape "
-              f"target.shape + source.shape ({result.computed_by} mode)[/dim]")
-    out.print(f"value{' of ' + target if target else ''}: "
-              f"[bold]{render.array_text(result.value, precision)}[/bold]"
-              f"  [dim]shape {tuple(np.shape(result.value))}[/dim]")
-    out.print(_jacobian_table(result, precision))
+def _print_jacobian(result, precision, check, target, out=None) -> None:
+    out = out or render.console()
+    render._emit(out, ("jacobian", "bold"), "  ",
+                 (f"d {target or 'target'} / d source: shape target.shape + source.shape "
+                  f"({result.computed_by} mode)", "dim"))
+    render._value_lines(out, f"value of {target}" if target else "value", result.value,
+                        precision)
+    _jacobian_table(out, result, precision)
     if check is not None:
         render.print_check(out, check, precision)
 
 
-def _jacobian_table(result, precision):
-    from rich.table import Table
-    table = Table(show_edge=False, header_style="bold")
-    for column in ("source", "jacobian", "shape"):
-        table.add_column(column, style="dim" if column == "shape" else None)
+def _jacobian_table(out, result, precision) -> None:
+    rows = []
     for j in result.jacobians:
         shown = render.array_text(j.jacobian, precision)
-        if not j.connected:
-            shown += " [dim](not connected)[/dim]"
-        table.add_row(j.name, shown, str(j.shape))
-    return table
+        cell = shown if j.connected else render._text(shown, (" (not connected)", "dim"))
+        rows.append([j.name, cell, (str(j.shape), "dim")])
+    render._show(out, ["source", "jacobian", "shape"], rows)
 
 
 # ---------------------------------------------------------------------------------------
@@ -176,39 +172,38 @@ def _explain(result, precision) -> str:
     return f"{words[result.verdict]}; critical point: {gradient}"
 
 
-def _print_hessian(result, precision, check, target) -> None:
-    from rich.table import Table
-    out = render.console()
-    out.print(f"[bold]hessian[/bold]  [dim]d2 {target or 'target'} / d source^2 over "
-              f"{', '.join(result.names)} ({len(result.labels)} element"
-              f"{'s' if len(result.labels) != 1 else ''}; nested reverse "
-              f"mode)[/dim]")
-    out.print(f"value{' of ' + target if target else ''}: "
-              f"[bold]{render.array_text(result.value, precision)}[/bold]")
+def _print_hessian(result, precision, check, target, out=None) -> None:
+    out = out or render.console()
     n = len(result.labels)
-    table = Table(show_edge=False, header_style="bold")
-    table.add_column("")
-    table.add_column("gradient")
+    render._emit(out, ("hessian", "bold"), "  ",
+                 (f"d2 {target or 'target'} / d source^2 over {', '.join(result.names)} "
+                  f"({n} element{'s' if n != 1 else ''}; nested reverse mode)", "dim"))
+    render._value_lines(out, f"value of {target}" if target else "value", result.value,
+                        precision)
+    headers = ["element", "gradient"]
     if n <= _MAX_TABLE:
-        for label in result.labels:
-            table.add_column(f"H[:, {label}]" if n == 1 else label)
+        headers += [f"H[:, {label}]" if n == 1 else label for label in result.labels]
+    rows = []
     for i, label in enumerate(result.labels):
         row = [label, render.number_text(result.gradient[i], precision)]
         if n <= _MAX_TABLE:
             row += [render.number_text(v, precision) for v in result.hessian[i]]
-        table.add_row(*row)
-    out.print(table)
+        rows.append(row)
+    render._show(out, headers, rows)
     if n > _MAX_TABLE:
-        out.print("Hessian (rows and columns in the order above):")
-        out.print(render.array_text(result.hessian, precision))
+        render._emit(out, "Hessian (rows and columns in the order above):")
+        for line in render.array_text(result.hessian, precision).split("\n"):
+            render._emit(out, "  " + line)
     if result.eigenvalues is not None:
-        out.print(f"eigenvalues: {render.array_text(result.eigenvalues, precision)}")
-    out.print(f"verdict: [bold]{result.verdict}[/bold]: {_explain(result, precision)}")
+        render._emit(out, "eigenvalues: ", render.array_text(result.eigenvalues, precision))
+    render._emit(out, "verdict: ", (result.verdict, "bold"),
+                 ": " + _explain(result, precision))
     if not result.symmetric:
-        out.print(f"[bold red]warning:[/bold red] the Hessian is not symmetric: "
-                  f"max |H - H^T| = {render.number_text(result.asymmetry, 3)}, beyond "
-                  f"round-off ({render.number_text(result.asymmetry_tolerance, 3)}): a "
-                  "derivative rule is wrong; the eigenvalues are those of (H + H^T) / 2")
+        render._emit(out, ("warning:", "bold red"),
+                     f" the Hessian is not symmetric: max |H - H^T| = "
+                     f"{render.number_text(result.asymmetry, 3)}, beyond round-off "
+                     f"({render.number_text(result.asymmetry_tolerance, 3)}): a derivative "
+                     "rule is wrong; the eigenvalues are those of (H + H^T) / 2")
     if check is not None:
         render.print_check(out, check, precision)
 
@@ -246,24 +241,24 @@ def run_grad_order(s) -> None:
     _finish(check)
 
 
-def _print_order(outcome, order: int, precision, check, texts) -> None:
-    from rich.table import Table
-    out = render.console()
-    out.print(f"[bold]grad --order {order}[/bold]  [dim]the pure partial derivatives of "
-              f"order {order}: gradients_function nested {order} times[/dim]")
-    table = Table(show_edge=False, header_style="bold")
-    table.add_column("argument")
-    table.add_column(f"d^{order} / d argument^{order}" if order > 1 else "gradient")
+def _print_order(outcome, order: int, precision, check, texts, out=None) -> None:
+    out = out or render.console()
+    render._emit(out, (f"grad --order {order}", "bold"), "  ",
+                 (f"the pure partial derivatives of order {order}: gradients_function "
+                  f"nested {order} times", "dim"))
+    headers = ["argument", f"d^{order} / d argument^{order}" if order > 1 else "gradient"]
     if texts is not None:
-        table.add_column("symbolic derivative")
+        headers.append("symbolic derivative")
+    rows = []
     for g in outcome.gradients:
-        row = [g.name, render.array_text(g.gradient, precision)]
+        row = [g.name, render.array_text(g.gradient, precision) if g.gradient is not None
+               else ("None (not connected)", "dim")]
         if texts is not None:
             row.append(str(texts.get(g.name) or ""))
-        table.add_row(*row)
-    out.print(table)
-    for note in outcome.notes:
-        out.print(f"[yellow]note:[/yellow] {note}")
+        rows.append(row)
+    if rows:
+        render._show(out, headers, rows)
+    render._notes(out, outcome.notes)
     if check is not None:
         render.print_check(out, check, precision)
 
@@ -295,12 +290,13 @@ class CompareRow:
         _write([f"jacobian {_flat(self.result.value, precision)}"]
                + [f"jacobian {_flat(j.jacobian, precision)}" for j in self.result.jacobians])
 
-    def print_human(self, precision) -> None:
-        out = render.console()
+    def print_human(self, precision, out=None) -> None:
+        out = out or render.console()
         if self.error:
-            out.print(f"jacobian (tf.GradientTape.jacobian): [red]error:[/red] {self.error}")
+            render._emit(out, "jacobian (tf.GradientTape.jacobian): ", ("error:", "red"),
+                         " " + self.error)
             return
-        out.print("[bold]jacobian[/bold]  [dim]tf.GradientTape.jacobian(target, sources): "
-                  "each element of the target, not their sum (arguments, then trainable "
-                  "variables)[/dim]")
-        out.print(_jacobian_table(self.result, precision))
+        render._emit(out, ("jacobian", "bold"), "  ",
+                     ("tf.GradientTape.jacobian(target, sources): each element of the "
+                      "target, not their sum (arguments, then trainable variables)", "dim"))
+        _jacobian_table(out, self.result, precision)

@@ -2,7 +2,7 @@
 of text, sympy or terminals."""
 from __future__ import annotations
 
-from . import ops
+from . import methods, ops
 from .api import (custom_gradient, gradients_function, hessian_vector_product,
                   hessians_function, implicit_gradients, implicit_value_and_gradients, jvp,
                   stop_gradient, value_and_gradients_function)
@@ -52,6 +52,20 @@ def _index(index):
 
 
 _install_operators()
+
+
+def _install_multi_output() -> None:
+    """Entries returning several tensors (``split``) run as one recorded slice per piece:
+    their public function replaces the generic one (see ``more_ops.MULTI_OUTPUT``)."""
+    for name, fn in ops.more_ops.MULTI_OUTPUT.items():
+        fn.__doc__ = FUNCTIONS[name].__doc__
+        FUNCTIONS[name] = fn
+        setattr(ops.ENGINE, name, fn)
+        setattr(ops, name, fn)
+
+
+_install_multi_output()
+methods.install()  # array methods, % and //, numpy's functions on tensors
 
 __all__ = ["Tensor", "Variable", "constant", "as_value", "GradientTape", "gradients_function",
            "value_and_gradients_function", "hessians_function", "implicit_gradients",

@@ -1221,6 +1221,7 @@ for _name, _ufunc in (("add", np.add), ("subtract", np.subtract), ("negative", n
 # Namespaces the rules compute in, and the public functions
 # ---------------------------------------------------------------------------------------
 from . import linalg as _linalg  # noqa: E402,F401  (registers the linear algebra entries)
+from . import more_ops  # noqa: E402,F401  (registers its entries here)
 
 _ALL = {**{name: REGISTRY[name] for name in ORDER}, **INTERNAL}
 NP = SimpleNamespace(**{name: op.forward for name, op in _ALL.items()})

@@ -55,7 +55,8 @@ class Tensor:
     """An immutable numpy-backed value that tapes can record operations on."""
 
     __slots__ = ("_value", "_node")
-    # numpy must hand `ndarray * tensor` to Tensor.__rmul__ instead of converting us.
+    # numpy must hand `ndarray * tensor` to Tensor.__rmul__ instead of converting us (until
+    # gradcli.engine.methods installs the dispatch of numpy functions to the table).
     __array_ufunc__ = None
 
     def __init__(self, value, dtype=None):

@@ -69,7 +69,7 @@ __all__ = ["DTYPES", "Model", "build", "compile_constant", "evaluate_constant"]
 
 DTYPES = ("float64", "float32")
 _BINARY_OPS = {"+": "add", "-": "subtract", "*": "multiply", "/": "divide", "**": "power",
-               "@": "matmul"}
+               "@": "matmul", "%": "mod", "//": "floor_divide"}
 _COMPARE_OPS = {"<": "less", "<=": "less_equal", ">": "greater", ">=": "greater_equal",
                 "==": "equal", "!=": "not_equal"}
 _LABELS = {"var": "--var", "frozen": "--frozen", "arg": "--arg", "variable": "Variable",
@@ -414,7 +414,19 @@ class _Plan:
         apply, out = self.ops.apply, self.register()
         check = _check_linalg_sizes if op.kind == "linalg" else _check_sizes
         regs_in = [i for i in inputs if isinstance(i, int)]
-        if len(inputs) == 1 and regs_in and op.kind != "linalg":  # (linalg: size checked)
+        result_size = self.ops.more_ops.RESULT_SIZE.get(op.name)
+        if result_size is not None:  # repeat, tile, pad...: the result may dwarf the inputs
+            def step(r, env, used, out=out):
+                values = [r[i] if isinstance(i, int) else i for i in inputs]
+                try:
+                    count = result_size([np.shape(v) for v in values], params)
+                except (TypeError, ValueError, IndexError):
+                    count = 0  # parameters that do not fit: the engine reports them
+                limits.check_elements(count, f"{op.name}(...)")
+                value = apply(op, values, params)
+                used[0] += value.size
+                r[out] = value
+        elif len(inputs) == 1 and regs_in and op.kind != "linalg":  # (linalg: size checked)
             (a,) = inputs
 
             def step(r, env, used, out=out, a=a):

@@ -20,7 +20,6 @@ True
 """
 from __future__ import annotations
 
-import inspect
 import keyword
 import math
 import re
@@ -155,15 +154,13 @@ _FORBIDDEN_ASCII = re.compile("[\x00-\x08\x0b\x0c\x0e-\x1f\x7f]")
 _NON_ASCII = r"[^\x00-\x7f]"  # compiled (and cached by re) only for non-ASCII text
 _BAD_CATEGORIES = ("Cc", "Cf", "Cs", "Zl", "Zp")
 
-_ALLOWED_OPS = {"+", "-", "*", "/", "**", "^", "@", "(", ")", "[", "]", ",", ":", ";", "=",
-                "<", "<=", ">", ">=", "==", "!="}
+_ALLOWED_OPS = {"+", "-", "*", "/", "**", "^", "@", "%", "//", "(", ")", "[", "]", ",", ":",
+                ";", "=", "<", "<=", ">", ">=", "==", "!="}
 _REFUSED_OPS = {
     ".": "attribute access is not allowed",
     "...": "'...' (Ellipsis) is not allowed",
     "{": "dicts and sets ('{') are not allowed",
     "}": "dicts and sets ('}') are not allowed",
-    "//": "operator '//' is not supported (write floor(a / b))",
-    "%": "operator '%' is not supported",
     "&": "operator '&' is not supported (there are no bitwise operations)",
     "|": "operator '|' is not supported (there are no bitwise operations)",
     "~": "operator '~' is not supported (there are no bitwise operations)",
@@ -190,6 +187,36 @@ _KEYWORD_MESSAGES = {
     "class": "class definitions are not allowed",
     "None": "None is not allowed",
 }
+
+
+_NAME_AT = re.compile(r"[A-Za-z_][A-Za-z0-9_]*")
+# Modules whose functions users paste (np.sin(x)), and array methods with a table function.
+_MODULES = ("np", "numpy", "math", "torch", "tf", "jnp", "gc", "gradcli", "anp")
+_METHODS = {"T": "transpose(x)", "transpose": "transpose(x)", "sum": "sum(x, ...)",
+            "mean": "mean(x, ...)", "max": "max(x, ...)", "min": "min(x, ...)",
+            "prod": "prod(x, ...)", "reshape": "reshape(x, shape)", "squeeze": "squeeze(x)",
+            "flatten": "flatten(x)", "ravel": "ravel(x)", "var": "var(x, ...)",
+            "std": "std(x, ...)", "dot": "dot(x, y)", "clip": "clip(x, lo, hi)",
+            "cumsum": "cumsum(x, ...)", "argmax": "argmax(x, ...)", "argmin": "argmin(x, ...)",
+            "sort": "sort(x, ...)", "swapaxes": "swapaxes(x, a, b)", "repeat": "repeat(x, n)"}
+
+
+def _attribute_message(prev, text: str, pos: int) -> str:
+    """The refusal of '.', naming the function to use for ``np.sin(x)`` or ``x.sum()``."""
+    base = "attribute access is not allowed"
+    m = _NAME_AT.match(text, pos)
+    attr = m.group() if m else ""
+    if prev is not None and prev.kind == "name" and prev.text in _MODULES and attr:
+        if attr in registry():
+            return f"{base}: call the function by its name, {attr}(...), not {prev.text}.{attr}"
+        return f"{base}, and '{attr}' is not a function of the language ({prev.text}.{attr})"
+    if prev is not None and (prev.kind in ("name", "num") or prev.text in (")", "]")) and attr:
+        if attr in _METHODS:
+            used = f"x.{attr}" if attr == "T" else f"x.{attr}(...)"
+            return f"{base} (there are no methods): write {_METHODS[attr]} instead of {used}"
+        if attr in registry():
+            return f"{base} (there are no methods): write {attr}(x, ...) instead of x.{attr}(...)"
+    return base
 
 
 def _check_characters(text: str) -> None:
@@ -287,6 +314,8 @@ def _tokenize(text: str) -> list[Tok]:
                 message = _KEYWORD_MESSAGES.get(s, f"'{s}' is not allowed")
                 raise fail(ParseError, message, col, len(s))
         else:  # op
+            if s == ".":
+                raise fail(ParseError, _attribute_message(prev, text, pos), col)
             if s not in _ALLOWED_OPS:
                 message = _REFUSED_OPS.get(s)
                 if message is None:  # augmented assignment: += -= *= ...
@@ -526,7 +555,7 @@ class _Parser:
 
     def term(self):
         left, first, last = self.factor()
-        while self.at_op("*", "/", "@"):
+        while self.at_op("*", "/", "@", "%", "//"):  # Python's precedence: one level
             op = self.take().text
             right, _, last = self.factor()
             self.count()
@@ -918,7 +947,7 @@ def static_value(expr, shadowed: frozenset = frozenset()) -> Any:
                 a = _numeric(values[id(node.left)], node)
                 b = _numeric(values[id(node.right)], node)
                 value = {"+": np.add, "-": np.subtract, "*": np.multiply, "/": np.divide,
-                         "**": np.power}[node.op](a, b)
+                         "**": np.power, "%": np.mod, "//": np.floor_divide}[node.op](a, b)
             elif isinstance(node, (TupleLit, ArrayLit)):
                 value = tuple(values[id(e)] for e in node.elements)
             elif isinstance(node, Str):
@@ -1008,9 +1037,13 @@ def static_index(index: Index, source: str = "", shadowed: frozenset = frozenset
 
 # Static parameters that take integers (or tuples of integers); the others take floats,
 # except those whose default is a bool (keepdims), which take True or False.
-_INT_PARAMS = {"axis", "axes", "shape", "N", "M", "num", "k", "offset", "axis1", "axis2"}
-_TUPLE_PARAMS = {"axis", "axes", "shape"}  # the integer parameters that also take tuples
-_NON_NEGATIVE = {"N", "M", "num"}
+_INT_PARAMS = {"axis", "axes", "shape", "N", "M", "num", "k", "n", "repeats", "reps", "shift",
+               "axis1", "axis2", "source", "destination", "indices_or_sections", "pad_width",
+               "offset"}
+# the integer parameters that also take tuples (pad_width also tuples of pairs)
+_TUPLE_PARAMS = {"axis", "axes", "shape", "reps", "shift", "source", "destination",
+                 "indices_or_sections", "pad_width"}
+_NON_NEGATIVE = {"N", "M", "num", "n", "repeats", "reps", "pad_width"}
 _MAX_DIMS = 64  # numpy's own limit on the number of dimensions
 
 
@@ -1024,9 +1057,38 @@ class ResolvedCall:
         self.op, self.inputs, self.params = op, inputs, params
 
 
+class _Binding:
+    """How a table entry's arguments bind: computed once per entry (``_binding``), since
+    the parser resolves every call it reads (twice: once parsing, once building) and a
+    signature inspection costs 5-15 µs."""
+    __slots__ = ("n_inputs", "names", "defaults", "required", "n_min", "n_max", "text")
+
+    def __init__(self, op) -> None:
+        self.n_inputs = 1 if op.variadic else len(op.inputs)
+        self.names = [name for name, _ in op.params]
+        self.defaults = dict(op.params)
+        self.required = _required_params(op)
+        self.n_max = self.n_inputs + len(self.names)
+        self.n_min = self.n_inputs + sum(1 for name in self.names if name in self.required)
+        self.text = _signature_text(op, self.required)
+
+
+_BINDINGS: dict = {}  # Op -> _Binding (entries compare and hash by identity)
+
+
+def _binding(op) -> _Binding:
+    binding = _BINDINGS.get(op)
+    if binding is None:
+        binding = _BINDINGS[op] = _Binding(op)
+    return binding
+
+
 def _required_params(op) -> set[str]:
     """Static parameters without a usable default (``reshape``'s shape, ``zeros``' shape):
     read from the forward function's signature, since the table writes them as None."""
+    if not op.params:
+        return set()
+    import inspect  # once per entry (see _Binding); kept off the start-up path
     try:
         signature = inspect.signature(op.forward)
     except (TypeError, ValueError):
@@ -1055,11 +1117,13 @@ def resolve_call(call: Call, source: str = "", shadowed: frozenset = frozenset()
     op = registry().get(call.func)
     if op is None:
         raise _arg_error(UnknownNameError, f"unknown function '{call.func}'", call, source)
-    required = _required_params(op)
-    n_inputs = 1 if op.variadic else len(op.inputs)
-    param_names = [name for name, _ in op.params]
-    n_max = n_inputs + len(param_names)
-    n_min = n_inputs + sum(1 for name in param_names if name in required)
+    if op.kind == "multi":  # split: a tuple of arrays, which no value of the language is
+        raise _arg_error(ArgumentError, f"{call.func} returns several arrays, which a program "
+                                        "cannot hold: take the pieces by slicing, e.g. x[0:2]",
+                         call, source)
+    binding = _binding(op)
+    required, n_inputs, param_names = binding.required, binding.n_inputs, binding.names
+    n_max, n_min = binding.n_max, binding.n_min
     given_keywords = {key for key, _ in call.kwargs}
     n_positional = len(call.args)
     n_given = n_positional + sum(1 for key in given_keywords if key in required)
@@ -1069,7 +1133,7 @@ def resolve_call(call: Call, source: str = "", shadowed: frozenset = frozenset()
         else:
             takes = f"{n_min} to {n_max} arguments"
         raise _arg_error(ArgumentError, f"{call.func} takes {takes} "
-                                        f"({_signature_text(op, required)}), "
+                                        f"({binding.text}), "
                                         f"got {n_positional + len(call.kwargs)}", call, source)
     exprs: dict[str, Any] = dict(zip(param_names, call.args[n_inputs:]))
     for key, value in call.kwargs:
@@ -1086,7 +1150,7 @@ def resolve_call(call: Call, source: str = "", shadowed: frozenset = frozenset()
             raise _arg_error(ArgumentError, f"{call.func} got two values for '{key}'",
                              value, source)
         exprs[key] = value
-    params = dict(op.params)
+    params = dict(binding.defaults)
     for name, expr in exprs.items():
         value = _static(expr, f"{name} of {call.func}", source, shadowed)
         params[name] = _coerce_param(op, name, value, expr, source)
@@ -1108,7 +1172,7 @@ def resolve_call(call: Call, source: str = "", shadowed: frozenset = frozenset()
 
 def _coerce_param(op, name: str, value, expr, source: str):
     """A static parameter in the form numpy wants: ints, a tuple of ints, a bool, a float."""
-    default = dict(op.params).get(name)
+    default = _binding(op).defaults.get(name)
     what = f"{name} of {op.name}"
     if isinstance(default, bool):
         if not isinstance(value, bool):
@@ -1127,12 +1191,18 @@ def _coerce_param(op, name: str, value, expr, source: str):
                 # tensordot's pair of axis lists: ((1, 2), (0, 1))
                 return tuple(tuple(_as_int(v, what, expr, source) for v in part)
                              for part in value)
-            ints = tuple(_as_int(v, what, expr, source) for v in value)
+            if name == "pad_width":  # ((before, after), ...) per axis
+                ints = tuple(tuple(_as_int(w, what, expr, source) for w in v)
+                             if isinstance(v, tuple) else _as_int(v, what, expr, source)
+                             for v in value)
+            else:
+                ints = tuple(_as_int(v, what, expr, source) for v in value)
         else:
             ints = _as_int(value, what, expr, source)
         if name == "axes" and not isinstance(ints, tuple):
             ints = (ints,)
         entries = ints if isinstance(ints, tuple) else (ints,)
+        entries = tuple(w for v in entries for w in (v if isinstance(v, tuple) else (v,)))
         negative_ok = name in ("axis", "axes", "k") or (name == "shape" and op.kind != "constructor")
         lowest = -1 if name == "shape" and negative_ok else None
         if name in _NON_NEGATIVE or (name == "shape" and not negative_ok):

@@ -1,0 +1,962 @@
+"""More entries of the function table: statistics and scans, more elementwise functions,
+and shape functions (issue 10, parts 3 and 4).
+
+Imported by ``ops.py`` at its end, before the namespaces ``NP`` and ``ENGINE`` are built,
+so every entry here is an ordinary entry: ``gc.NAME``, the language, ``gradcli
+functions``, the sympy check and the table-wide tests all read it. The rules follow
+``ops.py``: written against the namespace ``m`` (so second derivatives work through nested
+tapes), axes with numpy's semantics under the parameter names ``axis``/``axes``, and a
+zero local derivative as a hard zero (``where(mask, 0.0, ...)``, never ``0 * inf``).
+
+Conventions decided here (where numpy or TensorFlow leave a choice):
+- ``sort``, ``median``: the gradient flows through the permutation that sorts the input
+  (numpy's stable order); tied elements get the gradient of the place each was sorted
+  to. ``median`` of an even count gives 1/2 to each of the two middle elements.
+- ``std`` at an input whose elements are all equal: the subgradient 0 (as ``norm`` at 0).
+- ``argmax``/``argmin``: integer results, not differentiable (declared: no rule);
+  usable as indices (``x[argmax(x)]``, ``take(x, argmax(x))``).
+- ``mod``/``remainder`` (the ``%`` operator) follow Python and numpy: the result has the
+  divisor's sign; ``fmod`` follows C: the dividend's sign. ``floor_divide`` (``//``) has
+  a zero gradient, as ``floor``.
+- ``erf``/``erfc``: numpy has none and scipy is not a dependency, so they are computed
+  here: a Taylor series below |x| = 1.5 and a continued fraction for erfc above (the
+  algorithm of CPython's own fallback ``math.erf``, with exp(-x^2) computed to full
+  precision): erf within 1e-15 relative of ``math.erf`` (a few units in the last place),
+  erfc within 2e-14 relative of ``math.erfc`` (below x = 1.5 it is 1 - erf).
+- ``split``/``array_split`` return a tuple of tensors (numpy returns a list): each piece
+  is recorded as a slice of the input (``getitem``), so the gradient of any piece, or of
+  several, flows back into its place. In the language, which has no tuples, index the
+  call: ``split(x, 3)[0]``.
+"""
+from __future__ import annotations
+
+import math
+
+import numpy as np
+
+from . import ops
+from .ops import (GETITEM, _count, _expand, _internal, _logsumexp, _norm_axes, _reduced,
+                  _shape, _sympy_reduce, apply)
+from .table import REGISTRY, Op, normalise_axes, register
+from .tensor import Tensor
+
+
+def _raw(x):
+    """The numpy value of a rule's argument (a Tensor under nested tapes, else numpy)."""
+    return x._value if isinstance(x, Tensor) else x
+
+
+def _entry(name, forward, vjps, inputs, doc, derivative, *, params=(), sympy=None,
+           kind="shape", saves="all", jvps=None, **extra) -> Op:
+    if jvps is None:
+        jvps = _forward_rules(name, vjps, kind, extra)
+    return register(Op(name=name, forward=forward, vjps=vjps, inputs=inputs, doc=doc,
+                       derivative=derivative, params=params, sympy=sympy, kind=kind,
+                       saves=saves, jvps=jvps, **extra))
+
+
+def _forward_rules(name, vjps, kind, extra) -> tuple:
+    """Forward mode by kind, as in ops.py: an elementwise entry's VJPs are its JVPs (a
+    diagonal Jacobian is its own transpose); a reduction's JVP sums the tangent times the
+    local derivative over the reduced axes (ops._reduction_jvp); a shape function, and a
+    scan or index entry linear in x, applied to the tangent is its JVP; the rest (sort,
+    average, cumprod) take the transposition of their VJP (ops.transposed)."""
+    if extra.get("elementwise"):
+        return vjps
+    if kind == "reduction":
+        return tuple(ops._reduction_jvp(v) for v in vjps)
+    if (kind == "shape" and not extra.get("variadic")) or name in ("cumsum", "diff"):
+        return (lambda m, t, ans, x, **params: getattr(m, name)(t, **params),)
+    if kind == "index" and len(vjps) == 2:
+        return (lambda m, t, ans, x, indices, **params:
+                getattr(m, name)(t, indices, **params), None)
+    return ops.transposed_rules(vjps, extra.get("variadic", False))
+
+
+def _numpy_sympy(forward):
+    """A shape function's sympy form: the numpy function itself, on object arrays."""
+    return lambda sp, *xs, **params: forward(*xs, **params)
+
+
+def _axis_of(shape, axis) -> int:
+    return axis % len(shape) if len(shape) else 0
+
+
+def _rev_cumsum(m, g, axis):
+    """sum_{j >= i} g_j along axis: the adjoint of cumsum."""
+    return m.flip(m.cumsum(m.flip(g, axis=axis), axis=axis), axis=axis)
+
+
+def _lanes(arr, axis):
+    """``arr`` with the reduced axes moved last and merged: (rest..., n), and the
+    permutation used (axis None: all axes)."""
+    axes = _norm_axes(axis, arr.ndim)
+    rest = tuple(i for i in range(arr.ndim) if i not in axes)
+    perm = rest + axes
+    moved = np.transpose(arr, perm)
+    return moved.reshape(moved.shape[:len(rest)] + (-1,)), perm, moved.shape
+
+
+def _from_lanes(lanes, perm, moved_shape):
+    return np.transpose(lanes.reshape(moved_shape), np.argsort(perm))
+
+
+# ---------------------------------------------------------------------------------------
+# erf and erfc without scipy (CPython's fallback algorithm, vectorised)
+# ---------------------------------------------------------------------------------------
+_SQRT_PI = math.sqrt(math.pi)
+_ERF_SERIES_CUTOFF, _ERF_SERIES_TERMS, _ERFC_CONTFRAC_TERMS = 1.5, 25, 50
+
+
+def _erf_series(x):
+    """erf(x) by its Taylor series, for |x| < 1.5."""
+    x2 = x * x
+    acc = np.zeros_like(x)
+    fk = _ERF_SERIES_TERMS + 0.5
+    for _ in range(_ERF_SERIES_TERMS):
+        acc = 2.0 + x2 * acc / fk
+        fk -= 1.0
+    return acc * x * np.exp(-x2) / _SQRT_PI
+
+
+def _erfc_contfrac(x):
+    """erfc(x) by a continued fraction, for x >= 1.5 (0 beyond 30, where it underflows)."""
+    x = np.minimum(x, 30.0)
+    x2 = x * x
+    a, da = 0.0, 0.5
+    p, p_last = np.ones_like(x), np.zeros_like(x)
+    q, q_last = da + x2, np.ones_like(x)
+    for _ in range(_ERFC_CONTFRAC_TERMS):
+        a += da
+        da += 2.0
+        b = da + x2
+        p, p_last = b * p - a * p_last, p
+        q, q_last = b * q - a * q_last, q
+    return np.where(x >= 30.0, 0.0, p / q * x * _exp_minus_square(x) / _SQRT_PI)
+
+
+def _exp_minus_square(x):
+    """exp(-x^2) to full relative precision: x^2 rounded would carry an error of x^2
+    ulps into the result (1e-13 at x = 30), so x is split as hi + lo with hi^2 exact."""
+    hi = np.round(x * 4096.0) / 4096.0
+    lo = x - hi
+    return np.exp(-hi * hi) * np.exp(-lo * (x + hi))
+
+
+def _erf_parts(x):
+    x = np.asarray(x)
+    dtype = x.dtype if x.dtype.kind == "f" else np.float64
+    v = x.astype(np.float64)
+    small = np.abs(v) < _ERF_SERIES_CUTOFF
+    series = _erf_series(np.where(small, v, 0.0))
+    cf = _erfc_contfrac(np.where(small, _ERF_SERIES_CUTOFF, np.abs(v)))
+    return v, small, series, cf, dtype
+
+
+def _erf(x):
+    v, small, series, cf, dtype = _erf_parts(x)
+    out = np.where(small, series, np.where(v > 0, 1.0 - cf, cf - 1.0))
+    out = np.where(np.isnan(v), np.nan, out)
+    return out.astype(dtype)[()]
+
+
+def _erfc(x):
+    v, small, series, cf, dtype = _erf_parts(x)
+    out = np.where(small, 1.0 - series, np.where(v > 0, cf, 2.0 - cf))
+    out = np.where(np.isnan(v), np.nan, out)
+    return out.astype(dtype)[()]
+
+
+_TWO_OVER_SQRT_PI = 2.0 / _SQRT_PI
+
+
+# ---------------------------------------------------------------------------------------
+# sinc: the derivative from its Taylor series near 0, where the closed form cancels
+# ---------------------------------------------------------------------------------------
+# d/dx sinc(x) = sum_k c_k x^(2k-1), c_k = (-1)^k 2k pi^(2k) / (2k+1)!, k = 1..7: within
+# 1e-16 of the closed form's exact value below |x| = 0.1.
+_SINC_SERIES = tuple((-1) ** k * 2 * k * math.pi ** (2 * k) / math.factorial(2 * k + 1)
+                     for k in range(1, 8))
+
+
+def _near_integer(x):
+    """(n, sign): an integer n nearest to x (a constant) and (-1)^n. x - n is exact in
+    floating point, so sin(pi x) = sign sin(pi (x - n)) and cos(pi x) = sign cos(pi (x - n))
+    are exact at every integer: numpy's sinc computes sin(pi * x), whose rounding of pi * x
+    leaves ~1e-16 absolute, a relative error of 1e-6 at x = 1 - 1e-10 and a garbage
+    value at x = 1e200 (an integer: sinc is 0 there)."""
+    raw = np.asarray(_raw(x))
+    n = np.rint(raw)
+    with np.errstate(invalid="ignore"):  # inf and nan: nan, as numpy's sinc
+        sign = np.where(np.remainder(n, 2.0) == 1.0, -1.0, 1.0).astype(n.dtype)
+    return n, sign
+
+
+def _sinc(x):
+    x = np.asarray(x)
+    v = x if x.dtype.kind == "f" else x.astype(np.float64)
+    n, sign = _near_integer(v)
+    with np.errstate(invalid="ignore", divide="ignore"):
+        out = sign * np.sin(math.pi * (v - n)) / (math.pi * v) + 0.0  # (no -0.0 at 1)
+    return np.where(v == 0, np.ones_like(v), out)[()]
+
+
+def _sinc_vjp(m, g, ans, x):
+    raw = np.asarray(_raw(x))
+    small = np.abs(raw) < 0.1
+    xs = m.where(small, x, 0.0)  # the series only where it is used (x * x overflows)
+    x2 = xs * xs
+    poly = _SINC_SERIES[-1]
+    for c in _SINC_SERIES[-2::-1]:
+        poly = c + x2 * poly
+    near = xs * poly
+    n, sign = _near_integer(raw)
+    safe = m.where(small, 1.0, x)
+    far = (m.cos(math.pi * (x - n)) * sign - ans) / safe
+    return g * m.where(small, near, far)
+
+
+# ---------------------------------------------------------------------------------------
+# Statistics
+# ---------------------------------------------------------------------------------------
+_STAT = (("axis", None), ("keepdims", False), ("ddof", 0))  # axis, keepdims as the reductions
+
+
+def _var_vjp(m, g, ans, x, axis=None, keepdims=False, ddof=0):
+    shape = _shape(x)
+    centered = x - m.mean(x, axis=axis, keepdims=True)
+    return _expand(m, g, shape, axis, keepdims) * centered * (2.0 / (_count(shape, axis) - ddof))
+
+
+def _std_vjp(m, g, ans, x, axis=None, keepdims=False, ddof=0):
+    shape = _shape(x)
+    std = _reduced(m, ans, shape, axis, keepdims)
+    flat = std == 0  # all elements equal: the subgradient 0, a hard zero
+    centered = x - m.mean(x, axis=axis, keepdims=True)
+    scale = _expand(m, g, shape, axis, keepdims) / m.where(flat, 1.0, std)
+    return m.where(flat, 0.0, scale * centered * (1.0 / (_count(shape, axis) - ddof)))
+
+
+def _sympy_var(sp, x, axis=None, keepdims=False, ddof=0, root=False):
+    def var(sp, xs):
+        mean = sp.Add(*xs) / len(xs)
+        v = sp.Add(*[(e - mean) ** 2 for e in xs]) / (len(xs) - ddof)
+        return sp.sqrt(v) if root else v
+    return _sympy_reduce(var)(sp, x, axis=axis, keepdims=keepdims)
+
+
+def _weights_along(m, x, w, axis):
+    """numpy's average: 1-D weights with an integer axis lie along that axis."""
+    xs, ws = _shape(x), _shape(w)
+    if len(ws) == 1 and len(xs) > 1 and isinstance(axis, int):
+        ax = axis % len(xs)
+        return m.reshape(w, shape=tuple(ws[0] if i == ax else 1 for i in range(len(xs)))), True
+    return w, False
+
+
+def _average(x, weights, axis=None, keepdims=False):
+    w, _ = _weights_along(ops.NP, x, weights, axis)
+    wb = np.broadcast_to(w, np.broadcast_shapes(np.shape(x), np.shape(w)))
+    return np.sum(x * w, axis=axis, keepdims=keepdims) / np.sum(wb, axis=axis, keepdims=keepdims)
+
+
+def _average_parts(m, g, ans, x, weights, axis, keepdims):
+    w, along = _weights_along(m, x, weights, axis)
+    shape = np.broadcast_shapes(_shape(x), _shape(w))
+    total = m.sum(m.broadcast_to(w, shape=shape), axis=axis, keepdims=True)
+    ge = _expand(m, g, shape, axis, keepdims) / total
+    return shape, w, along, ge
+
+
+def _average_vjp_x(m, g, ans, x, weights, axis=None, keepdims=False):
+    shape, w, along, ge = _average_parts(m, g, ans, x, weights, axis, keepdims)
+    return ge * w
+
+
+def _average_vjp_w(m, g, ans, x, weights, axis=None, keepdims=False):
+    shape, w, along, ge = _average_parts(m, g, ans, x, weights, axis, keepdims)
+    gw = ge * (x - _reduced(m, ans, shape, axis, keepdims))
+    if along:  # summed back onto the 1-D weights
+        ax = axis % len(shape)
+        return m.sum(gw, axis=tuple(i for i in range(len(shape)) if i != ax))
+    return gw
+
+
+def _sympy_average(sp, x, weights, axis=None, keepdims=False):
+    w, _ = _weights_along(ops.NP, x, weights, axis)
+    shape = np.broadcast_shapes(np.shape(x), np.shape(w))
+    xw = np.broadcast_to(np.asarray(x, dtype=object) * w, shape)
+    wb = np.broadcast_to(np.asarray(w, dtype=object), shape)
+    top = _sympy_reduce(lambda sp, xs: sp.Add(*xs))(sp, xw, axis=axis, keepdims=keepdims)
+    bottom = _sympy_reduce(lambda sp, xs: sp.Add(*xs))(sp, wb, axis=axis, keepdims=keepdims)
+    return top / bottom
+
+
+def _median_weights(raw, axis):
+    """Constant weights of each element in the median: 1 (odd count) or 1/2 and 1/2 (even)
+    at the middle place(s) of the stable sorting permutation, else 0."""
+    lanes, perm, moved_shape = _lanes(raw, axis)
+    n = lanes.shape[-1]
+    order = np.argsort(lanes, axis=-1, kind="stable")
+    weights = np.zeros(lanes.shape, dtype=raw.dtype if raw.dtype.kind == "f" else np.float64)
+    if n:
+        middle = [n // 2] if n % 2 else [n // 2 - 1, n // 2]
+        for k in middle:
+            np.put_along_axis(weights, order[..., k:k + 1], 1.0 / len(middle), axis=-1)
+    return _from_lanes(weights, perm, moved_shape)
+
+
+def _median_vjp(m, g, ans, x, axis=None, keepdims=False):
+    raw = np.asarray(_raw(x))
+    return _expand(m, g, raw.shape, axis, keepdims) * _median_weights(raw, axis)
+
+
+def _sorted_lane(sp, xs):
+    """A sorting network (odd-even transposition) of Min/Max: the sorted values as sympy
+    expressions, exact for any order of the symbols' values."""
+    xs = list(xs)
+    n = len(xs)
+    for rnd in range(n):
+        for i in range(rnd % 2, n - 1, 2):
+            xs[i], xs[i + 1] = sp.Min(xs[i], xs[i + 1]), sp.Max(xs[i], xs[i + 1])
+    return xs
+
+
+def _sympy_sort(sp, x, axis=-1):
+    arr = np.asarray(x, dtype=object)
+    if axis is None:
+        arr, axis = arr.reshape(-1), 0
+    moved = np.moveaxis(arr, axis, -1)
+    out = np.empty(moved.shape, dtype=object)
+    for idx in np.ndindex(moved.shape[:-1]):
+        out[idx] = _sorted_lane(sp, moved[idx])
+    return np.moveaxis(out, -1, axis)
+
+
+def _sympy_median(sp, x, axis=None, keepdims=False):
+    def median(sp, xs):
+        s = _sorted_lane(sp, xs)
+        n = len(s)
+        return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
+    return _sympy_reduce(median)(sp, x, axis=axis, keepdims=keepdims)
+
+
+def _sort_vjp(m, g, ans, x, axis=-1):
+    raw = np.asarray(_raw(x))
+    if axis is None:  # numpy sorts the flattened array
+        inverse = np.argsort(np.argsort(raw.reshape(-1), kind="stable"))
+        return m.reshape(m.take_along_axis(g, inverse, axis=0), shape=raw.shape)
+    inverse = np.argsort(np.argsort(raw, axis=axis, kind="stable"), axis=axis)
+    return m.take_along_axis(g, inverse, axis=axis)
+
+
+def _sympy_arg(pick):
+    """argmax/argmin of each lane: the first index whose value beats all the others, as a
+    Piecewise of comparisons (constant between ties, as the integer result is)."""
+    def build(sp, x, axis=None, keepdims=False):
+        def arg(sp, xs):
+            pieces = []
+            for i, xi in enumerate(xs[:-1]):
+                conds = [pick(sp, xi, xj) if j > i else pick(sp, xi, xj) & sp.Ne(xi, xj)
+                         for j, xj in enumerate(xs) if j != i]
+                pieces.append((sp.Integer(i), sp.And(*conds)))
+            return sp.Piecewise(*pieces, (sp.Integer(len(xs) - 1), True))
+        return _sympy_reduce(arg)(sp, x, axis=axis, keepdims=keepdims)
+    return build
+
+
+# ---------------------------------------------------------------------------------------
+# Scans
+# ---------------------------------------------------------------------------------------
+def _cumsum_vjp(m, g, ans, x, axis=None):
+    if axis is None:  # numpy scans the flattened array
+        return m.reshape(_rev_cumsum(m, g, 0), shape=_shape(x))
+    return _rev_cumsum(m, g, axis)
+
+
+def _cumprod_vjp(m, g, ans, x, axis=None):
+    if axis is None:
+        flat = m.reshape(x, shape=(-1,))
+        return m.reshape(_cumprod_grad(m, g, ans, flat, 0), shape=_shape(x))
+    return _cumprod_grad(m, g, ans, x, axis)
+
+
+def _cumprod_grad(m, g, ans, x, axis):
+    """Exact with zeros, in O(n): before a lane's first zero, d ans_j / d x_i is
+    ans_j / x_i; at the first zero it is the product of the others, which is the scan of
+    the lane with that zero replaced by 1; after it every product holds that zero."""
+    raw = np.asarray(_raw(x))
+    if not np.any(raw == 0):
+        return _rev_cumsum(m, g * ans, axis) / x
+    zero = raw == 0
+    before = np.cumsum(zero, axis=axis) - zero  # zeros strictly before each place
+    clean = before == 0
+    first = clean & zero
+    clean &= ~zero
+    spared = m.where(first, 1.0, x)
+    others = m.cumprod(spared, axis=axis)
+    at_zero = _rev_cumsum(m, g * others, axis)
+    ahead = _rev_cumsum(m, g * ans, axis) / m.where(clean, x, 1.0)
+    if m is ops.NP:
+        after = 0.0
+    else:
+        # Under an outer tape the zero's own factor must stay in the expression, so its
+        # derivative is there: after the first zero z, the gradient is x_z (0 in value)
+        # times the gradient of the lane with x_z replaced by 1 (one zero fewer).
+        x_zero = m.sum(m.where(first, x, 0.0), axis=axis, keepdims=True)
+        after = x_zero * _cumprod_grad(m, g, others, spared, axis)
+    return m.where(clean, ahead, m.where(first, at_zero, after))
+
+
+def _diff_order(x, n, axis) -> int:
+    """n, or the axis length when n exceeds it (the same empty result; numpy would loop n
+    times, and diff(x, n=1e9) would not finish)."""
+    shape = _shape(x)
+    if n < 0 or not shape:
+        return n  # numpy's own error
+    return min(n, shape[axis % len(shape)])
+
+
+def _diff(x, n=1, axis=-1):
+    return np.diff(x, n=_diff_order(x, n, axis), axis=axis)
+
+
+def _diff_vjp(m, g, ans, x, n=1, axis=-1):
+    n = _diff_order(x, n, axis)
+    nd = len(_shape(x))
+    ax = _axis_of(_shape(x), axis)
+    lo = tuple((1, 0) if i == ax else (0, 0) for i in range(nd))
+    hi = tuple((0, 1) if i == ax else (0, 0) for i in range(nd))
+    for _ in range(n):  # y_i = x_(i+1) - x_i: x_k gets g_(k-1) - g_k
+        g = m.pad(g, pad_width=lo) - m.pad(g, pad_width=hi)
+    return g
+
+
+def _log_softmax(x, axis=-1):
+    return x - _logsumexp(x, axis=axis, keepdims=True)
+
+
+def _sympy_log_softmax(sp, x, axis=-1):
+    arr = np.asarray(x, dtype=object)
+    lse = _sympy_reduce(lambda sp, xs: sp.log(sp.Add(*[sp.exp(v) for v in xs])))(
+        sp, arr, axis=axis, keepdims=True)
+    return arr - lse
+
+
+# ---------------------------------------------------------------------------------------
+# Two-argument elementwise functions
+# ---------------------------------------------------------------------------------------
+def _fmax_rule(first: bool, larger: bool):
+    """fmax/fmin: like maximum/minimum, but a nan loses to a number (the number gets the
+    gradient); ties split it equally."""
+    def vjp(m, g, ans, x, y):
+        a, b = (_raw(x), _raw(y)) if first else (_raw(y), _raw(x))
+        a, b = np.asarray(a), np.asarray(b)
+        beats = (a > b) if larger else (a < b)
+        take = beats | (np.isnan(b) & ~np.isnan(a))
+        return m.where(take, g, m.where(a == b, 0.5 * g, 0.0))
+    return vjp
+
+
+def _zero_binary(m, g, ans, x, y):
+    return m.zeros_like(x)
+
+
+def _zero_binary_y(m, g, ans, x, y):
+    return m.zeros_like(y)
+
+
+def _trunc_sympy(sp, t):
+    return sp.Piecewise((sp.floor(t), t >= 0), (sp.ceiling(t), True))
+
+
+# ---------------------------------------------------------------------------------------
+# Shape functions: helpers
+# ---------------------------------------------------------------------------------------
+def _reshape_back(m, g, ans, x, **params):
+    return m.reshape(g, shape=_shape(x))
+
+
+def _repeat(x, repeats, axis=None):
+    return np.repeat(x, repeats, axis=axis)
+
+
+def _repeat_vjp(m, g, ans, x, repeats, axis=None):
+    shape = _shape(x)
+    if axis is None:
+        n = int(np.prod(shape, dtype=np.int64))
+        return m.reshape(m.sum(m.reshape(g, shape=(n, repeats)), axis=1), shape=shape)
+    ax = _axis_of(shape, axis)
+    split = shape[:ax] + (shape[ax], repeats) + shape[ax + 1:]
+    return m.sum(m.reshape(g, shape=split), axis=ax + 1)
+
+
+def _tile_vjp(m, g, ans, x, reps):
+    shape = _shape(x)
+    reps = tuple(reps) if isinstance(reps, (tuple, list)) else (reps,)
+    d = max(len(shape), len(reps))
+    xs = (1,) * (d - len(shape)) + tuple(shape)
+    rs = (1,) * (d - len(reps)) + reps
+    interleaved = tuple(v for pair in zip(rs, xs) for v in pair)
+    summed = m.sum(m.reshape(g, shape=interleaved), axis=tuple(range(0, 2 * d, 2)))
+    return m.reshape(summed, shape=shape)
+
+
+def _pad(x, pad_width, constant_values=0.0):
+    return np.pad(x, pad_width, mode="constant", constant_values=constant_values)
+
+
+def _pad_vjp(m, g, ans, x, pad_width, constant_values=0.0):
+    shape = _shape(x)
+    widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64).reshape(-1, 2)
+                             if np.ndim(pad_width) == 2 else np.asarray(pad_width),
+                             (len(shape), 2))
+    index = tuple(slice(int(lo), int(lo) + n) for (lo, _), n in zip(widths, shape))
+    return m.getitem(g, index=index)
+
+
+def _sympy_pad(sp, x, pad_width, constant_values=0.0):
+    return np.pad(np.asarray(x, dtype=object), pad_width, mode="constant",
+                  constant_values=sp.Float(constant_values))
+
+
+def _stack_offsets(xs, index, promote, axis):
+    """(start, stop) of input ``index`` along the join axis of vstack/hstack/dstack."""
+    sizes = [promote(np.empty(_shape(x), dtype=bool)).shape[axis] for x in xs]
+    start = sum(sizes[:index])
+    return start, start + sizes[index]
+
+
+def _joined(name, promote, axis_of, doc):
+    def forward(*xs):
+        return getattr(np, name)(xs)
+
+    def vjp(m, g, ans, *xs, index):
+        ax = axis_of(xs[index])
+        start, stop = _stack_offsets(xs, index, promote, ax)
+        sl = (slice(None),) * ax + (slice(start, stop),)
+        return m.reshape(m.getitem(g, index=sl), shape=_shape(xs[index]))
+    def jvp(m, ts, ans, *xs):  # linear: the tangents joined the same way
+        return getattr(m, name)(*ts) if m is ops.NP else getattr(m, name)(list(ts))
+    _entry(name, forward, (vjp,), ("xs",), doc, "slices of g", variadic=True, jvps=(jvp,),
+           sympy=lambda sp, *xs: getattr(np, name)([np.asarray(x, dtype=object) for x in xs]),
+           saves="none")
+
+
+def _split_points(n, sections, what):
+    """numpy's boundaries for np.split/np.array_split along an axis of length n."""
+    if isinstance(sections, (tuple, list)):
+        return [0] + [int(s) for s in sections] + [n]
+    sections = int(sections)
+    if sections <= 0:
+        raise ValueError("number sections must be larger than 0.")
+    if what == "split" and n % sections:
+        raise ValueError("array split does not result in an equal division")
+    each, extra = divmod(n, sections)
+    sizes = [0] + extra * [each + 1] + (sections - extra) * [each]
+    return list(np.cumsum(sizes))
+
+
+def _splitter(what):
+    def forward(x, indices_or_sections, axis=0):
+        return tuple(getattr(np, what)(x, indices_or_sections, axis=axis))
+
+    def public(x, *args, **kwargs):
+        """The pieces of ``x`` as a tuple of tensors, each recorded as a slice of x."""
+        op = REGISTRY[what]  # parameters bound as every entry's are (ops._bind)
+        params = ops._bind(op, [name for name, _ in op.params], dict(op.params), args, kwargs)
+        indices_or_sections, axis = params["indices_or_sections"], params["axis"]
+        if indices_or_sections is None:
+            raise TypeError(f"{what}() needs indices_or_sections (a count or indices)")
+        shape = _shape(x) if isinstance(x, Tensor) else np.shape(x)
+        if not shape:
+            raise ops.ShapeError(f"shape mismatch in {what}: () (a scalar cannot be split)")
+        # the one axis normalisation (an out-of-range axis is refused, never wrapped)
+        ax = normalise_axes(op, len(shape), {"axis": axis})["axis"]
+        try:
+            points = _split_points(shape[ax], indices_or_sections, what)
+        except (ValueError, TypeError) as err:
+            raise ops.ShapeError(f"shape mismatch in {what}: {shape} ({err})") from None
+        pieces = []
+        for start, stop in zip(points[:-1], points[1:]):
+            index = (slice(None),) * ax + (slice(int(start), int(stop)),)
+            pieces.append(apply(GETITEM, (x,), {"index": index}))
+        return tuple(pieces)
+    public.__name__ = public.__qualname__ = what
+    return forward, public
+
+
+# ---------------------------------------------------------------------------------------
+# take, take_along_axis, gather: integer indices given as an input (not differentiable)
+# ---------------------------------------------------------------------------------------
+def _int_indices(indices):
+    raw = np.asarray(_raw(indices))
+    if raw.dtype.kind == "f":
+        if not np.all(np.isfinite(raw)) or np.any(raw != np.floor(raw)):
+            raise IndexError("indices must be integers")
+        raw = raw.astype(np.intp)
+    elif raw.dtype.kind not in "iu":
+        raise IndexError("indices must be integers")
+    return raw
+
+
+def _take(x, indices, axis=None):
+    return np.take(x, _int_indices(indices), axis=axis)
+
+
+def _take_index(shape, indices, axis):
+    """The index tuple with which ``x[index]`` is ``take(x, indices, axis)``."""
+    ax = _axis_of(shape, axis)
+    return (slice(None),) * ax + (_int_indices(indices),)
+
+
+def _take_vjp(m, g, ans, x, indices, axis=None):
+    shape = _shape(x)
+    if axis is None:
+        n = int(np.prod(shape, dtype=np.int64))
+        flat = m.scatter(g, index=(_int_indices(indices),), shape=(n,))
+        return m.reshape(flat, shape=shape)
+    return m.scatter(g, index=_take_index(shape, indices, axis), shape=shape)
+
+
+def _sympy_take(sp, x, indices, axis=None):
+    return np.take(np.asarray(x, dtype=object), _sympy_int_indices(indices), axis=axis)
+
+
+def _sympy_int_indices(indices):
+    arr = np.asarray(indices, dtype=object)
+    return np.vectorize(lambda v: int(v), otypes=[np.intp])(arr) if arr.size else \
+        arr.astype(np.intp)
+
+
+def _along_index(shape, indices, axis):
+    """The index tuple with which ``x[index]`` is ``take_along_axis(x, indices, axis)``."""
+    idx = _int_indices(indices)
+    ax = _axis_of(shape, axis)
+    nd = len(shape)
+    grids = np.ix_(*[np.arange(n) for n in idx.shape]) if idx.ndim else ()
+    return tuple(idx if i == ax else grids[i] for i in range(nd))
+
+
+def _take_along_axis(x, indices, axis):
+    if axis is None:
+        return np.take_along_axis(np.reshape(x, -1), _int_indices(indices), axis=0)
+    return np.take_along_axis(x, _int_indices(indices), axis=axis)
+
+
+def _take_along_axis_vjp(m, g, ans, x, indices, axis):
+    shape = _shape(x)
+    if axis is None:
+        n = int(np.prod(shape, dtype=np.int64))
+        flat = m.scatter(g, index=_along_index((n,), indices, 0), shape=(n,))
+        return m.reshape(flat, shape=shape)
+    return m.scatter(g, index=_along_index(shape, indices, axis), shape=shape)
+
+
+def _sympy_take_along_axis(sp, x, indices, axis):
+    arr = np.asarray(x, dtype=object)
+    if axis is None:
+        arr, axis = arr.reshape(-1), 0
+    return np.take_along_axis(arr, _sympy_int_indices(indices), axis=axis)
+
+
+def _add_aliases(name: str, *aliases: str) -> None:
+    """TensorFlow spellings of existing entries (``reduce_sum`` is ``sum``): added to the
+    entry's ``aliases`` and the registry, as ``register`` does for its own aliases."""
+    op = REGISTRY[name]
+    for alias in aliases:
+        if alias in REGISTRY:
+            raise RuntimeError(f"function table: {alias!r} defined twice")
+        REGISTRY[alias] = op
+    object.__setattr__(op, "aliases", op.aliases + aliases)
+
+
+# =======================================================================================
+# The entries
+# =======================================================================================
+# --- statistics ------------------------------------------------------------------------
+_entry("var", lambda x, axis=None, keepdims=False, ddof=0:
+       np.var(x, axis=axis, ddof=ddof, keepdims=keepdims), (_var_vjp,), ("x",),
+       "variance (ddof: delta degrees of freedom, divides by n - ddof)",
+       "2 (x - mean) / (n - ddof)", params=_STAT, sympy=_sympy_var, kind="reduction")
+_entry("std", lambda x, axis=None, keepdims=False, ddof=0:
+       np.std(x, axis=axis, ddof=ddof, keepdims=keepdims), (_std_vjp,), ("x",),
+       "standard deviation sqrt(var) (ddof as var)",
+       "(x - mean) / ((n - ddof) std); 0 where std = 0", params=_STAT,
+       sympy=lambda sp, x, **p: _sympy_var(sp, x, root=True, **p), kind="reduction")
+_entry("average", _average, (_average_vjp_x, _average_vjp_w), ("x", "weights"),
+       "weighted mean sum(w x) / sum(w) (1-D weights lie along an integer axis, as numpy)",
+       "w / sum(w), (x - average) / sum(w)", params=(("axis", None), ("keepdims", False)),
+       sympy=_sympy_average, kind="statistics", sample=(0.5, 2.0), domain="sum(w) != 0")
+_entry("median", lambda x, axis=None, keepdims=False:
+       np.median(x, axis=axis, keepdims=keepdims), (_median_vjp,), ("x",),
+       "median (the mean of the two middle values for an even count)",
+       "1 at the middle element (1/2 at each of two); through the sorting permutation",
+       params=(("axis", None), ("keepdims", False)), sympy=_sympy_median, kind="reduction")
+_entry("sort", lambda x, axis=-1: np.sort(x, axis=axis), (_sort_vjp,), ("x",),
+       "sorted along an axis (axis=None: flattened)", "g put back through the permutation",
+       params=(("axis", -1),), sympy=_sympy_sort, kind="statistics")
+_entry("argmax", lambda x, axis=None, keepdims=False:
+       np.argmax(x, axis=axis, keepdims=keepdims), (None,), ("x",),
+       "index of the largest element (the first, on ties); an integer usable as an index",
+       "not differentiable", params=(("axis", None), ("keepdims", False)),
+       sympy=_sympy_arg(lambda sp, a, b: a >= b), kind="index")
+_entry("argmin", lambda x, axis=None, keepdims=False:
+       np.argmin(x, axis=axis, keepdims=keepdims), (None,), ("x",),
+       "index of the smallest element (the first, on ties); an integer usable as an index",
+       "not differentiable", params=(("axis", None), ("keepdims", False)),
+       sympy=_sympy_arg(lambda sp, a, b: a <= b), kind="index")
+
+# --- scans -----------------------------------------------------------------------------
+_entry("cumsum", lambda x, axis=None: np.cumsum(x, axis=axis), (_cumsum_vjp,), ("x",),
+       "cumulative sum along an axis (axis=None: of the flattened array)",
+       "reversed cumulative sum of g", params=(("axis", None),),
+       sympy=lambda sp, x, axis=None: np.cumsum(np.asarray(x, dtype=object), axis=axis),
+       kind="scan", saves="none")
+_entry("cumprod", lambda x, axis=None: np.cumprod(x, axis=axis), (_cumprod_vjp,), ("x",),
+       "cumulative product along an axis (axis=None: of the flattened array)",
+       "products of the others, exact with zeros", params=(("axis", None),),
+       sympy=lambda sp, x, axis=None: np.cumprod(np.asarray(x, dtype=object), axis=axis),
+       kind="scan")
+_entry("diff", _diff, (_diff_vjp,), ("x",),
+       "n-th forward difference x[1:] - x[:-1] along an axis", "g(k-1) - g(k), n times",
+       params=(("n", 1), ("axis", -1)),
+       sympy=lambda sp, x, n=1, axis=-1: _diff(np.asarray(x, dtype=object), n=n, axis=axis),
+       kind="scan", saves="none")
+_entry("log_softmax", _log_softmax,
+       (lambda m, g, ans, x, axis=-1: g - m.exp(ans) * m.sum(g, axis=axis, keepdims=True),),
+       ("x",), "x - logsumexp(x) along an axis, computed stably",
+       "g - softmax(x) sum(g)", params=(("axis", -1),), sympy=_sympy_log_softmax,
+       jvps=(lambda m, t, ans, x, axis=-1:
+             t - m.sum(m.exp(ans) * t, axis=axis, keepdims=True),),
+       kind="softmax", saves="ans")
+
+# --- elementwise -----------------------------------------------------------------------
+_entry("nan_to_num", lambda x, nan=0.0, posinf=None, neginf=None:
+       np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf),
+       (lambda m, g, ans, x, **_: m.where(np.isfinite(_raw(x)), g, 0.0),), ("x",),
+       "nan, inf and -inf replaced by numbers (nan=0, the largest finite floats)",
+       "1 where x is finite, else 0", params=(("nan", 0.0), ("posinf", None), ("neginf", None)),
+       sympy=lambda sp, x, **_: x, kind="elementwise", elementwise=True)
+_entry("exp2", np.exp2, (lambda m, g, ans, x: g * ans * math.log(2.0),), ("x",), "2 ** x",
+       "2^x ln 2", sympy=lambda sp, x: 2 ** x, kind="elementwise", elementwise=True,
+       saves="ans")
+_entry("sinc", _sinc, (_sinc_vjp,), ("x",), "sin(pi x) / (pi x), 1 at 0 (numpy's sinc)",
+       "(cos(pi x) - sinc(x)) / x; 0 at 0", sympy=lambda sp, x: sp.sinc(sp.pi * x),
+       kind="elementwise", elementwise=True)
+_entry("deg2rad", np.deg2rad, (lambda m, g, ans, x: g * (math.pi / 180.0),), ("x",),
+       "degrees to radians", "pi/180", sympy=lambda sp, x: x * sp.pi / 180,
+       kind="elementwise", elementwise=True, aliases=("radians",), saves="none")
+_entry("rad2deg", np.rad2deg, (lambda m, g, ans, x: g * (180.0 / math.pi),), ("x",),
+       "radians to degrees", "180/pi", sympy=lambda sp, x: x * 180 / sp.pi,
+       kind="elementwise", elementwise=True, aliases=("degrees",), saves="none")
+_entry("fabs", np.fabs, (lambda m, g, ans, x: g * m.sign(x),), ("x",),
+       "absolute value |x| (as abs)", "sign(x); 0 at x = 0", sympy=lambda sp, x: sp.Abs(x),
+       kind="elementwise", elementwise=True, saves="inputs")
+_entry("trunc", np.trunc, (lambda m, g, ans, x: m.zeros_like(x),), ("x",),
+       "x rounded toward zero", "0", sympy=_trunc_sympy, kind="elementwise",
+       elementwise=True, aliases=("fix",), saves="inputs")
+_entry("erf", _erf, (lambda m, g, ans, x: g * _TWO_OVER_SQRT_PI * m.exp(-(x * x)),), ("x",),
+       "error function (computed here: series and continued fraction, no scipy)",
+       "2/sqrt(pi) exp(-x^2)", sympy=lambda sp, x: sp.erf(x), kind="elementwise",
+       elementwise=True, saves="inputs")
+_entry("erfc", _erfc, (lambda m, g, ans, x: -g * _TWO_OVER_SQRT_PI * m.exp(-(x * x)),),
+       ("x",), "complementary error function 1 - erf(x), accurate for large x",
+       "-2/sqrt(pi) exp(-x^2)", sympy=lambda sp, x: sp.erfc(x), kind="elementwise",
+       elementwise=True, saves="inputs")
+_entry("logaddexp", np.logaddexp, (lambda m, g, ans, x, y: g * m.exp(x - ans),
+                                   lambda m, g, ans, x, y: g * m.exp(y - ans)),
+       ("x", "y"), "log(exp(x) + exp(y)), computed stably", "exp(x - ans), exp(y - ans)",
+       sympy=lambda sp, x, y: sp.log(sp.exp(x) + sp.exp(y)), kind="binary",
+       elementwise=True)
+_entry("logaddexp2", np.logaddexp2, (lambda m, g, ans, x, y: g * m.exp2(x - ans),
+                                     lambda m, g, ans, x, y: g * m.exp2(y - ans)),
+       ("x", "y"), "log2(2^x + 2^y), computed stably", "2^(x - ans), 2^(y - ans)",
+       sympy=lambda sp, x, y: sp.log(2 ** x + 2 ** y) / sp.log(2), kind="binary",
+       elementwise=True)
+def _quotient_rule(quotient):
+    """d/dy of x - y q(x/y) with q piecewise constant: -q, a hard zero where q is 0 (no
+    0 * inf = nan from an infinite upstream gradient)."""
+    def vjp(m, g, ans, x, y):
+        q = quotient(m, x, y)
+        return -m.where(q == 0, 0.0, g) * q  # (g is replaced, so inf * 0 is never formed)
+    return vjp
+
+
+_entry("mod", np.mod, (lambda m, g, ans, x, y: g,
+                       _quotient_rule(lambda m, x, y: m.floor_divide(x, y))),
+       ("x", "y"), "remainder of x / y with the sign of y (Python's %, numpy's mod)",
+       "1, -floor(x / y)", sympy=lambda sp, x, y: x - y * sp.floor(x / y), kind="binary",
+       elementwise=True, aliases=("remainder",), sample=(0.5, 2.0), domain="y != 0",
+       saves="inputs")
+_entry("fmod", np.fmod, (lambda m, g, ans, x, y: g,
+                         _quotient_rule(lambda m, x, y: m.trunc(x / y))),
+       ("x", "y"), "remainder of x / y with the sign of x (C's fmod)", "1, -trunc(x / y)",
+       sympy=lambda sp, x, y: x - y * _trunc_sympy(sp, x / y), kind="binary",
+       elementwise=True, sample=(0.5, 2.0), domain="y != 0", saves="inputs")
+_entry("floor_divide", np.floor_divide, (_zero_binary, _zero_binary_y), ("x", "y"),
+       "floor(x / y) (Python's //)", "0", sympy=lambda sp, x, y: sp.floor(x / y),
+       kind="binary", elementwise=True, sample=(0.5, 2.0), domain="y != 0", saves="inputs")
+_entry("fmax", np.fmax, (_fmax_rule(True, True), _fmax_rule(False, True)), ("x", "y"),
+       "elementwise larger of x and y, ignoring nan", "1 where larger; ties split 1/2",
+       sympy=lambda sp, x, y: sp.Max(x, y), kind="binary", elementwise=True)
+_entry("fmin", np.fmin, (_fmax_rule(True, False), _fmax_rule(False, False)), ("x", "y"),
+       "elementwise smaller of x and y, ignoring nan", "1 where smaller; ties split 1/2",
+       sympy=lambda sp, x, y: sp.Min(x, y), kind="binary", elementwise=True)
+
+# --- shape functions -------------------------------------------------------------------
+# expand_dims' axis indexes its result (one dimension more), as stack's (Op.new_axis).
+_entry("expand_dims", lambda x, axis: np.expand_dims(x, axis), (_reshape_back,), ("x",),
+       "x with a new axis of length 1 at axis", "reshape back", params=(("axis", None),),
+       sympy=_numpy_sympy(lambda x, axis: np.expand_dims(x, axis)), saves="none",
+       new_axis=True)
+_entry("squeeze", lambda x, axis=None: np.squeeze(x, axis=axis), (_reshape_back,), ("x",),
+       "x without its axes of length 1 (or only those named)", "reshape back",
+       params=(("axis", None),),
+       sympy=_numpy_sympy(lambda x, axis=None: np.squeeze(x, axis=axis)), saves="none")
+_entry("ravel", lambda x: np.ravel(x), (_reshape_back,), ("x",),
+       "the elements as a 1-D array, in C order", "reshape back",
+       sympy=_numpy_sympy(np.ravel), aliases=("flatten",), saves="none")
+_entry("atleast_1d", np.atleast_1d, (_reshape_back,), ("x",), "x with at least 1 axis",
+       "reshape back", sympy=_numpy_sympy(np.atleast_1d), saves="none")
+_entry("atleast_2d", np.atleast_2d, (_reshape_back,), ("x",), "x with at least 2 axes",
+       "reshape back", sympy=_numpy_sympy(np.atleast_2d), saves="none")
+_entry("atleast_3d", np.atleast_3d, (_reshape_back,), ("x",), "x with at least 3 axes",
+       "reshape back", sympy=_numpy_sympy(np.atleast_3d), saves="none")
+_entry("broadcast_to", ops._broadcast_to,
+       (lambda m, g, ans, x, shape: m.sum_to(g, shape=_shape(x)),), ("x",),
+       "x broadcast to a shape (numpy's rules)", "g summed back to x's shape",
+       params=(("shape", None),),
+       sympy=_numpy_sympy(lambda x, shape: np.broadcast_to(x, shape)), saves="none")
+_entry("repeat", _repeat, (_repeat_vjp,), ("x",),
+       "each element repeated (an integer count; axis=None: flattened)",
+       "sum of g over the copies", params=(("repeats", None), ("axis", None)),
+       sympy=_numpy_sympy(_repeat), saves="none")
+_entry("tile", lambda x, reps: np.tile(x, reps), (_tile_vjp,), ("x",),
+       "x repeated reps times along each axis", "sum of g over the tiles",
+       params=(("reps", None),), sympy=_numpy_sympy(lambda x, reps: np.tile(x, reps)),
+       saves="none")
+_entry("flip", lambda x, axis=None: np.flip(x, axis=axis),
+       (lambda m, g, ans, x, axis=None: m.flip(g, axis=axis),), ("x",),
+       "x reversed along an axis (axis=None: all axes)", "g reversed",
+       params=(("axis", None),), sympy=_numpy_sympy(lambda x, axis=None: np.flip(x, axis)),
+       saves="none")
+_entry("fliplr", np.fliplr, (lambda m, g, ans, x: m.fliplr(g),), ("x",),
+       "x reversed along axis 1", "g reversed", sympy=_numpy_sympy(np.fliplr), saves="none")
+_entry("flipud", np.flipud, (lambda m, g, ans, x: m.flipud(g),), ("x",),
+       "x reversed along axis 0", "g reversed", sympy=_numpy_sympy(np.flipud), saves="none")
+_entry("roll", lambda x, shift, axis=None: np.roll(x, shift, axis=axis),
+       (lambda m, g, ans, x, shift, axis=None: m.roll(
+           g, shift=tuple(-s for s in shift) if isinstance(shift, tuple) else -shift,
+           axis=axis),), ("x",),
+       "elements shifted cyclically along an axis (axis=None: flattened)", "g rolled back",
+       params=(("shift", None), ("axis", None)),
+       sympy=_numpy_sympy(lambda x, shift, axis=None: np.roll(x, shift, axis=axis)),
+       saves="none")
+_entry("rot90", lambda x, k=1, axes=(0, 1): np.rot90(x, k, axes),
+       (lambda m, g, ans, x, k=1, axes=(0, 1): m.rot90(g, k=-k, axes=axes),), ("x",),
+       "x rotated by 90 degrees k times in the plane of two axes", "g rotated back",
+       params=(("k", 1), ("axes", (0, 1))),
+       sympy=_numpy_sympy(lambda x, k=1, axes=(0, 1): np.rot90(x, k, axes)), saves="none")
+_entry("swapaxes", lambda x, axis1, axis2: np.swapaxes(x, axis1, axis2),
+       (lambda m, g, ans, x, axis1, axis2: m.swapaxes(g, axis1=axis1, axis2=axis2),),
+       ("x",), "x with two axes interchanged", "g with the axes swapped back",
+       params=(("axis1", None), ("axis2", None)),
+       sympy=_numpy_sympy(lambda x, axis1, axis2: np.swapaxes(x, axis1, axis2)),
+       saves="none")
+_entry("moveaxis", lambda x, source, destination: np.moveaxis(x, source, destination),
+       (lambda m, g, ans, x, source, destination:
+        m.moveaxis(g, source=destination, destination=source),), ("x",),
+       "x with axes moved to new places", "g with the axes moved back",
+       params=(("source", None), ("destination", None)),
+       sympy=_numpy_sympy(lambda x, source, destination: np.moveaxis(x, source, destination)),
+       saves="none")
+_entry("pad", _pad, (_pad_vjp,), ("x",),
+       "x padded with a constant (numpy's pad, constant mode)", "the middle of g",
+       params=(("pad_width", None), ("constant_values", 0.0)), sympy=_sympy_pad,
+       # linear in x once the constant is 0: the tangent padded with zeros
+       jvps=(lambda m, t, ans, x, pad_width, constant_values=0.0:
+             m.pad(t, pad_width=pad_width, constant_values=0.0),),
+       saves="none")
+_joined("vstack", np.atleast_2d, lambda x: 0, "arrays joined along axis 0 (1-D as rows)")
+_joined("hstack", np.atleast_1d, lambda x: 0 if len(_shape(x)) <= 1 else 1,
+        "arrays joined along axis 1 (1-D: along axis 0)")
+_joined("dstack", np.atleast_3d, lambda x: 2, "arrays joined along axis 2 (depth)")
+_SPLIT, _split_public = _splitter("split")
+_ARRAY_SPLIT, _array_split_public = _splitter("array_split")
+_entry("split", _SPLIT, (None,), ("x",),
+       "x cut into equal pieces (a count) or at indices: a tuple of tensors",
+       "each piece is a slice of x (gradients flow through getitem)",
+       params=(("indices_or_sections", None), ("axis", 0)), kind="multi")
+_entry("array_split", _ARRAY_SPLIT, (None,), ("x",),
+       "x cut into pieces (a count need not divide the length): a tuple of tensors",
+       "each piece is a slice of x (gradients flow through getitem)",
+       params=(("indices_or_sections", None), ("axis", 0)), kind="multi")
+#: Entries returning several tensors, and the functions that run them as slices
+#: (installed as gc.split / gc.array_split by gradcli.engine). No sympy form: the
+#: language and the check hold single arrays; each piece is a ``getitem``, checked there.
+MULTI_OUTPUT = {"split": _split_public, "array_split": _array_split_public}
+_entry("take", _take, (_take_vjp, None), ("x", "indices"),
+       "elements at integer indices (along an axis; axis=None: of the flattened array)",
+       "g added back at the indices", params=(("axis", None),), sympy=_sympy_take,
+       kind="index")
+_entry("gather", lambda x, indices, axis=0: _take(x, indices, axis=axis), (
+       lambda m, g, ans, x, indices, axis=0: _take_vjp(m, g, ans, x, indices, axis=axis),
+       None), ("x", "indices"), "TensorFlow's gather: take along axis 0 by default",
+       "g added back at the indices", params=(("axis", 0),),
+       sympy=lambda sp, x, indices, axis=0: _sympy_take(sp, x, indices, axis=axis),
+       kind="index")
+_entry("take_along_axis", _take_along_axis, (_take_along_axis_vjp, None), ("x", "indices"),
+       "elements picked along an axis by an index array of the same rank",
+       "g added back at the indices", params=(("axis", None),),
+       sympy=_sympy_take_along_axis, kind="index")
+
+# --- internal: the dtype cast behind Tensor.astype --------------------------------------
+_internal(Op(name="cast", forward=lambda x, dtype: np.asarray(x).astype(dtype)[()],
+             vjps=(lambda m, g, ans, x, dtype:
+                   m.cast(g, dtype=getattr(x, "dtype", np.dtype(np.float64))),),
+             jvps=(lambda m, t, ans, x, dtype: m.cast(t, dtype=dtype),),
+             inputs=("x",), params=(("dtype", None),), doc="x in another float dtype",
+             kind="shape", saves="none"))
+
+# --- result sizes of the entries whose result may be much larger than their inputs -----
+def _prod(dims) -> int:
+    return math.prod(int(d) for d in dims)
+
+
+def _pad_size(shapes, params) -> int:
+    shape = shapes[0]
+    try:  # numpy's forms: n, (n,), (before, after), ((before, after), ...) per axis
+        pairs = np.broadcast_to(np.asarray(params["pad_width"], dtype=np.int64),
+                                (len(shape), 2))
+    except ValueError:
+        return 0  # numpy reports the mismatch
+    return _prod(n + int(lo) + int(hi) for n, (lo, hi) in zip(shape, pairs))
+
+
+def _take_size(shapes, params) -> int:
+    x, idx = shapes
+    axis = params.get("axis")
+    if axis is None or not x:
+        return _prod(idx)
+    return _prod(x) // max(1, x[axis % len(x)]) * _prod(idx)
+
+
+#: name -> fn(input shapes, params) -> the number of elements of the result, for entries
+#: whose result can be much larger than their inputs. The language checks it against its
+#: array size limit before running them (gradcli.lang.evaluate).
+RESULT_SIZE = {
+    "repeat": lambda shapes, p: _prod(shapes[0]) * max(0, int(p["repeats"])),
+    "tile": lambda shapes, p: _prod(shapes[0]) * _prod(
+        p["reps"] if isinstance(p["reps"], tuple) else (p["reps"],)),
+    "pad": _pad_size,
+    "broadcast_to": lambda shapes, p: _prod(
+        p["shape"] if isinstance(p["shape"], tuple) else (p["shape"],)),
+    "take": _take_size,
+    "gather": _take_size,
+    "take_along_axis": lambda shapes, p: max(_prod(shapes[1]), _prod(shapes[0])),
+}
+
+# --- TensorFlow names of existing reductions -------------------------------------------
+for _name in ("sum", "mean", "max", "min", "prod", "logsumexp"):
+    _add_aliases(_name, f"reduce_{_name}")
