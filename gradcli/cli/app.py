@@ -325,11 +325,20 @@ _COMMANDS["functions"] = (functions, dict(
 app = build_app()
 
 
+# plot and minimize live in their own modules, imported only when they run or for the full
+# listing (--help), so that the other commands' start-up does not pay for them.
+def load_lazy_commands() -> None:
+    """Register the lazily imported commands in ``_COMMANDS``."""
+    from . import minimize, plot  # noqa: F401 - each registers itself
+
+
 def main() -> None:
     """The console script."""
     command = sys.argv[1] if len(sys.argv) > 1 else None
+    if command not in _COMMANDS:
+        load_lazy_commands()
     try:
-        (build_app(command) if command in _COMMANDS else app)()
+        (build_app(command) if command in _COMMANDS else build_app())()
     except KeyboardInterrupt:
         sys.stderr.write("interrupted\n")
         sys.exit(130)
