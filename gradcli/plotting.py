@@ -169,19 +169,22 @@ def points_of_interest(xs, table) -> list[tuple[str, float, float]]:
 
 def _jumps(xs, column) -> list[float]:
     """Where ``column`` jumps: a change between neighbouring samples more than 10 times
-    the changes two samples away on either side (a smooth function sampled finely changes
-    by about the same amount from one step to the next). A jump between two samples is
+    the changes two samples away on either side and more than 1e-6 of the largest value
+    (a smooth function sampled finely changes by about the same amount from one step to
+    the next); the two samples at each end are not judged. A jump between two samples is
     reported at their midpoint; one at a sample (two big steps in a row) at that sample."""
     steps = np.abs(np.diff(column))
     if len(steps) < 9:  # too few samples to tell a jump from a steep smooth change
         return []
     finite = column[np.isfinite(column)]
-    floor = 1e-9 * max(float(np.max(np.abs(finite))) if finite.size else 0.0, 1.0)
+    floor = 1e-6 * max(float(np.max(np.abs(finite))) if finite.size else 0.0, 1.0)
     flagged = []
     for i, step in enumerate(steps):
-        around = [steps[j] for j in (i - 2, i + 2) if 0 <= j < len(steps)]
+        if i < 2 or i + 2 >= len(steps):  # both sides are needed to call it a jump
+            continue
+        around = (steps[i - 2], steps[i + 2])
         if np.isfinite(step) and step > floor and all(np.isfinite(around)) \
-                and step > 10 * max(around, default=0.0):
+                and step > 10 * max(around):
             flagged.append(i)
     out, k = [], 0
     while k < len(flagged):

@@ -235,7 +235,7 @@ def save_image(path, name, xs, table, points, title) -> None:
             ax.axvline(x, color="gray", linestyle=":", linewidth=1)
     if points:
         ax.plot([], [], "o", color="black", label="f' = 0")
-    ax.axhline(0, color="black", linewidth=0.6, alpha=0.5)
+    ax.axhline(0, color="black", linewidth=0.6, alpha=0.5, zorder=0)  # under the curves
     ax.set_xlabel(name)
     ax.set_title(title if len(title) <= 80 else title[:79] + "…")
     ax.grid(True, alpha=0.3)
