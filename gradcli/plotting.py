@@ -29,7 +29,8 @@ import numpy as np
 from . import engine as gc
 from .errors import GradcliError, InputError
 
-__all__ = ["parse_range", "sample", "points_of_interest", "range_text"]
+__all__ = ["critical_points", "parse_range", "points_of_interest", "range_text", "sample",
+           "sample_grid", "sample_mode"]
 
 _RANGE = re.compile(r"^\s*([^:]+?)\s*:\s*([^:]+?)\s*$")
 
@@ -196,3 +197,227 @@ def _jumps(xs, column) -> list[float]:
             out.append(float((xs[i] + xs[i + 1]) / 2))
             k += 1
     return out
+
+
+# ---------------------------------------------------------------------------------------
+# Another mode's gradients, and two ranged values (a grid)
+# ---------------------------------------------------------------------------------------
+def _set_value(model, name: str, value) -> None:
+    """Bind ``name`` (a declared argument or variable) to ``value`` for the next runs."""
+    if model.kinds.get(name) == "arg":
+        model.arg_values[model.arg_names.index(name)] = gc.constant(value, dtype=model.dtype)
+    else:
+        model.source(name).assign(value)
+
+
+def sample_mode(make_model, name: str, xs: np.ndarray, mode: str):
+    """f and the gradients one mode (tape, grad, implicit, value-grad) returns, at each
+    point in turn: ``([f, g1, g2, ...], [source names])``. A tape also watches the ranged
+    name, so that its derivative is among the curves. Each gradient must be one number."""
+    from .modes import ModeOptions, run_mode
+    model = make_model(repr(float(xs[0])))
+    options = ModeOptions(watch=[name] if mode == "tape" else None)
+    columns, names = [], None
+    for x in xs:
+        _set_value(model, name, x)
+        try:
+            outcome = run_mode(mode, model, options)
+            value = outcome.value
+            if value is None:
+                value = model.function(*model.arg_values).numpy()
+            grads = [(g.name, g.gradient) for g in outcome.gradients]
+        except (GradcliError, ValueError, ArithmeticError):
+            if names is None:
+                raise
+            columns.append([float("nan")] * (len(names) + 1))
+            continue
+        if names is None:
+            names = [g for g, _ in grads]
+        for source, g in grads:
+            if g is not None and np.size(g) != 1:
+                raise InputError(f"plot draws one number per point: the {mode} gradient "
+                                 f"for '{source}' has shape {np.shape(g)}")
+        if np.size(value) != 1:
+            raise InputError(f"plot needs a scalar target; it has shape {np.shape(value)}")
+        columns.append([float(np.reshape(value, ()))]
+                       + [0.0 if g is None else float(np.reshape(g, ())) for _, g in grads])
+    return [np.array(c) for c in zip(*columns)], names
+
+
+def _value_and_gradients(model, names, values=None) -> list[np.ndarray]:
+    """[f, df/dname1, df/dname2, ...] at the model's values (or at ``values``)."""
+    args = list(model.arg_values)
+    sources = []
+    with gc.GradientTape() as tape:
+        for k, name in enumerate(names):
+            if model.kinds.get(name) == "arg":
+                i = model.arg_names.index(name)
+                if values is not None:
+                    args[i] = gc.constant(values[k], dtype=model.dtype)
+                sources.append(args[i])
+            else:
+                sources.append(model.source(name))
+                if values is not None:
+                    sources[-1].assign(values[k])
+            tape.watch(sources[-1])
+        y = model.function(*args)
+    grads = tape.gradient(y, sources)
+    return [np.asarray(y.numpy(), dtype=float)] + [
+        np.zeros(np.shape(s)) if g is None else np.asarray(g.numpy(), dtype=float)
+        for g, s in zip(grads, sources)]
+
+
+def sample_grid(make_model, names, axes):
+    """f and its gradient on the grid of two ranged values: ``([F, dF/dx, dF/dy], how)``,
+    each of shape (len(axes[1]), len(axes[0])) -- rows follow the second name, as
+    ``numpy.meshgrid``. ``make_model(texts)`` takes one declaration text per name.
+    Evaluated at once where the program is elementwise in both (checked at three
+    points, as ``sample``), else point by point."""
+    grid = np.meshgrid(*axes)
+    flat = [g.ravel() for g in grid]
+    single = make_model([repr(float(a[0])) for a in axes])
+
+    def at_point(point):
+        try:
+            out = _value_and_gradients(single, names, point)
+        except GradcliError:
+            return [float("nan")] * (len(names) + 1)
+        if any(np.size(c) != 1 for c in out):
+            raise InputError("plot needs a scalar target; it has shape "
+                             f"{np.shape(out[0])} (reduce it, e.g. sum(...))")
+        return [float(np.reshape(c, ())) for c in out]
+
+    table = None
+    try:
+        with np.errstate(all="ignore"):
+            table = _value_and_gradients(make_model([range_text(f) for f in flat]), names)
+        if any(np.shape(c) != flat[0].shape for c in table):
+            table = None
+    except GradcliError:
+        table = None
+    if table is not None:
+        for i in sorted({0, flat[0].size // 2, flat[0].size - 1}):
+            with np.errstate(all="ignore"):
+                expected = at_point([f[i] for f in flat])
+            if not np.allclose([c[i] for c in table], expected, rtol=1e-9, atol=1e-12,
+                               equal_nan=True):
+                table = None
+                break
+    how = "vectorised"
+    if table is None:
+        how = "loop"
+        with np.errstate(all="ignore"):
+            rows = [at_point(point) for point in zip(*flat)]
+        table = [np.array(c) for c in zip(*rows)]
+    return [np.reshape(c, grid[0].shape) for c in table], how
+
+
+def critical_points(axes, table) -> list[tuple[str, float, float, float]]:
+    """("critical point", x, y, f) where both partial derivatives change sign among a grid
+    cell's four corners and their planes fitted to the corners cross inside the cell (a
+    curved valley makes both change sign in cells where they do not both vanish);
+    neighbouring such cells (a point on a grid line or corner is in
+    up to four) are one point, at the mean of their centres, with f there interpolated
+    as the mean of their corners."""
+    xs, ys = axes
+    f, gx, gy = table
+    cells = []
+    for r in range(len(ys) - 1):
+        for c in range(len(xs) - 1):
+            cell = (slice(r, r + 2), slice(c, c + 2))
+            a, b = gx[cell], gy[cell]
+            if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
+                continue
+            if a.min() <= 0 <= a.max() and b.min() <= 0 <= b.max() \
+                    and a.min() < a.max() and b.min() < b.max() \
+                    and _zero_in_cell(xs[c:c + 2], ys[r:r + 2], a, b):
+                cells.append((r, c))
+    groups: list[list] = []
+    for r, c in cells:
+        home = [g for g in groups if any(abs(r - r2) <= 1 and abs(c - c2) <= 1 for r2, c2 in g)]
+        merged = [cell for g in home for cell in g] + [(r, c)]
+        groups = [g for g in groups if g not in home] + [merged]
+    found = []
+    for group in groups:
+        x = float(np.mean([(xs[c] + xs[c + 1]) / 2 for _, c in group]))
+        y = float(np.mean([(ys[r] + ys[r + 1]) / 2 for r, _ in group]))
+        value = float(np.mean([np.mean(f[r:r + 2, c:c + 2]) for r, c in group]))
+        found.append(("critical point", x, y, value))
+    return sorted(found, key=lambda p: (p[1], p[2]))
+
+
+def _zero_in_cell(xs, ys, a, b) -> bool:
+    """Whether the planes fitted (least squares) to the two gradients at a cell's corners
+    vanish together inside the cell (with a quarter-cell margin)."""
+    dx, dy = np.meshgrid(xs - xs[0], ys - ys[0])
+    design = np.column_stack([np.ones(4), dx.ravel(), dy.ravel()])
+    pa = np.linalg.lstsq(design, a.ravel(), rcond=None)[0]
+    pb = np.linalg.lstsq(design, b.ravel(), rcond=None)[0]
+    matrix = np.array([pa[1:], pb[1:]])
+    if abs(np.linalg.det(matrix)) < 1e-300:
+        return False
+    u, v = np.linalg.solve(matrix, -np.array([pa[0], pb[0]]))
+    w, h = xs[1] - xs[0], ys[1] - ys[0]
+    return -0.25 * w <= u <= 1.25 * w and -0.25 * h <= v <= 1.25 * h
+
+
+def _gradient_and_hessian(model, names, point):
+    """The gradient and the Hessian of f at ``point`` (nested tapes on the engine)."""
+    sources = []
+    args = list(model.arg_values)
+    with gc.GradientTape(persistent=True) as outer:
+        for k, name in enumerate(names):
+            if model.kinds.get(name) == "arg":
+                i = model.arg_names.index(name)
+                args[i] = gc.constant(point[k], dtype=model.dtype)
+                sources.append(args[i])
+            else:
+                sources.append(model.source(name))
+                sources[-1].assign(point[k])
+            outer.watch(sources[-1])
+        with gc.GradientTape() as inner:
+            for source in sources:
+                inner.watch(source)
+            y = model.function(*args)
+        grads = inner.gradient(y, sources)
+    grads = [g if g is not None else gc.constant(0.0) for g in grads]
+    hessian = [[0.0 if h is None else float(h.numpy()) for h in outer.gradient(g, sources)]
+               for g in grads]
+    return np.array([float(g.numpy()) for g in grads]), np.array(hessian)
+
+
+def refine_critical(model, names, axes, candidates, iterations: int = 30):
+    """Newton's method from each candidate of ``critical_points``: keeps those that
+    converge (gradient norm below 1e-9 of the gradient's scale on the grid, or 1e-12)
+    inside the plotted box, once each, classified by the Hessian's eigenvalues
+    ("minimum", "maximum", "saddle", or "critical point" when one is zero)."""
+    lo = np.array([a[0] for a in axes])
+    hi = np.array([a[-1] for a in axes])
+    cell = (hi - lo) / np.array([len(a) - 1 for a in axes])
+    found = []
+    for _, *start, _ in candidates:
+        point = np.array(start, dtype=float)
+        try:
+            with np.errstate(all="ignore"):
+                g, h = _gradient_and_hessian(model, names, point)
+                scale = max(1e-12, 1e-9 * max(1.0, np.abs(h).max() * np.abs(cell).max()))
+                for _ in range(iterations):
+                    if not (np.all(np.isfinite(g)) and np.all(np.isfinite(h))):
+                        break
+                    if np.linalg.norm(g) <= scale:
+                        break
+                    point = point - np.linalg.lstsq(h, g, rcond=None)[0]
+                    g, h = _gradient_and_hessian(model, names, point)
+        except (GradcliError, np.linalg.LinAlgError):
+            continue
+        inside = np.all(point >= lo - cell / 2) and np.all(point <= hi + cell / 2)
+        if not (inside and np.linalg.norm(g) <= scale):
+            continue
+        if any(np.all(np.abs(point - np.array(p[1:3])) < cell) for p in found):
+            continue
+        eig = np.linalg.eigvalsh((h + h.T) / 2)
+        kind = ("minimum" if eig.min() > 0 else "maximum" if eig.max() < 0
+                else "saddle" if eig.min() < 0 < eig.max() else "critical point")
+        value = float(np.reshape(_value_and_gradients(model, names, point)[0], ()))
+        found.append((kind, float(point[0]), float(point[1]), value))
+    return found

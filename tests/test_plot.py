@@ -165,7 +165,9 @@ def test_ranged_variable_and_fixed_argument():
 
 @pytest.mark.parametrize("args, message", [
     (["x^2", "--arg", "x=2"], "one value given as a range"),
-    (["x*y", "--arg", "x=0:1", "--arg", "y=0:1"], "one ranged value"),
+    (["x*y*z", "--arg", "x=0:1", "--arg", "y=0:1", "--arg", "z=0:1"], "or two"),
+    (["x*y", "--arg", "x=0:1", "--arg", "y=0:1", "--order", "2"], "apply to one ranged"),
+    (["x*w", "--arg", "x=0:1", "--var", "w=1", "--mode", "hessian"], "unknown mode"),
     (["x^2", "--arg", "x=1:1"], "must be finite and different"),
     (["x^2", "--arg", "x=0:1", "-o", "f.gif"], "unsupported image type"),
     (["x^2", "--arg", "x=0:1", "--csv", "--json"], "cannot be used together"),
@@ -207,3 +209,70 @@ def test_other_commands_do_not_import_plot_or_minimize_code():
 def test_full_help_lists_plot_and_minimize():
     out = gradcli("--help")
     assert out.returncode == 0 and "plot" in out.stdout and "minimize" in out.stdout
+
+
+def test_mode_plots_that_modes_gradients_against_single_point_commands():
+    out = gradcli("plot", "w*x^2", "--arg", "x=-1:1", "--var", "w=2", "--points", "5",
+                  "--mode", "value-grad", "--csv")
+    header, table = csv_table(out.stdout)
+    assert header == ["x", "f", "df/dw"]
+    for x, f, dw in table:
+        single = json.loads(gradcli("value-grad", "w*x^2", "--arg", f"x={float(x)!r}",
+                                    "--var", "w=2", "--json").stdout)
+        assert f == single["value"] and dw == single["gradients"][0]["gradient"]
+
+
+def test_two_ranges_give_the_gradient_on_a_grid_matching_sympy():
+    out = gradcli("plot", "sin(x)*cos(y) + x*y^2", "--arg", "x=-2:2", "--arg", "y=-1:3",
+                  "--points", "9", "--csv")
+    header, table = csv_table(out.stdout)
+    assert header == ["x", "y", "f", "df/dx", "df/dy"] and len(table) == 81
+    x, y = sympy.symbols("x y")
+    expr = sympy.sin(x) * sympy.cos(y) + x * y ** 2
+    for row in table[::7]:
+        at = {x: row[0], y: row[1]}
+        expected = [expr.subs(at), sympy.diff(expr, x).subs(at), sympy.diff(expr, y).subs(at)]
+        np.testing.assert_allclose(row[2:], [float(v) for v in expected], rtol=1e-12,
+                                   atol=1e-12)
+
+
+def test_contour_marks_critical_points_by_kind_where_the_math_puts_them():
+    out = json.loads(gradcli("plot", "sin(x)*cos(y)", "--arg", "x=-3:3", "--arg", "y=-3:3",
+                             "--json").stdout)
+    got = sorted((p["kind"], round(p["x"], 9), round(p["y"], 9)) for p in out["points"])
+    h = round(np.pi / 2, 9)
+    assert got == sorted([("minimum", -h, 0.0), ("maximum", h, 0.0),
+                          ("saddle", 0.0, -h), ("saddle", 0.0, h)])
+
+
+def test_rosenbrock_valley_gives_one_minimum_not_false_crossings():
+    out = json.loads(gradcli("plot", "(1 - x)^2 + 100*(y - x^2)^2", "--arg", "x=-2:2",
+                             "--arg", "y=-1:3", "--json").stdout)
+    assert [(p["kind"], round(p["x"], 9), round(p["y"], 9)) for p in out["points"]] == [
+        ("minimum", 1.0, 1.0)]
+
+
+def test_terminal_heatmap_has_frame_scale_and_marks():
+    out = gradcli("plot", "x^2 + y^2", "--arg", "x=-1:1", "--arg", "y=-1:1",
+                  "--width", "41", "--height", "21")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[1].startswith("┌" + "─" * 41 + "┐") and lines[1].endswith("y = 1")
+    body = lines[2:23]
+    assert all(len(line) == 43 for line in body)
+    assert body[10][21] == "m"      # the minimum at the centre
+    assert body[0][1] == "@" and body[10][20] == " "   # high corners, low centre
+    assert "f: ' ' 0.000" in out.stdout and "… '@' 2;" in out.stdout
+
+
+def test_contour_png_has_colour_scale_low_in_the_middle(tmp_path):
+    path = tmp_path / "c.png"
+    out = gradcli("plot", "x^2 + y^2", "--arg", "x=-1:1", "--arg", "y=-1:1", "-o", str(path))
+    assert out.returncode == 0, out.stderr
+    pixels, axes = _png_axes(path)
+    import matplotlib
+    dark = np.array(matplotlib.colormaps["viridis"](0.0)[:3]) * 255
+    bright = np.array(matplotlib.colormaps["viridis"](1.0)[:3]) * 255
+    # viridis: the lowest values dark purple near the minimum, the highest yellow at a corner
+    assert _has_colour(pixels, *_pixel(axes, 0.05, 0.1), dark, radius=3)
+    assert _has_colour(pixels, *_pixel(axes, -0.97, -0.97), bright, radius=3)
