@@ -271,8 +271,13 @@ def test_contour_png_has_colour_scale_low_in_the_middle(tmp_path):
     assert out.returncode == 0, out.stderr
     pixels, axes = _png_axes(path)
     import matplotlib
-    dark = np.array(matplotlib.colormaps["viridis"](0.0)[:3]) * 255
-    bright = np.array(matplotlib.colormaps["viridis"](1.0)[:3]) * 255
-    # viridis: the lowest values dark purple near the minimum, the highest yellow at a corner
-    assert _has_colour(pixels, *_pixel(axes, 0.05, 0.1), dark, radius=3)
-    assert _has_colour(pixels, *_pixel(axes, -0.97, -0.97), bright, radius=3)
+    scale = matplotlib.colormaps["viridis"](np.linspace(0, 1, 256))[:, :3] * 255
+
+    def position(x, y):  # where on the colour scale (0 low .. 1 high) the pixel lies
+        row, col = _pixel(axes, x, y)
+        return np.argmin(np.abs(scale - pixels[row, col]).sum(axis=1)) / 255
+
+    # f = x^2 + y^2: low near the minimum (away from its marker), high at the corners
+    assert position(0.1, 0.15) < 0.15
+    assert position(-0.97, -0.97) > 0.85 and position(0.97, 0.97) > 0.85
+    assert 0.35 < position(0.7, 0.7) < 0.65   # f = 0.98, about half of the top value 2

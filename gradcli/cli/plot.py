@@ -341,13 +341,12 @@ def save_contour(path, result, title) -> None:
     plt = figure_module()
     fig, ax = plt.subplots(figsize=(7, 6), dpi=100)
     finite = np.where(np.isfinite(f), f, np.nan)
-    filled = ax.contourf(xs, ys, finite, levels=20, cmap="viridis")
-    ax.contour(xs, ys, finite, levels=20, colors="white", linewidths=0.4, alpha=0.6)
+    filled = ax.contourf(xs, ys, finite, levels=15, cmap="viridis")
     fig.colorbar(filled, ax=ax, label="f")
     step = (max(1, len(ys) // 20), max(1, len(xs) // 20))
     sub = (slice(None, None, step[0]), slice(None, None, step[1]))
     ax.quiver(*np.meshgrid(xs[sub[1]], ys[sub[0]]), gx[sub], gy[sub], color="white",
-              alpha=0.8, label="gradient")
+              label="gradient")
     markers = {"minimum": ("o", "red"), "maximum": ("^", "orange"), "saddle": ("X", "magenta")}
     for kind in ("minimum", "maximum", "saddle", "critical point"):
         chosen = [p for p in result.points if p[0] == kind]
