@@ -33,7 +33,8 @@ import time
 import numpy as np
 
 from . import engine as gc
-from .errors import GradcliError, InputError
+from .engine.api import NO_VARIABLES
+from .errors import GradcliError, InputError, ModeError
 
 __all__ = ["OPTIMIZERS", "SGD", "Adam", "Result", "minimize", "DEFAULT_LR"]
 
@@ -160,7 +161,12 @@ def minimize(function, args=(), *, optimizer: str = "adam", lr: float | None = N
     start = time.perf_counter()
 
     def evaluate():
-        value, pairs = value_and_grads(*args)
+        try:
+            value, pairs = value_and_grads(*args)
+        except ValueError as err:
+            if str(err) == NO_VARIABLES:
+                raise _no_variables() from None
+            raise
         loss = np.asarray(value.numpy())
         if loss.size != 1:
             raise InputError(f"minimize needs a scalar target; the program's target has "
@@ -214,7 +220,7 @@ def minimize(function, args=(), *, optimizer: str = "adam", lr: float | None = N
 
 def _no_variables() -> GradcliError:
     from .modes import _NO_VARIABLES
-    return InputError(_NO_VARIABLES)
+    return ModeError(_NO_VARIABLES)
 
 
 def _lbfgs(evaluate, steps, tol, names, on_step, interrupt, start) -> Result:

@@ -250,3 +250,19 @@ def test_human_output_shows_loss_variables_and_loss_curve():
     assert "max steps after 3 steps" in out.stdout
     assert "loss: 0.140625" in out.stdout and "2.625" in out.stdout
     assert "loss curve: " in out.stdout
+
+
+@pytest.mark.parametrize("program, args", [
+    ("x^2", ["--arg", "x=1"]),
+    ("a = Variable(1.0, trainable=False); a^2", []),
+])
+def test_no_trainable_variable_is_one_message_and_exit_2(program, args):
+    out = gradcli("minimize", program, *args)
+    assert out.returncode == 2 and "No trainable variables" in out.stderr
+    assert "--var NAME=VALUE" in out.stderr and "ValueError" not in out.stderr
+
+
+def test_nan_at_the_start_says_so_and_exits_1():
+    out = gradcli("minimize", "log(w)", "--var", "w=-1", "--plain")
+    assert out.returncode == 1 and "at the starting point" in out.stderr
+    assert out.stdout == "nan\n-1.0\n"

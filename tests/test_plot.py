@@ -281,3 +281,13 @@ def test_contour_png_has_colour_scale_low_in_the_middle(tmp_path):
     assert position(0.1, 0.15) < 0.15
     assert position(-0.97, -0.97) > 0.85 and position(0.97, 0.97) > 0.85
     assert 0.35 < position(0.7, 0.7) < 0.65   # f = 0.98, about half of the top value 2
+
+
+def test_pole_draws_with_a_gap_and_undefined_f_is_refused():
+    pole = gradcli("plot", "1/x", "--arg", "x=-1:1", "--points", "3", "--width", "30",
+                   "--height", "5")
+    assert pole.returncode == 0, pole.stderr
+    assert "non-finite" in pole.stdout and "┌" in pole.stdout
+    # log is nan for x < 0, though its rule would give 1/x: nothing is drawn
+    nothing = gradcli("plot", "log(x)", "--arg", "x=-2:-1")
+    assert nothing.returncode == 2 and "nothing to draw" in nothing.stderr

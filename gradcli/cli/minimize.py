@@ -12,7 +12,7 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..errors import InputError
+from ..errors import InputError, ModeError
 from .app import _COMMANDS, DECLARATIONS, OUTPUT, PROGRAM, _guarded, _opt, _prepare, _Settings
 
 HELP = ("Minimise the program's scalar target over its trainable variables with "
@@ -150,6 +150,10 @@ def run(s: _Settings) -> None:
             from .plot import output_format
             output_format(s.plot)
         model = _prepare(s)
+        # Known from the tree, before any file is read (as the implicit modes do).
+        if not any(model.trainable[name] for name in model.read_variables):
+            from ..modes import _NO_VARIABLES
+            raise ModeError(_NO_VARIABLES)
         names = {id(v): n for n, v in model.variables.items()}
         on_step, done = _progress(s.steps)
         try:
@@ -178,8 +182,11 @@ def run(s: _Settings) -> None:
     if result.failed:
         what = ("the loss became nan or infinite" if result.reason == "non-finite loss"
                 else "the loss diverged (grew by more than 1e8 times the best loss)")
-        sys.stderr.write(f"error: {what} at step {result.history[-1][0]}; the output is the "
-                         "last finite point (try a smaller --lr)\n")
+        step = result.history[-1][0]
+        where = ("the output is the last finite point (try a smaller --lr)" if step else
+                 "at the starting point: nothing to minimise from there (the output is "
+                 "that point)")
+        sys.stderr.write(f"error: {what} at step {step}; {where}\n")
         raise typer.Exit(1)
     if result.reason == "interrupted":
         raise typer.Exit(130)

@@ -252,19 +252,26 @@ def terminal_plot(name, xs, table, points, title, width=None, height=None,
         raise MissingExtra("uniplot", "plot", "drawing in the terminal") from None
     width, height = _size(width, height)
     labels = list(labels or column_names(name, len(table) - 1)[1:])
-    ys, xss, lines = list(table), [xs] * len(table), [True] * len(table)
-    if points:
-        ys.append(np.array([f for _, _, f in points]))
-        xss.append(np.array([x for _, x, _ in points]))
+    # Drawn only where f is finite (log's rule gives 1/x where log(x) is nan), infinities
+    # as gaps; a curve with nothing left is left out of the plot and its legend.
+    defined = np.isfinite(table[0])
+    shown = [(np.where(defined & np.isfinite(c), c, np.nan), label)
+             for c, label in zip(table, labels)]
+    shown = [(c, label) for c, label in shown if np.any(np.isfinite(c))]
+    if not shown:
+        raise InputError("nothing to draw: every value is nan or infinite")
+    ys, labels = [c for c, _ in shown], [label for _, label in shown]
+    xss, lines = [xs] * len(ys), [True] * len(ys)
+    drawn = [(x, f) for _, x, f in points if np.isfinite(f)]
+    if drawn:
+        ys.append(np.array([f for _, f in drawn]))
+        xss.append(np.array([x for x, _ in drawn]))
         lines.append(False)
         labels.append("marked points (below)")
     if color is None:
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
     title = f"{title}  (horizontal axis: {name})"
     shown = title if len(title) <= width else title[:width - 1] + "…"
-    finite = [y[np.isfinite(y)] for y in ys if np.any(np.isfinite(y))]
-    if not finite:
-        raise InputError("nothing to draw: every value is nan or infinite")
     return plot_to_string(ys, xss, lines=lines, legend_labels=labels, width=width,
                           height=height, title=shown, color=color)
 
