@@ -200,7 +200,7 @@ def test_ctrl_c_stops_after_the_step_reports_best_point_and_exits_130():
                              "--var", "x=-1.2", "--var", "y=1", "--steps", "100000000",
                              "--tol", "0", "--json"], stdout=subprocess.PIPE,
                             stderr=subprocess.PIPE, text=True, env=env, cwd=ROOT)
-    time.sleep(3.0)
+    time.sleep(4.0)  # start-up (under 1 s) and the first steps
     proc.send_signal(signal.SIGINT)
     stdout, stderr = proc.communicate(timeout=60)
     assert proc.returncode == 130, stderr
