@@ -209,6 +209,13 @@ def test_other_commands_do_not_import_plot_or_minimize_code():
 def test_full_help_lists_plot_and_minimize():
     out = gradcli("--help")
     assert out.returncode == 0 and "plot" in out.stdout and "minimize" in out.stdout
+    code = ("import sys; import gradcli.cli.app as app; app.build_app()\n"
+            "print([m for m in ('gradcli.cli.plot', 'gradcli.cli.minimize') "
+            "if m in sys.modules])")
+    # building the full app records the commands; their modules load only when it runs
+    listed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=ROOT), timeout=60)
+    assert listed.stdout.strip() == "[]"
 
 
 def test_mode_plots_that_modes_gradients_against_single_point_commands():

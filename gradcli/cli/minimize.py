@@ -13,14 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import InputError, ModeError
-from .app import _COMMANDS, DECLARATIONS, OUTPUT, PROGRAM, _guarded, _opt, _prepare, _Settings
-
-HELP = ("Minimise the program's scalar target over its trainable variables with "
-        "implicit_value_and_gradients at every step (sgd, momentum, adam as "
-        "tf.keras.optimizers; lbfgs through scipy). Arguments and frozen variables stay "
-        "fixed. Prints the loss and the variables at the best point seen.")
-EXAMPLE = ("gradcli minimize '(1 - x)^2 + 100*(y - x^2)^2' --var x=-1.2 --var y=1 "
-           "--optimizer lbfgs")
+from .app import DECLARATIONS, OUTPUT, PROGRAM, _guarded, _opt, _prepare, _Settings
 
 OPTIONS = [
     _opt("optimizer", Annotated[str, typer.Option(
@@ -239,17 +232,15 @@ def _print_human(result, s: _Settings, lr, saved: list) -> None:
         out.print(f"loss curve saved: {s.plot}")
 
 
-def _register() -> None:
-    def command(**kwargs):
-        run(_Settings(**kwargs))
+def _signature():
     import inspect
     params = [PROGRAM] + DECLARATIONS + OPTIONS + OUTPUT
-    command.__signature__ = inspect.Signature(params)
-    command.__annotations__ = {p.name: p.annotation for p in params}
-    command.__name__ = "minimize"
-    _COMMANDS["minimize"] = (command, dict(
-        help=HELP, epilog=f"Example: {EXAMPLE}",
-        context_settings={"ignore_unknown_options": True}))
+    return inspect.Signature(params), {p.name: p.annotation for p in params}
 
 
-_register()
+def command(**kwargs):
+    """The ``minimize`` command (registered in ``app._COMMANDS``, built lazily)."""
+    run(_Settings(**kwargs))
+
+
+command.__signature__, command.__annotations__ = _signature()

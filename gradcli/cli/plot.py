@@ -16,13 +16,8 @@ import typer
 
 from ..errors import InputError
 from ..optimize import MissingExtra
-from .app import _COMMANDS, PROGRAM, _guarded, _opt, _Settings
+from .app import PROGRAM, _guarded, _opt, _Settings
 
-HELP = ("Plot f and its derivatives over a range: give one --arg (or --var) as a range "
-        "a:b or linspace(a, b, n); the others stay fixed. Draws in the terminal, marks "
-        "zeros of f', kinks, jumps and non-finite values and lists them below; --output "
-        "writes an image, --csv/--json print the sampled table.")
-EXAMPLE = "gradcli plot 'x^2*sin(x)' --arg x=-3:3 --order 2"
 FORMATS = (".png", ".svg", ".pdf")
 
 OPTIONS = [
@@ -414,17 +409,15 @@ def terminal_heatmap(result, title, width=None, height=None) -> str:
     return "\n".join(lines)
 
 
-def _register() -> None:
+def _signature():
     import inspect
-
-    def command(**kwargs):
-        run(_Settings(**kwargs))
     params = [PROGRAM] + OPTIONS
-    command.__signature__ = inspect.Signature(params)
-    command.__annotations__ = {p.name: p.annotation for p in params}
-    command.__name__ = "plot"
-    _COMMANDS["plot"] = (command, dict(help=HELP, epilog=f"Example: {EXAMPLE}",
-                                       context_settings={"ignore_unknown_options": True}))
+    return inspect.Signature(params), {p.name: p.annotation for p in params}
 
 
-_register()
+def command(**kwargs):
+    """The ``plot`` command (registered in ``app._COMMANDS``, built lazily)."""
+    run(_Settings(**kwargs))
+
+
+command.__signature__, command.__annotations__ = _signature()
