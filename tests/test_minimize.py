@@ -247,9 +247,12 @@ def test_human_output_shows_loss_variables_and_loss_curve():
     out = gradcli("minimize", "(w - 3)^2", "--var", "w=0", "--optimizer", "sgd",
                   "--lr", "0.25", "--steps", "3", "--tol", "0")
     assert out.returncode == 0, out.stderr
-    assert "max steps after 3 steps" in out.stdout
-    assert "loss: 0.140625" in out.stdout and "2.625" in out.stdout
-    assert "loss curve: " in out.stdout
+    lines = out.stdout.splitlines()
+    assert lines[0].split() == ["minimize", "sgd,", "lr", "0.25"]
+    assert lines[1].startswith("max steps after 3 steps (")
+    assert lines[2] == "loss: 0.140625" and "2.625" in out.stdout
+    assert "loss curve: █▆▃▁  (step 0 to 3, log scale)" in out.stdout
+    assert "[" not in out.stdout   # no markup shown as text
 
 
 @pytest.mark.parametrize("program, args", [

@@ -204,32 +204,37 @@ def result_json(result, optimizer: str, lr) -> dict:
 
 
 def _print_human(result, s: _Settings, lr, saved: list) -> None:
+    """Lines of rich ``Text`` (never markup: a name or a path prints as written)."""
+    import numpy as np
     from rich.table import Table
+    from rich.text import Text
 
     from . import render
     out = render.console()
-    settings = s.optimizer + (f", lr {render.number_text(lr, None)}" if lr is not None else "")
+    n = render.number_text
+    settings = s.optimizer + (f", lr {n(lr, None)}" if lr is not None else "")
     style = "green" if result.converged else "red" if result.failed else "yellow"
-    out.print(f"[bold]minimize[/bold]  [dim]{settings}[/dim]  "
-              f"[{style}]{result.reason}[/{style}] after {result.steps} steps "
-              f"[dim]({render.number_text(result.elapsed, 2)} s)[/dim]")
-    out.print(f"loss: [bold]{render.number_text(result.loss, s.precision)}[/bold]")
+    out.print(Text.assemble(("minimize", "bold"), "  ", (settings, "dim")))
+    out.print(Text.assemble((result.reason, style), f" after {result.steps} steps ",
+                            (f"({n(result.elapsed, 2)} s)", "dim")))
+    out.print(Text.assemble("loss: ", (n(result.loss, s.precision), "bold")))
     table = Table(show_edge=False, header_style="bold")
     table.add_column("variable")
     table.add_column("value")
     table.add_column("shape", style="dim")
     for name, value in result.values.items():
-        import numpy as np
-        table.add_row(name, render.array_text(value, s.precision), str(np.shape(value)))
+        table.add_row(Text(name), Text(render.array_text(value, s.precision)),
+                      Text(str(np.shape(value))))
     out.print(table)
     line = sparkline([h[1] for h in result.history])
     if line and len(result.history) > 1:
-        out.print(f"loss curve: {line}  [dim](step 0 to {result.history[-1][0]}"
-                  f"{', log scale' if all(h[1] > 0 for h in result.history) else ''})[/dim]")
+        scale = ", log scale" if all(h[1] > 0 for h in result.history) else ""
+        out.print(Text.assemble("loss curve: ", line, "  ",
+                                (f"(step 0 to {result.history[-1][0]}{scale})", "dim")))
     for path, name in zip(saved, result.values):
-        out.print(f"saved {name}: {path}  [dim](--var {name}=@{path})[/dim]")
+        out.print(Text.assemble(f"saved {name}: {path}  ", (f"(--var {name}=@{path})", "dim")))
     if s.plot:
-        out.print(f"loss curve saved: {s.plot}")
+        out.print(Text(f"loss curve saved: {s.plot}"))
 
 
 def _signature():

@@ -275,13 +275,14 @@ def _print_points(points, precision, grid=False) -> None:
     if not points:
         return
     from rich.table import Table
+    from rich.text import Text
 
     from . import render
     table = Table(title="marked points", show_edge=False, header_style="bold")
     for column in ("kind", "x", "y", "f") if grid else ("kind", "x", "f"):
         table.add_column(column)
     for kind, *numbers in points:
-        table.add_row(kind, *(render.number_text(v, precision) for v in numbers))
+        table.add_row(Text(kind), *(Text(render.number_text(v, precision)) for v in numbers))
     render.console().print(table)
 
 
