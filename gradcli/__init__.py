@@ -8,10 +8,59 @@
 """
 from __future__ import annotations
 
-from .engine import (CONSTANTS, FUNCTIONS, GradientTape, Tensor, Variable, constant,
-                     custom_gradient, gradients_function, implicit_gradients,
-                     implicit_value_and_gradients, stop_gradient, value_and_gradients_function)
-from .engine.table import REGISTRY as _REGISTRY
+import sys as _sys
+
+
+def _exit_quietly_on_interrupt(kind, value, traceback, _previous=_sys.excepthook) -> None:
+    """Ctrl-C that reaches the top while gradcli is being imported (most of the command
+    line's start-up) ends the process with 130 and no traceback, as Unix tools do.
+    Installed while this package imports (and by ``gradcli.cli`` for the command line);
+    no import, so no start-up cost; never in an interactive session."""
+    if issubclass(kind, KeyboardInterrupt):
+        import os
+        os._exit(130)
+    _previous(kind, value, traceback)
+
+
+_previous_hook = _sys.excepthook
+if not _sys.flags.interactive and not hasattr(_sys, "ps1"):
+    _sys.excepthook = _exit_quietly_on_interrupt
+
+import gc as _gc
+
+
+def _pause_collector() -> bool:
+    """Pause Python's cyclic collector for an import; returns whether it was running.
+
+    An import makes tens of thousands of objects that live as long as the process, and no
+    garbage: the collector's passes over them (~45 during numpy's and gradcli's imports)
+    only cost time, ~6-8 ms of every command-line start (issue 14)."""
+    running = _gc.isenabled()
+    _gc.disable()
+    return running
+
+
+def _resume_collector(was_running: bool) -> None:
+    """Undo ``_pause_collector``. The objects made meanwhile move to the oldest generation
+    at once (``freeze`` then ``unfreeze``: two list splices), where the young collections
+    they skipped would have put them, so that no young collection walks them afterwards;
+    any cycle among them is freed by the next full collection, as before."""
+    if was_running:
+        if _gc.get_freeze_count() == 0:  # never undo a gc.freeze() of the program's own
+            _gc.freeze()
+            _gc.unfreeze()
+        _gc.enable()
+
+
+_collecting = _pause_collector()
+try:
+    from .engine import (CONSTANTS, FUNCTIONS, GradientTape, Tensor, Variable, constant,
+                         custom_gradient, gradients_function, implicit_gradients,
+                         implicit_value_and_gradients, stop_gradient,
+                         value_and_gradients_function)
+    from .engine.table import REGISTRY as _REGISTRY
+finally:
+    _resume_collector(_collecting)
 
 __version__ = "0.1.0"
 
@@ -27,3 +76,10 @@ __all__ = ["Tensor", "Variable", "constant", "GradientTape", "gradients_function
            "custom_gradient", "stop_gradient", "zeros_like", "ones_like", "pi", "e", "inf",
            "__version__", "linalg",
            *sorted(_REGISTRY)]
+
+# Issue 11: the Hessian blocks, as gradients_function gives gradients.
+from .engine import hessians_function  # noqa: E402
+
+__all__.append("hessians_function")
+
+_sys.excepthook = _previous_hook  # the library leaves the process's hook as it was

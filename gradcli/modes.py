@@ -150,6 +150,7 @@ def _tape(model, options: ModeOptions) -> Outcome:
         if g is None and name in model.arg_names and name not in options.watch:
             out.notes.append(f"'{name}' is an argument the tape did not watch: "
                              f"add --watch {name} to differentiate with respect to it")
+    _note_non_scalar(out, out.value)
     if not names:
         out.notes.append("the tape watched nothing: no trainable variable was read "
                          "(use --watch NAME for an argument or a frozen variable)")
@@ -185,6 +186,7 @@ def _grad(model, options: ModeOptions) -> Outcome:
     value, grads = gc.value_and_gradients_function(model.function, params=indices)(
         *model.arg_values)
     out = Outcome("grad", None)
+    _note_non_scalar(out, _numpy(value))
     for i, g in zip(indices, grads):
         name = model.arg_names[i]
         out.gradients.append(Gradient(name, _numpy(g), model.arg_values[i], "argument"))
@@ -198,10 +200,8 @@ def _implicit(model, with_value: bool) -> Outcome:
     if not any(model.trainable[name] for name in model.read_variables):
         raise ModeError(_NO_VARIABLES)
     try:
-        if with_value:
-            value, pairs = gc.implicit_value_and_gradients(model.function)(*model.arg_values)
-        else:
-            value, pairs = None, gc.implicit_gradients(model.function)(*model.arg_values)
+        # the value also for implicit (which does not return it): to note a non-scalar target
+        value, pairs = gc.implicit_value_and_gradients(model.function)(*model.arg_values)
     except ValueError as err:
         if str(err) == NO_VARIABLES:
             raise ModeError(_NO_VARIABLES) from None
@@ -212,4 +212,13 @@ def _implicit(model, with_value: bool) -> Outcome:
     for g, variable in pairs:
         out.gradients.append(Gradient(names.get(id(variable), variable.name), _numpy(g),
                                       variable, "variable"))
+    _note_non_scalar(out, _numpy(value))
     return out
+
+
+def _note_non_scalar(out: Outcome, value) -> None:
+    """Every mode says so when the target is not a scalar: the gradients are then of its
+    sum (TensorFlow's rule), which a user expecting a Jacobian would misread."""
+    if value is not None and np.ndim(value) > 0:
+        out.notes.append(f"the target is not a scalar (shape {tuple(np.shape(value))}): "
+                         "gradients are of its sum")

@@ -214,3 +214,169 @@ def test_a_power_of_literals_that_overflows_is_refused():
     result = run("grad", "9**9**9**9 * x", "--arg", "x=1")
     assert result.returncode == 2 and result.stdout == ""
     assert "too large for a float64" in result.stderr
+
+
+# ---------------------------------------------------------------------------------------
+# Output: nothing read as markup, nothing cut, one number format, notes, clean exits
+# ---------------------------------------------------------------------------------------
+def test_brackets_in_computed_values_print_as_written():
+    result = run("grad", "log(sum(exp(z)))", "--arg", "z=[1000, 1001, 999]")
+    assert "[nan, nan, nan]" in result.stdout, result.stdout
+    result = run("tape", "x/0", "--arg", "x=[1, 2]", "--watch", "x")
+    assert "value: [inf, inf]" in result.stdout, result.stdout
+
+
+def test_a_matrix_result_prints_its_rows():
+    result = run("value-grad", "sum(W*W)", "--var", "W=[[1, 2], [3, -4]]")
+    assert "[[ 2.0,  4.0]," in result.stdout and "[ 6.0, -8.0]]" in result.stdout
+
+
+def test_symbolic_formulas_with_brackets_print_as_written():
+    result = run("grad", "sum(w*x)", "--arg", "w=[1, 2, 3]", "--arg", "x=2", "--symbolic",
+                 env={"COLUMNS": "200"})
+    assert "[x, x, x]" in result.stdout, result.stdout  # rich would read a tag [x, x, x]
+
+
+def test_functions_table_keeps_indexing_and_variadic_brackets():
+    result = run("functions")
+    assert "x[i]" in result.stdout and "[x, ...]" in result.stdout
+
+
+@pytest.mark.parametrize("columns", ["40", "80", "200"])
+def test_compare_shows_every_value_at_any_width(columns):
+    result = run("compare", "w*inf", "--var", "w=1", env={"COLUMNS": columns})
+    assert result.returncode == 0
+    assert "…" not in result.stdout
+    # tape, implicit and value-grad each give the gradient; tape and value-grad the value
+    assert result.stdout.count("w: inf") == 3, result.stdout
+    assert "value: inf" in result.stdout or result.stdout.count(" inf ") >= 2
+
+
+def test_check_table_never_elides_the_numbers_it_compares():
+    result = run("grad", "3*sin(x)", "--arg", "x=1.234", "--check", env={"COLUMNS": "80"})
+    assert result.returncode == 0, result.stderr
+    assert "…" not in result.stdout
+    assert repr(3 * __import__("math").cos(1.234)) in result.stdout, result.stdout
+
+
+def test_precision_gives_the_same_digits_in_table_and_plain():
+    args = ["value-grad", "sum(w*[2.957324302, 1.97, 79.54])", "--var", "w=[1, 1, 1]"]
+    assert run(*args, "--precision", "2", "--plain").stdout == "84\n3 2 80\n"
+    human = run(*args, "--precision", "2").stdout
+    assert "[ 3,  2, 80]" in human, human
+    assert "2.957" in run("grad", "2.957324302*x", "--arg", "x=1", "--precision", "4").stdout
+
+
+def test_float32_results_print_float32s_shortest_form():
+    args = ["value-grad", "w*2.957324302", "--var", "w=1", "--dtype", "float32"]
+    assert run(*args, "--plain").stdout == "2.9573243\n2.9573243\n"
+    assert run_json(*args)["value"] == 2.9573243
+    human = run(*args).stdout
+    assert "2.9573243" in human and "2.957324266" not in human
+
+
+def test_notes_go_to_stderr_in_plain_mode_and_into_json():
+    args = ["tape", "x*2", "--arg", "x=1"]
+    result = run(*args, "--plain")
+    assert result.stdout == "2.0\n"
+    assert "note: the tape watched nothing" in result.stderr
+    assert "the tape watched nothing" in run_json(*args)["notes"][0]
+
+
+@pytest.mark.parametrize("mode", ["tape", "grad", "implicit", "value-grad"])
+def test_a_non_scalar_target_is_noted_in_every_mode(mode):
+    out = run_json(mode, "softmax(w*x)", "--var", "w=[1, 2]", "--arg", "x=[3, 4]",
+                   "--watch", "x") if mode == "tape" else run_json(
+        mode, "softmax(w*x)", "--var", "w=[1, 2]", "--arg", "x=[3, 4]")
+    assert "the target is not a scalar (shape (2,)): gradients are of its sum" in out["notes"]
+
+
+def test_a_full_output_is_one_line_and_exit_2():
+    with open("/dev/full", "w") as full:
+        result = subprocess.run(COMMAND + ["grad", "x^2", "--arg", "x=1"], stdout=full,
+                                stderr=subprocess.PIPE, text=True, timeout=120)
+    assert result.returncode == 2
+    assert result.stderr == "error: cannot write the output: No space left on device\n"
+
+
+def test_a_closed_pipe_ends_quietly_with_141():
+    for args in (["functions"], ["value-grad", *SEED, "--json"], ["grad", *SEED, "--plain"]):
+        process = subprocess.Popen(COMMAND + args, stdout=subprocess.PIPE,
+                                   stderr=subprocess.PIPE)
+        process.stdout.close()  # the reader is gone before gradcli writes (`| head -0`)
+        assert process.wait(timeout=120) == 141, args
+        assert process.stderr.read() == b"", args
+
+
+@pytest.mark.parametrize("module", ["numpy", "typer", "rich.table"])
+def test_ctrl_c_during_the_imports_exits_130_without_traceback(module):
+    # a KeyboardInterrupt raised exactly where the import of `module` starts
+    code = ("import sys\n"
+            "class Interrupt:\n"
+            "    def find_spec(self, name, *args):\n"
+            f"        if name == {module!r}: raise KeyboardInterrupt\n"
+            "sys.meta_path.insert(0, Interrupt())\n"
+            "sys.argv = ['gradcli', 'grad', 'x^2', '--arg', 'x=1']\n"
+            "from gradcli.cli.app import main\n"
+            "main()\n")
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            timeout=120)
+    assert result.returncode == 130, result.stderr
+    assert "Traceback" not in result.stderr
+
+
+def test_ctrl_c_during_a_computation_exits_130_without_traceback():
+    import signal
+    import time
+    # the check's sympy work on 144 elements takes seconds: the signal lands during it
+    process = subprocess.Popen(
+        COMMAND + ["grad", "sum(tanh(W @ x)**3 * sin(W @ x))", "--arg", "W=ones((12, 12))",
+                   "--arg", "x=ones(12)", "--check", "--check-timeout", "60"],
+        stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    time.sleep(1.5)
+    process.send_signal(signal.SIGINT)
+    out, err = process.communicate(timeout=120)
+    assert process.returncode == 130, err
+    assert "Traceback" not in err
+
+
+def test_an_option_typo_is_named_with_a_suggestion():
+    result = run("grad", "sin(x)", "--arg", "x=1", "--chek")
+    assert result.returncode == 2 and result.stdout == ""
+    assert "no such option --chek (did you mean --check?)" in result.stderr
+    result = run("--versoin")
+    assert result.returncode == 2
+    assert "no such option --versoin (did you mean --version?)" in result.stderr
+
+
+def test_dash_h_is_help_everywhere():
+    for args in (["-h"], ["grad", "-h"], ["compare", "-h"], ["functions", "-h"]):
+        result = run(*args)
+        assert result.returncode == 0 and "Usage" in result.stdout, args
+
+
+def test_an_option_value_may_look_like_an_option():
+    result = run("grad", "-sinh(x)", "--arg", "x=0", "--plain")
+    assert result.stdout == "-1.0\n", result.stderr
+
+
+def test_compare_accepts_check_and_symbolic():
+    out = run_json("compare", *SEED, "--check", "--symbolic")
+    for mode in ("tape", "grad", "implicit", "value-grad"):
+        assert out[mode]["check"]["passed"] is True
+        assert out[mode]["check"]["gradients"][0]["status"] == "ok"
+    assert out["grad"]["gradients"][0]["symbolic"] == "w1"
+    human = run("compare", *SEED, "--check", "--symbolic", env={"COLUMNS": "120"})
+    assert human.returncode == 0 and "cross-check of grad" in human.stdout
+    assert "symbolic: w1" in human.stdout
+
+
+def test_a_large_array_prints_a_summary_quickly():
+    program = "sum(w)"
+    shape = "(" + ", ".join(["2"] * 20) + ")"
+    result = run("grad", program, "--arg", f"w=ones({shape})", "--plain")
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "1.0 1.0 1.0 ... 1.0 1.0 1.0\n"
+    assert "1048576 elements" in result.stderr
+    human = run("grad", program, "--arg", f"w=ones({shape})")
+    assert "1048576" in human.stdout.split() and "flattened:" in human.stdout

@@ -238,14 +238,14 @@ def test_hundred_deep_sin_chain_is_skipped_and_finite_differences_decide():
 # A check that fails: a wrong backward rule swapped into the table
 # ---------------------------------------------------------------------------------------
 WRONG_SIN = textwrap.dedent("""
-    import dataclasses, sys
+    import sys
     from gradcli.engine import ops  # fills the table
     from gradcli.engine.table import REGISTRY
     if sys.argv[1] == "wrong":
         # d/dx sin(x) is cos(x); this rule says sin(x). The language looks entries up in
         # REGISTRY when it builds a program, the sympy side reads the unchanged .sympy.
-        REGISTRY["sin"] = dataclasses.replace(
-            REGISTRY["sin"], vjps=(lambda m, g, ans, x: g * m.sin(x),))
+        REGISTRY["sin"] = REGISTRY["sin"].replace(
+            vjps=(lambda m, g, ans, x: g * m.sin(x),))
     from gradcli.cli.app import main
     sys.argv = ["gradcli", *sys.argv[2:]]
     main()
@@ -277,14 +277,11 @@ def test_wrong_backward_rule_is_a_mismatch_and_exit_1():
 
 
 def test_wrong_backward_rule_in_process_with_clirunner(monkeypatch):
-    import dataclasses
-
     from typer.testing import CliRunner
 
     from gradcli.cli.app import app
     from gradcli.engine import table
-    wrong = dataclasses.replace(table.REGISTRY["sin"],
-                                vjps=(lambda m, g, ans, x: g * m.sin(x),))
+    wrong = table.REGISTRY["sin"].replace(vjps=(lambda m, g, ans, x: g * m.sin(x),))
     monkeypatch.setitem(table.REGISTRY, "sin", wrong)
     result = CliRunner().invoke(app, ["tape", "sum(sin(w) * x)", "--var", "w=[0.5, 1.0]",
                                       "--arg", "x=[2, 3]", "--check"])

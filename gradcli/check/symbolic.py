@@ -900,7 +900,9 @@ def _worker(conn, job: dict) -> None:
         # The same recursion budget wherever the caller's stack stood when it forked.
         sys.setrecursionlimit(_stack_depth() + _RECURSION_BUDGET)
         conn.send(("ready",))
-        _compute(sp, job, lambda name, result: conn.send(("result", name, result)))
+        # (a job may bring its own computation: gradcli.check.higher's Hessians)
+        job.get("compute", _compute)(sp, job,
+                                     lambda name, result: conn.send(("result", name, result)))
         conn.send(("done",))
     except BaseException as err:  # noqa: BLE001 - report, never a traceback on the terminal
         # The pipe may be gone too; the parent then reports the worker's exit code.

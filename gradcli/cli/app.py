@@ -10,14 +10,19 @@ import inspect
 import sys
 from typing import Annotated, List, Optional
 
-import typer
+from .. import _pause_collector, _resume_collector
 
-from .. import __version__
-from ..errors import GradcliError, LimitError
+_collecting = _pause_collector()  # until the end of this module: see gradcli/__init__.py
+
+import typer  # noqa: E402
+
+from .. import __version__  # noqa: E402
+from ..errors import GradcliError, LimitError  # noqa: E402
 
 _APP_SETTINGS = dict(
     name="gradcli", no_args_is_help=True, add_completion=True,
     pretty_exceptions_enable=False, rich_markup_mode=None,
+    context_settings={"help_option_names": ["-h", "--help"]},
     help="Gradients from the command line: TensorFlow 1.x's four eager gradient APIs "
          "(GradientTape, gradients_function, implicit_gradients, "
          "implicit_value_and_gradients) on typed-in programs, cross-checked with sympy and "
@@ -38,6 +43,80 @@ def _main(version: Annotated[Optional[bool], typer.Option(
     """gradcli: gradients of typed-in programs."""
 
 
+class _OutputFailed(Exception):
+    """Writing the output failed (a closed pipe, a full disk): the OSError, carried past
+    click, which would turn a closed pipe into a silent exit 1."""
+
+
+def _output_flushed(work) -> None:
+    """Run a command and flush what it wrote, so a failed write is seen here."""
+    try:
+        try:
+            work()
+        finally:
+            sys.stdout.flush()
+    except OSError as err:
+        raise _OutputFailed(err) from None
+
+
+def _checked_options(command, ctx, args: list, group: bool = False) -> list:
+    """The arguments, with ``-h`` read as ``--help`` and an unknown ``--name`` refused
+    with a suggestion. A command takes unknown options as arguments (a program may start
+    with "-", as in '-x**2 + 1'), so only tokens shaped like a long option are checked,
+    and only before ``--``; ``-h`` is not a click option, since '-sinh(x)' would be one.
+    For the ``group``, only the options before the command's name."""
+    known: dict = {}
+    for param in command.get_params(ctx):
+        for name in getattr(param, "opts", []) + getattr(param, "secondary_opts", []):
+            known[name] = not getattr(param, "is_flag", True) and not param.count
+    checked, i = [], 0
+    while i < len(args):
+        token = args[i]
+        if token == "--" or (group and not token.startswith("-")):
+            return checked + args[i:]
+        name = token.split("=", 1)[0]
+        if token == "-h":
+            token = "--help"
+        elif name.startswith("--") and name not in known and _looks_like_option(name):
+            import difflib  # only on an error: not on the start-up path
+
+            guess = difflib.get_close_matches(name, [n for n in known if n.startswith("--")],
+                                              n=1, cutoff=0.6)
+            hint = f" (did you mean {guess[0]}?)" if guess else ""
+            raise _click().exceptions.UsageError(f"no such option {name}{hint}", ctx)
+        elif known.get(name) and "=" not in token and i + 1 < len(args):
+            checked += [token, args[i + 1]]  # an option's value, whatever it looks like
+            i += 2
+            continue
+        checked.append(token)
+        i += 1
+    return checked
+
+
+def _click():
+    """The click that typer runs on (typer 0.26 and later vendor it as typer._click)."""
+    import typer.core
+    return getattr(typer.core, "_click", None) or typer.core.click
+
+
+def _looks_like_option(name: str) -> bool:
+    return len(name) > 2 and name[2].isalpha() and name[2:].replace("-", "").isalnum()
+
+
+class _Command(typer.core.TyperCommand):
+    """A typer command that reads ``-h`` as help and names unknown options."""
+
+    def parse_args(self, ctx, args: list) -> list:
+        return super().parse_args(ctx, _checked_options(self, ctx, list(args)))
+
+
+class _Group(typer.core.TyperGroup):
+    """The ``gradcli`` group: unknown options before the command named in the same way."""
+
+    def parse_args(self, ctx, args: list) -> list:
+        return super().parse_args(ctx, _checked_options(self, ctx, list(args), group=True))
+
+
 # name -> (function, typer.command keyword arguments), filled below.
 _COMMANDS: dict = {}
 
@@ -46,11 +125,11 @@ def build_app(only: str | None = None) -> typer.Typer:
     """The typer app with every command, or with the one command ``only``: click builds
     each command's options at every start, and a run needs only its own (5 ms of the
     start-up budget)."""
-    new = typer.Typer(**_APP_SETTINGS)
+    new = typer.Typer(cls=_Group, **_APP_SETTINGS)
     new.callback()(_main)
     for name, (function, settings) in _COMMANDS.items():
         if only is None or name == only:
-            new.command(name, **settings)(function)
+            new.command(name, cls=_Command, **settings)(function)
     return new
 
 
@@ -241,7 +320,7 @@ def _run_mode(mode: str, s: _Settings) -> None:
     if s.json_out:
         render.print_json(render.outcome_json(outcome, check, symbolic))
     elif s.plain:
-        sys.stdout.write("".join(line + "\n" for line in render.plain_lines(outcome, s.precision)))
+        render.print_plain(outcome, s.precision)
     else:
         render.print_human(outcome, s.precision, check=check, symbolic=symbolic,
                            target=model.target_name)
@@ -265,32 +344,58 @@ def _run_compare(s: _Settings) -> None:
 
     def work():
         model = _prepare(s)
-        results = {}
+        results, checks, symbolics = {}, {}, {}
         for mode in MODES:
             try:
                 results[mode] = run_mode(mode, model, _mode_options(s))
             except GradcliError as err:
                 results[mode] = err.message
-        return results
+                continue
+            if s.check:
+                checks[mode] = _check(s, model, results[mode])
+            if s.symbolic:
+                symbolics[mode] = _symbolic(s, model, results[mode])
+        return results, checks, symbolics, _jacobian_row(model, results)
 
-    results = _guarded(work)
+    results, checks, symbolics, jacobian = _guarded(work)
     from . import render
     if s.json_out:
-        render.print_json(render.compare_json(results))
+        obj = render.compare_json(results, checks, symbolics)
+        if jacobian is not None:
+            obj["jacobian"] = jacobian.to_json()
+        render.print_json(obj)
     elif s.plain:
         for mode, result in results.items():
             if isinstance(result, str):
                 sys.stdout.write(f"{mode} error: {result}\n")
             else:
-                for line in render.plain_lines(result, s.precision):
-                    sys.stdout.write(f"{mode} {line}\n")
+                render.print_plain(result, s.precision, prefix=f"{mode} ")
+        if jacobian is not None:
+            jacobian.print_plain(s.precision)
     else:
-        render.print_compare_human(results, s.precision)
+        render.print_compare_human(results, s.precision, checks=checks if s.check else None,
+                                   symbolics=symbolics if s.symbolic else None)
+        if jacobian is not None:
+            jacobian.print_human(s.precision)
+    # Only a mismatch fails (as for one mode): "nothing to check" is said, not failed.
+    if any(render.check_verdict(check) == "mismatch" for check in checks.values()):
+        raise typer.Exit(1)
+
+
+def _jacobian_row(model, results: dict):
+    """compare's jacobian row (cli/higher.py), where the target is not a scalar: there
+    the four APIs differentiate the sum of its elements, the Jacobian each element."""
+    value = next((r.value for r in results.values()
+                  if not isinstance(r, str) and r.value is not None), None)
+    if value is None or getattr(value, "ndim", 0) == 0:
+        return None
+    from .higher import CompareRow
+    return CompareRow(model)
 
 
 def _command(name: str, extra: list, runner):
     def command(**kwargs):
-        runner(_Settings(**kwargs))
+        _output_flushed(lambda: runner(_Settings(**kwargs)))
     params = [PROGRAM] + DECLARATIONS + extra + OUTPUT
     command.__signature__ = inspect.Signature(params)
     command.__annotations__ = {p.name: p.annotation for p in params}
@@ -298,12 +403,53 @@ def _command(name: str, extra: list, runner):
     # A program may start with "-" ('-x**2 + 1'): unknown options are taken as arguments,
     # so it reaches the parser instead of being refused as an option.
     _COMMANDS[name] = (command, dict(help=HELP[name], epilog=f"Example: {EXAMPLES[name]}",
-                                     context_settings={"ignore_unknown_options": True}))
+                                     context_settings={"ignore_unknown_options": True,
+                                                       "help_option_names": ["--help"]}))
 
 
 for _mode, _extra in (("tape", TAPE), ("grad", GRAD), ("implicit", []), ("value-grad", [])):
     _command(_mode, _extra + CHECK, (lambda m: lambda s: _run_mode(m, s))(_mode))
-_command("compare", TAPE + GRAD, _run_compare)
+_command("compare", TAPE + GRAD + CHECK, _run_compare)
+
+
+# ---------------------------------------------------------------------------------------
+# Higher derivatives: jacobian, hessian, grad --order (the work is in cli/higher.py,
+# imported only when one of them runs: the other commands' start-up is unchanged)
+# ---------------------------------------------------------------------------------------
+def _higher(name: str):
+    def run(s: _Settings) -> None:
+        from . import higher
+        getattr(higher, name)(s)
+    return run
+
+
+SOURCES = [_opt("wrt", Annotated[Optional[List[str]], typer.Option(
+    "--wrt", metavar="NAME[,NAME...]", show_default=False,
+    help="The sources: arguments or variables (default: the arguments, then the "
+         "trainable variables, in declaration order).")], None)]
+JACOBIAN_MODE = [_opt("mode", Annotated[str, typer.Option(
+    "--mode", metavar="rev|fwd|auto",
+    help="Reverse mode (a backward pass per target element), forward mode (a pass per "
+         "source element), or auto (forward when the sources are smaller).")], "rev")]
+ORDER = [_opt("order", Annotated[Optional[int], typer.Option(
+    "--order", metavar="N", show_default=False,
+    help="The N-th derivative (1 to 10) of a function of scalar arguments: the pure "
+         "partials, by gradients_function nested N times.")], None)]
+HIGHER_CHECK = [o for o in CHECK if o.name != "symbolic"]
+HELP.update({
+    "jacobian": "The Jacobian of the target (any shape) with respect to each source: shape "
+                "target.shape + source.shape, with the target's value.",
+    "hessian": "The Hessian of a scalar target over the flattened sources, with the "
+               "gradient and the value, and what it means at the point: eigenvalues, "
+               "critical point or not, minimum, maximum, saddle or degenerate."})
+EXAMPLES.update({
+    "jacobian": "gradcli jacobian '[x*y, sin(x)]' --arg x=1 --arg y=2 --json",
+    "hessian": "gradcli hessian '(1-x)^2 + 100*(y-x^2)^2' --arg x=1 --arg y=1   # minimum"})
+_command("jacobian", SOURCES + JACOBIAN_MODE + HIGHER_CHECK, _higher("run_jacobian"))
+_command("hessian", SOURCES + HIGHER_CHECK, _higher("run_hessian"))
+# grad gains --order N (without it, grad runs as before).
+_command("grad", GRAD + ORDER + CHECK, lambda s: _run_mode("grad", s) if s.order is None
+         else _higher("run_grad_order")(s))
 
 
 def functions(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False
@@ -312,24 +458,64 @@ def functions(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.
     from ..engine.table import ORDER, REGISTRY
     from . import render
     entries = [REGISTRY[name] for name in ORDER]
-    if json_out:
-        render.print_json({"functions": render.functions_json(entries),
-                           "constants": {k: render.json_number(v) for k, v in CONSTANTS.items()}})
-    else:
-        render.print_functions_human(entries, CONSTANTS)
+
+    def work():
+        if json_out:
+            render.print_json({"functions": render.functions_json(entries), "constants": {
+                k: render.json_number(v) for k, v in CONSTANTS.items()}})
+        else:
+            render.print_functions_human(entries, CONSTANTS)
+    _output_flushed(work)
 
 
 _COMMANDS["functions"] = (functions, dict(
     help="The function table: name, aliases, derivative, domain.",
-    epilog="Example: gradcli functions --json"))
-app = build_app()
+    epilog="Example: gradcli functions --json",
+    context_settings={"help_option_names": ["--help"]}))
+_resume_collector(_collecting)
+
+
+def __getattr__(name: str):
+    """``app``: the typer app with every command (for typer's CliRunner and other tools),
+    built when first asked for, since a run builds only its own command (``main``)."""
+    if name == "app":
+        globals()["app"] = built = build_app()
+        return built
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def main() -> None:
-    """The console script."""
+    """The console script. Exit codes: 0 success, 1 a --check mismatch, 2 bad input or
+    output that cannot be written, 130 Ctrl-C, 141 a closed pipe (quietly, as a Unix tool
+    killed by SIGPIPE); never a traceback."""
     command = sys.argv[1] if len(sys.argv) > 1 else None
     try:
-        (build_app(command) if command in _COMMANDS else app)()
+        code = build_app(command if command in _COMMANDS else None)(standalone_mode=False)
     except KeyboardInterrupt:
-        sys.stderr.write("interrupted\n")
-        sys.exit(130)
+        code = 130
+    except (_OutputFailed, OSError) as err:
+        code = _output_failed(err.args[0] if isinstance(err, _OutputFailed) else err)
+    except Exception as err:
+        exceptions = _click().exceptions
+        if isinstance(err, exceptions.ClickException):  # usage errors: click's message
+            err.show()
+            code = err.exit_code
+        elif isinstance(err, (exceptions.Abort, typer.Abort)):
+            code = 1
+        else:
+            raise
+    sys.exit(code or 0)
+
+
+def _output_failed(err: OSError) -> int:
+    """A closed pipe ends quietly (141); any other failed write is one line (2)."""
+    import errno
+    import os
+    try:  # what is still buffered goes nowhere, instead of failing again at exit
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())
+    except (OSError, ValueError):
+        pass
+    if err.errno == errno.EPIPE:
+        return 141
+    sys.stderr.write(f"error: cannot write the output: {err.strerror or err}\n")
+    return 2

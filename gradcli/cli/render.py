@@ -1,47 +1,155 @@
 """Output: JSON, plain numbers, and rich tables that mirror what each API returns.
 
+Three rules hold for every output:
+
+- **One number format** (:func:`number_text`): the shortest text that reads back to the
+  same value in the value's own dtype (``5.0``, ``0.1``, a float32's ``2.9573243``), or
+  with ``--precision N`` exactly N significant digits at most (``2.957``); arrays are
+  written element by element with it, never with numpy's fixed decimals.
+- **Nothing is interpreted**: the human output goes through :func:`console` (rich with
+  markup, emoji and highlighting off) and every piece of text is a rich ``Text``, so a
+  name, formula or value with square brackets prints as written.
+- **Nothing is cut**: a table gets columns at least as wide as the longest number in
+  them, or, when even that does not fit the terminal, the same rows are printed one field
+  per line (:func:`_vertical`); a large array is summarised (:func:`array_text`) in time
+  that does not depend on its size.
+
 JSON and plain output never import rich; the human output imports it when it is used.
 """
 from __future__ import annotations
 
-import math
 import sys
 
 import numpy as np
 
-from ..jsonvalue import json_number as json_number, json_value as json_array
+from ..jsonvalue import json_number as json_number, json_value as _json_value
 from ..modes import API_CALLS, API_NAMES, Outcome
 
+#: Arrays with more elements than this are summarised in human and plain output
+#: (numpy's own print threshold); ``--json`` always carries every number.
+SUMMARY_THRESHOLD = 1000
+#: Elements shown at each end of a summarised axis.
+EDGE_ITEMS = 3
+#: A summary showing more numbers than this (many short axes, which numpy never elides)
+#: shows the first and last elements of the flattened array instead.
+SUMMARY_MAX = 300
+
 
 # ---------------------------------------------------------------------------------------
-# Numbers
+# Numbers: the one rule
 # ---------------------------------------------------------------------------------------
-def number_text(x, precision: int | None) -> str:
-    """One number: shortest round-trip repr by default (5.0, 0.1), or N significant digits."""
-    x = float(x)
-    if math.isnan(x) or math.isinf(x):
-        return "nan" if math.isnan(x) else ("inf" if x > 0 else "-inf")
-    return repr(x) if precision is None else f"{x:.{precision}g}"
+def number_text(x, precision: int | None = None) -> str:
+    """One number as every output prints it.
+
+    Default: the shortest text that reads back to the same value in the value's own
+    dtype (``repr`` of a float64; numpy's shortest repr of a float32). With
+    ``precision=N``: at most N significant digits (``format(x, ".Ng")``).
+    Non-finite numbers are ``nan``, ``inf``, ``-inf``; booleans ``True``/``False``.
+
+    >>> number_text(0.1), number_text(np.float32(2.957324266433716)), number_text(2.9573, 2)
+    ('0.1', '2.9573243', '3')
+    """
+    if isinstance(x, (bool, np.bool_)):
+        return "True" if x else "False"
+    if precision is not None:
+        return format(float(x), f".{precision}g")
+    if isinstance(x, (int, np.integer)):
+        return str(int(x))
+    if isinstance(x, np.floating) and x.dtype != np.float64:
+        return str(x)  # numpy: the shortest decimal that reads back in this dtype
+    return repr(float(x))
 
 
-def array_text(value, precision: int | None) -> str:
-    """A value compactly: a number, or numpy's print format for arrays."""
+def _number_texts(arr: np.ndarray, precision: int | None) -> list[str]:
+    """``number_text`` of each element of ``arr``, in C order."""
+    if arr.dtype == np.float64 and precision is None:
+        return [repr(v) for v in arr.ravel().tolist()]  # the same text, without numpy scalars
+    return [number_text(v, precision) for v in arr.ravel()]
+
+
+def _kept_indices(shape: tuple) -> list[tuple[list[int], int | None]] | None:
+    """Per axis, the indices a summary shows and where its ``...`` goes (None: the whole
+    axis); None when the summary would still show more than ``SUMMARY_MAX`` numbers."""
+    axes, count = [], 1
+    for n in shape:
+        if n > 2 * EDGE_ITEMS:
+            axes.append((list(range(EDGE_ITEMS)) + list(range(n - EDGE_ITEMS, n)), EDGE_ITEMS))
+        else:
+            axes.append((list(range(n)), None))
+        count *= len(axes[-1][0])
+    return axes if count <= SUMMARY_MAX else None
+
+
+def array_text(value, precision: int | None = None) -> str:
+    """A value as text: a number, or an array in nested brackets with one number format
+    and columns aligned; a large array summarised with ``...``.
+
+    >>> print(array_text(np.array([[1.0, 2.5], [3.0, -4.0]])))
+    [[ 1.0,  2.5],
+     [ 3.0, -4.0]]
+    """
     if value is None:
         return "None"
     arr = np.asarray(value)
     if arr.ndim == 0:
-        return str(bool(arr)) if arr.dtype == np.bool_ else number_text(arr, precision)
-    return np.array2string(arr, precision=precision if precision is not None else 8,
-                           separator=", ", threshold=200, edgeitems=3,
-                           floatmode="maxprec" if precision is None else "maxprec_equal")
+        return number_text(arr[()], precision)
+    axes = None
+    if arr.size > SUMMARY_THRESHOLD:
+        axes = _kept_indices(arr.shape)
+        if axes is None:  # many short axes: numpy would print them all
+            flat = arr.reshape(-1)
+            ends = np.concatenate([flat[:EDGE_ITEMS], flat[-EDGE_ITEMS:]])
+            texts = _number_texts(ends, precision)
+            return ("[" + ", ".join(texts[:EDGE_ITEMS] + ["..."] + texts[EDGE_ITEMS:])
+                    + f"] (flattened: the first and last of {arr.size} elements)")
+        arr = arr[np.ix_(*[kept for kept, _ in axes])]
+    texts = _number_texts(arr, precision)
+    width = max((len(t) for t in texts), default=0)
+    cells = np.array([t.rjust(width) for t in texts] or [""], dtype=object)[:arr.size]
+    gaps = [gap for _, gap in axes] if axes is not None else [None] * arr.ndim
+    return _nested(cells.reshape(arr.shape), gaps, 0)
+
+
+def _nested(cells: np.ndarray, gaps: list, depth: int) -> str:
+    """numpy's layout: rows of the last axis, one blank line more per outer axis."""
+    if cells.ndim == 1:
+        items = list(cells)
+    else:
+        items = [_nested(cells[i], gaps, depth + 1) for i in range(cells.shape[0])]
+    if gaps[depth] is not None:
+        items.insert(gaps[depth], "...")
+    if cells.ndim == 1:
+        return "[" + ", ".join(items) + "]"
+    separator = ",\n" + "\n" * (cells.ndim - 2) + " " * (depth + 1)
+    return "[" + separator.join(items) + "]"
+
+
+def _summarised(value) -> bool:
+    return value is not None and np.size(value) > SUMMARY_THRESHOLD
 
 
 # ---------------------------------------------------------------------------------------
 # JSON
 # ---------------------------------------------------------------------------------------
+def json_array(value):
+    """A value as JSON: nested lists of numbers, non-finite numbers as strings. Every
+    number is the one rule's default text (a float32 as its shortest float32 decimal),
+    in time linear in the size."""
+    if value is None:
+        return None
+    arr = np.asarray(value)
+    if arr.dtype.kind == "f" and arr.dtype != np.float64:
+        # the float64 that prints as the float32's shortest decimal (numpy parses in C)
+        arr = arr.astype(str).astype(np.float64)
+    if arr.ndim and arr.dtype == np.float64 and np.isfinite(arr).all():
+        return arr.tolist()
+    return _json_value(arr)
+
+
 def outcome_json(outcome: Outcome, check: dict | None = None,
                  symbolic: dict | None = None) -> dict:
-    """The JSON object of SPEC §3: value only where the API gives one."""
+    """The JSON object of SPEC §3: value only where the API gives one; ``notes`` only
+    when there are some."""
     obj: dict = {"mode": outcome.mode}
     if outcome.mode in ("tape", "value-grad"):
         obj["value"] = json_array(outcome.value)
@@ -50,13 +158,16 @@ def outcome_json(outcome: Outcome, check: dict | None = None,
     if symbolic is not None:
         for entry in obj["gradients"]:
             entry["symbolic"] = symbolic.get(entry["name"])
+    if outcome.notes:
+        obj["notes"] = list(outcome.notes)
     if check is not None:
         obj["check"] = check
     return obj
 
 
 def print_json(obj, file=None) -> None:
-    import json  # only for --json: not on the human output's start-up path
+    """One JSON object on one line."""
+    from .. import jsonvalue as json  # json.dumps's text without importing json (issue 14)
 
     file = file or sys.stdout
     file.write(json.dumps(obj, allow_nan=False) + "\n")
@@ -67,7 +178,8 @@ def print_json(obj, file=None) -> None:
 # ---------------------------------------------------------------------------------------
 def plain_lines(outcome: Outcome, precision: int | None) -> list[str]:
     """The value (where there is one), then each gradient flattened, one line each;
-    an unconnected gradient is the word null."""
+    an unconnected gradient is the word null; a large array is summarised as
+    ``a b c ... x y z`` (``--json`` prints every number)."""
     lines = []
     if outcome.mode in ("tape", "value-grad"):
         lines.append(_flat(outcome.value, precision))
@@ -76,20 +188,94 @@ def plain_lines(outcome: Outcome, precision: int | None) -> list[str]:
     return lines
 
 
+def plain_notes(outcome: Outcome) -> list[str]:
+    """The outcome's notes, and one for each array plain output summarised."""
+    notes = list(outcome.notes)
+    shown = ([("the value", outcome.value)] if outcome.mode in ("tape", "value-grad") else [])
+    shown += [(f"the gradient of {g.name}", g.gradient) for g in outcome.gradients]
+    for what, value in shown:
+        if _summarised(value):
+            notes.append(f"{what} has {np.size(value)} elements: shown are the first and "
+                         f"last {EDGE_ITEMS} (--json prints them all)")
+    return notes
+
+
+def print_plain(outcome: Outcome, precision: int | None, prefix: str = "") -> None:
+    """Plain output: numbers on standard output, notes on standard error."""
+    sys.stdout.write("".join(prefix + line + "\n" for line in plain_lines(outcome, precision)))
+    notes = plain_notes(outcome)
+    if notes:
+        sys.stdout.flush()  # keep the order of the two streams on a terminal
+        label = f"{prefix.strip()}: " if prefix else ""  # compare: which mode's note
+        sys.stderr.write("".join(f"note: {label}{note}\n" for note in notes))
+
+
 def _flat(value, precision: int | None) -> str:
     arr = np.asarray(value)
     if arr.dtype == np.bool_:
-        return " ".join(str(int(v)) for v in arr.ravel())
-    return " ".join(number_text(v, precision) for v in arr.ravel())
+        arr = arr.astype(np.int8)
+    if arr.size > SUMMARY_THRESHOLD:
+        flat = arr.reshape(-1)
+        head = _number_texts(flat[:EDGE_ITEMS], precision)
+        return " ".join(head + ["..."] + _number_texts(flat[-EDGE_ITEMS:], precision))
+    return " ".join(_number_texts(arr, precision))
 
 
 # ---------------------------------------------------------------------------------------
-# Human (rich)
+# Human (rich): every piece of text is a Text, and every table goes through _show
 # ---------------------------------------------------------------------------------------
-def console(stderr: bool = False):
+def console(stderr: bool = False, width: int | None = None, file=None):
+    """The one console of the human output: no markup, emoji or highlighting, so no user
+    or computed text is ever interpreted."""
     from rich.console import Console
     # rich turns colour off by itself for NO_COLOR and for output that is not a terminal.
-    return Console(stderr=stderr, highlight=False, soft_wrap=False, emoji=False)
+    out = Console(stderr=stderr, file=file, width=width, markup=False, emoji=False,
+                  highlight=False, soft_wrap=False)
+    out.on_broken_pipe = _closed_pipe  # rich would exit 1 itself; the caller decides
+    return out
+
+
+def _closed_pipe() -> None:
+    raise BrokenPipeError(32, "Broken pipe")
+
+
+def _text(*parts):
+    """A rich Text from strings and (string, style) pairs, all taken literally."""
+    from rich.text import Text
+
+    text = Text()
+    for part in parts:
+        if isinstance(part, tuple):
+            text.append(part[0], style=part[1])
+        else:
+            text.append(part)
+    return text
+
+
+def _breaks(line: str, width: int, hang: int) -> list[int]:
+    """Where to break ``line`` so that its pieces fit ``width`` (continuations are
+    indented by ``hang``): before a word, never inside one (a word longer than the width
+    gets a line of its own)."""
+    offsets, start, position = [], 0, 0
+    for word in line.split(" "):
+        end = position + len(word)
+        room = width - (hang if offsets else 0)
+        if word and end - start > room and line[start:position].strip():
+            offsets.append(position)
+            start = position
+        position = end + 1
+    return offsets
+
+
+def _emit(out, *parts) -> None:
+    """Print one logical line, wrapped at spaces to the terminal's width (an indented
+    line with a hanging indent); a number is never cut, and nothing is interpreted."""
+    for line in _text(*parts).split("\n", allow_blank=True):
+        indent = len(line.plain) - len(line.plain.lstrip(" "))
+        hang = indent + 2 if indent else 0  # a field's continuation under its value
+        for i, piece in enumerate(line.divide(_breaks(line.plain, max(out.width, 1), hang))):
+            piece.rstrip()
+            out.print(_text(" " * hang) + piece if i else piece, soft_wrap=True, crop=False)
 
 
 def _shape(value) -> str:
@@ -101,57 +287,134 @@ def _status_style(status: str) -> str:
             "non-differentiable": "magenta", "overflow": "cyan"}.get(status, "")
 
 
-def print_human(outcome: Outcome, precision: int | None, *, check: dict | None = None,
-                symbolic: dict | None = None, target: str | None = None) -> None:
+def _show(out, headers: list, rows: list, *, title: str | None = None,
+          lines: bool = False, edge: bool = False, prose: bool = False) -> None:
+    """A table whose columns are at least as wide as their longest word (so no number is
+    ever cut or elided); when even that does not fit, the same rows one field per line.
+    A table of ``prose`` (no computed numbers) may fold long words on terminals of 60
+    columns or more instead."""
+    from rich import box
+    from rich.measure import Measurement
     from rich.table import Table
 
-    out = console()
-    out.print(f"[bold]{outcome.mode}[/bold]  [dim]{API_CALLS[outcome.mode]}[/dim]")
+    table = Table(title=_text(title) if title else None, show_edge=edge, show_lines=lines,
+                  box=box.HEAVY_HEAD, header_style="bold")
+    for header in headers:
+        table.add_column(_text(header), overflow="fold")
+    for row in rows:
+        table.add_row(*[_text(cell) if isinstance(cell, (str, tuple)) else cell for cell in row])
+    wide = out.options.update_width(10 ** 6)
+    whole = Measurement.get(out, wide, table)
+    if whole.maximum > out.width:
+        columns = []
+        for column in table.columns:
+            sizes = [Measurement.get(out, wide, cell) for cell in [column.header, *column.cells]]
+            columns.append((max(s.minimum for s in sizes), max(s.maximum for s in sizes)))
+        overhead = whole.maximum - sum(high for _, high in columns)
+        spare = out.width - overhead - sum(low for low, _ in columns)
+        if spare < 0 and not (prose and out.width >= 60):
+            _vertical(out, headers, rows, title)
+            return
+        # every column gets its longest word; the rest goes to the columns that need the
+        # least to show their lines whole, so that as many columns as possible do not wrap
+        order = sorted(range(len(columns)), key=lambda k: columns[k][1] - columns[k][0])
+        for k in order:
+            low, high = columns[k]
+            give = min(high - low, max(spare, 0))
+            spare -= give
+            if spare >= 0:  # (prose that does not fit: rich's own layout, which folds)
+                table.columns[k].width = low + give
+    out.print(table, crop=False)
+
+
+def _vertical(out, headers: list, rows: list, title: str | None) -> None:
+    """The rows of a table too wide for the terminal: the first field as a heading, the
+    others indented below it, one per line (a multi-line value under its name)."""
+    if title:
+        _emit(out, (title, "bold"))
+    for row in rows:
+        _emit(out, (f"{headers[0]}: ", "bold"), row[0])
+        for header, cell in zip(headers[1:], row[1:]):
+            plain = cell if isinstance(cell, str) else cell[0] if isinstance(cell, tuple) \
+                else cell.plain
+            if "\n" in plain:
+                _emit(out, f"  {header}:")
+                for line in plain.split("\n"):
+                    _emit(out, "    " + line)
+            else:
+                _emit(out, f"  {header}: ", cell)
+
+
+def _value_lines(out, label: str, value, precision: int | None) -> None:
+    text = array_text(value, precision)
+    shape = f"shape {_shape(value)}"
+    if "\n" in text:
+        _emit(out, f"{label} ({shape}):")
+        for line in text.split("\n"):
+            _emit(out, "  " + line)
+    else:
+        _emit(out, f"{label}: ", (text, "bold"), "  ", (shape, "dim"))
+
+
+def _notes(out, notes) -> None:
+    for note in notes:
+        _emit(out, ("note:", "yellow"), " " + note)
+
+
+def print_human(outcome: Outcome, precision: int | None, *, check: dict | None = None,
+                symbolic: dict | None = None, target: str | None = None, out=None) -> None:
+    """The human output of one mode: the API, the value, the gradients, notes, check."""
+    out = out or console()
+    _emit(out, (outcome.mode, "bold"), "  ", (API_CALLS[outcome.mode], "dim"))
     if outcome.mode in ("tape", "value-grad"):
-        label = f"value of {target}" if target else "value"
-        out.print(f"{label}: [bold]{array_text(outcome.value, precision)}[/bold]"
-                  f"  [dim]shape {_shape(outcome.value)}[/dim]")
+        _value_lines(out, f"value of {target}" if target else "value", outcome.value,
+                     precision)
     pairs = outcome.mode in ("implicit", "value-grad")
-    table = Table(show_edge=False, header_style="bold")
-    table.add_column("variable" if pairs else "source" if outcome.mode == "tape" else "argument")
-    table.add_column("gradient")
-    table.add_column("shape", style="dim")
+    headers = ["variable" if pairs else "source" if outcome.mode == "tape" else "argument",
+               "gradient", "shape"]
     if symbolic is not None:
-        table.add_column("symbolic derivative")
+        headers.append("symbolic derivative")
+    rows = []
     for g in outcome.gradients:
         row = [g.name, array_text(g.gradient, precision) if g.gradient is not None
-               else "[dim]None (not connected)[/dim]", _shape(g.gradient)]
+               else ("None (not connected)", "dim"), (_shape(g.gradient), "dim")]
         if symbolic is not None:
             row.append(str(symbolic.get(g.name) or ""))
-        table.add_row(*row)
-    if outcome.gradients:
+        rows.append(row)
+    if rows:
         if pairs:
-            out.print("(gradient, variable) pairs:")
-        out.print(table)
-    for note in outcome.notes:
-        out.print(f"[yellow]note:[/yellow] {note}")
+            _emit(out, "(gradient, variable) pairs:")
+        _show(out, headers, rows)
+    _notes(out, outcome.notes)
     if check is not None:
-        print_check(out, check, precision)
+        print_check(out, check, precision, tapes={g.name: g.gradient for g in outcome.gradients})
 
 
-def print_check(out, check: dict, precision: int | None) -> None:
-    from rich.table import Table
-
-    table = Table(title="cross-check", show_edge=False, header_style="bold")
-    for column in ("name", "tape", "symbolic", "finite diff", "abs err", "rel err", "status"):
-        table.add_column(column)
+def print_check(out, check: dict, precision: int | None, tapes: dict | None = None,
+                title: str = "cross-check") -> None:
+    """The check table: the tape's gradient (in its own dtype when ``tapes`` gives it)
+    beside sympy's and the finite differences', errors with 2 significant digits."""
+    rows = []
     for entry in check["gradients"]:
-        status = entry["status"]
-        reason = entry.get("reason")
-        shown = f"[{_status_style(status)}]{status}[/]" + (f" ({reason})" if reason else "")
-        table.add_row(entry["name"], _cell(entry.get("tape"), precision),
-                      _cell(entry.get("symbolic"), precision),
-                      _cell(entry.get("numeric"), precision),
-                      _err(entry.get("abs_error")), _err(entry.get("rel_error")), shown)
-    out.print(table)
-    verdict = {"passed": "[green]passed[/green]", "mismatch": "[bold red]MISMATCH[/bold red]"
-               }.get(check["verdict"], f"[yellow]{check['verdict']}[/yellow]")
-    out.print(f"check: {verdict}" + (f" ({check['reason']})" if check.get("reason") else ""))
+        status, reason = entry["status"], entry.get("reason")
+        tape = (tapes or {}).get(entry["name"], entry.get("tape"))
+        rows.append([entry["name"], _cell(tape, precision),
+                     _cell(entry.get("symbolic"), precision),
+                     _cell(entry.get("numeric"), precision),
+                     _err(entry.get("abs_error")), _err(entry.get("rel_error")),
+                     _text((status, _status_style(status)), f" ({reason})" if reason else "")])
+    _show(out, ["name", "tape", "symbolic", "finite diff", "abs err", "rel err", "status"],
+          rows, title=title)
+    verdict = check_verdict(check)
+    _emit(out, "check: ", {"passed": ("passed", "green"), "mismatch": ("MISMATCH", "bold red")
+                           }.get(verdict, (verdict, "yellow")),
+          f" ({check['reason']})" if check.get("reason") else "")
+
+
+def check_verdict(check: dict) -> str:
+    """The check's verdict: "passed", "mismatch" or "nothing to check" (a check object
+    without one: from its ``passed``)."""
+    return check.get("verdict") or ("passed" if check["passed"] else "mismatch")
 
 
 def _cell(value, precision) -> str:
@@ -159,52 +422,67 @@ def _cell(value, precision) -> str:
         return "-"
     if isinstance(value, str):
         return value
-    # JSON values: numbers or nested lists, with "nan"/"inf" strings numpy reads itself
-    return array_text(np.asarray(value, dtype=float), precision)
+    if isinstance(value, list):  # JSON: nested lists with "nan"/"inf" strings numpy reads
+        value = np.asarray(value, dtype=float)
+    return array_text(value, precision)
 
 
 def _err(value) -> str:
+    """An error, with 2 significant digits: its size is what matters."""
     if value is None:
         return "-"
     if isinstance(value, str):
         return value
-    return f"{float(value):.1e}"
+    return array_text(np.asarray(value, dtype=float), 2)
 
 
 # ---------------------------------------------------------------------------------------
 # compare and functions
 # ---------------------------------------------------------------------------------------
-def print_compare_human(results: dict, precision: int | None) -> None:
-    from rich.table import Table
-
-    out = console()
-    table = Table(title="the four gradient APIs on one program", show_lines=True,
-                  header_style="bold")
-    table.add_column("mode", no_wrap=True)
-    table.add_column("TensorFlow API", no_wrap=True)
-    table.add_column("value")
-    table.add_column("gradients (in the API's order)")
+def print_compare_human(results: dict, precision: int | None, *, checks: dict | None = None,
+                        symbolics: dict | None = None, out=None) -> None:
+    """The four modes side by side; with --check, each mode's cross-check below."""
+    out = out or console()
+    rows = []
     for mode, result in results.items():
         if isinstance(result, str):
-            table.add_row(mode, API_NAMES[mode], "-", f"[red]error:[/red] {result}")
+            rows.append([mode, API_NAMES[mode], "-", _text(("error:", "red"), " " + result)])
             continue
-        value = (array_text(result.value, precision)
-                 if mode in ("tape", "value-grad") else "[dim]not returned[/dim]")
-        grads = "\n".join(f"{g.name}: {array_text(g.gradient, precision)}"
-                          for g in result.gradients) or "[dim](none)[/dim]"
-        table.add_row(mode, API_NAMES[mode], value, grads)
-    out.print(table)
-    out.print("[dim]tape: w.r.t. what the tape watched (trainable variables read, --watch); "
-              "grad: w.r.t. the arguments, variables are constants; implicit: w.r.t. the "
-              "trainable variables read; value-grad: the same, plus the value.[/dim]")
+        value = (array_text(result.value, precision) if mode in ("tape", "value-grad")
+                 else ("not returned", "dim"))
+        symbolic = (symbolics or {}).get(mode)
+        lines = []
+        for g in result.gradients:
+            text = array_text(g.gradient, precision)
+            lines.append(f"{g.name}:" + ("\n" if "\n" in text else " ") + text)
+            if symbolic is not None:
+                lines.append(f"  symbolic: {symbolic.get(g.name) or '-'}")
+        rows.append([mode, API_NAMES[mode], value, "\n".join(lines) or ("(none)", "dim")])
+    _show(out, ["mode", "TensorFlow API", "value", "gradients (in the API's order)"], rows,
+          title="the four gradient APIs on one program", lines=True, edge=True)
+    _emit(out, ("tape: w.r.t. what the tape watched (trainable variables read, --watch); "
+                "grad: w.r.t. the arguments, variables are constants; implicit: w.r.t. the "
+                "trainable variables read; value-grad: the same, plus the value.", "dim"))
+    notes: dict = {}
+    for mode, result in results.items():
+        for note in ([] if isinstance(result, str) else result.notes):
+            notes.setdefault(note, []).append(mode)
+    _notes(out, [f"({', '.join(modes)}) {note}" for note, modes in notes.items()])
+    for mode, check in (checks or {}).items():
+        print_check(out, check, precision, title=f"cross-check of {mode}",
+                    tapes={g.name: g.gradient for g in results[mode].gradients})
 
 
-def compare_json(results: dict) -> dict:
-    return {mode: ({"error": result} if isinstance(result, str) else outcome_json(result))
+def compare_json(results: dict, checks: dict | None = None,
+                 symbolics: dict | None = None) -> dict:
+    """``compare --json``: one object per mode, ``{"error": ...}`` for a refusal."""
+    return {mode: ({"error": result} if isinstance(result, str) else
+                   outcome_json(result, (checks or {}).get(mode), (symbolics or {}).get(mode)))
             for mode, result in results.items()}
 
 
 def functions_json(entries) -> list:
+    """``functions --json``: every table entry."""
     return [{"name": op.name, "aliases": list(op.aliases), "inputs": list(op.inputs),
              "params": {k: _json_default(v) for k, v in op.params},
              "kind": op.kind, "derivative": op.derivative, "domain": op.domain,
@@ -216,19 +494,17 @@ def _json_default(value):
     return value if isinstance(value, (int, float, str, bool, type(None))) else repr(value)
 
 
-def print_functions_human(entries, constants: dict) -> None:
-    from rich.table import Table
-
-    out = console()
-    table = Table(title="gradcli functions", header_style="bold", show_lines=False)
-    for column in ("name", "aliases", "arguments", "derivative", "domain", "description"):
-        table.add_column(column)
+def print_functions_human(entries, constants: dict, out=None) -> None:
+    """The function table, every text as written in the table."""
+    out = out or console()
+    rows = []
     for op in entries:
         args = ", ".join(list(op.inputs) + [f"{k}={v!r}" for k, v in op.params])
         if op.variadic:
             args = "[x, ...]" + args[2:]
-        table.add_row(op.name, ", ".join(op.aliases), args, op.derivative, op.domain, op.doc)
-    out.print(table)
-    out.print("constants: " + ", ".join(f"{k} = {v!r}" for k, v in constants.items()))
-    out.print("operators: + - * / ** (also ^) @, unary -, comparisons < <= > >= == != "
-              "(where conditions), indexing x[i], x[1:3], x[:, 0]")
+        rows.append([op.name, ", ".join(op.aliases), args, op.derivative, op.domain, op.doc])
+    _show(out, ["name", "aliases", "arguments", "derivative", "domain", "description"], rows,
+          title="gradcli functions", prose=True)
+    _emit(out, "constants: " + ", ".join(f"{k} = {v!r}" for k, v in constants.items()))
+    _emit(out, "operators: + - * / ** (also ^) @, unary -, comparisons < <= > >= == != "
+               "(where conditions), indexing x[i], x[1:3], x[:, 0]")

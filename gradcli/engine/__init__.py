@@ -3,8 +3,9 @@ of text, sympy or terminals."""
 from __future__ import annotations
 
 from . import ops
-from .api import (custom_gradient, gradients_function, implicit_gradients,
-                  implicit_value_and_gradients, stop_gradient, value_and_gradients_function)
+from .api import (custom_gradient, gradients_function, hessians_function,
+                  implicit_gradients, implicit_value_and_gradients, stop_gradient,
+                  value_and_gradients_function)
 from .ops import CONSTANTS, FUNCTIONS, apply
 from .tape import GradientTape
 from .tensor import Tensor, Variable, as_value, constant
@@ -52,6 +53,6 @@ def _index(index):
 _install_operators()
 
 __all__ = ["Tensor", "Variable", "constant", "as_value", "GradientTape", "gradients_function",
-           "value_and_gradients_function", "implicit_gradients",
+           "value_and_gradients_function", "hessians_function", "implicit_gradients",
            "implicit_value_and_gradients", "custom_gradient", "stop_gradient", "CONSTANTS",
            "FUNCTIONS", "apply", "ops"]

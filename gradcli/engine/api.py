@@ -184,6 +184,52 @@ def value_and_gradients_function(f, params=None):
     return grad_fn
 
 
+def hessians_function(f, params=None):
+    """``h(*args)`` giving the Hessian blocks of ``f`` with respect to the differentiated
+    arguments (``params`` as in :func:`gradients_function`): ``h(*args)[i][j]`` is
+    d2f / d(args[i]) d(args[j]), of shape ``args[i].shape + args[j].shape``.
+
+    Nested reverse mode: an outer tape records the gradient that ``gradients_function``
+    computes, then takes its Jacobian. As for gradients, a non-scalar output is
+    differentiated as its sum, and variables read inside ``f`` are constants. The blocks
+    are all given, as JAX's ``hessian`` with several ``argnums`` gives them
+    (``tf.hessians`` gave the diagonal blocks ``[i][i]`` only), and a block is zeros,
+    never None, where the gradient does not depend on an argument (the second
+    derivative of ``x * y`` in ``x`` twice is 0).
+
+    >>> h = hessians_function(lambda x, y: x * x * y)
+    >>> [[float(block) for block in row] for row in h(3.0, 2.0)]
+    [[4.0, 6.0], [6.0, 0.0]]
+    """
+    indices = _argnums(f, params)
+
+    @_wraps(f)
+    def hessian_fn(*args, **kwargs):
+        _check_kwargs(kwargs)
+        args = list(args)
+        chosen = _resolve(indices, args)
+        _distinct_sources(args, chosen)
+        sources = [args[i] for i in chosen]
+        reshape, concatenate = ops.FUNCTIONS["reshape"], ops.FUNCTIONS["concatenate"]
+        with GradientTape(watch_accessed_variables=False) as outer:
+            for source in sources:
+                outer._watch_tensor(source)
+            grads = gradients_function(f, params=chosen)(*args)
+            # One flat gradient, so that one Jacobian (one loop of backward passes) gives
+            # every block.
+            flat = concatenate([reshape(g, (-1,)) if g is not None else
+                                constant(np.zeros(s.size, dtype=s.dtype))
+                                for g, s in zip(grads, sources)])
+        columns = outer.jacobian(flat, sources, unconnected_gradients="zero")
+        blocks, start = [], 0
+        for s in sources:
+            blocks.append([reshape(column[start:start + s.size], s.shape + other.shape)
+                           for column, other in zip(columns, sources)])
+            start += s.size
+        return blocks
+    return hessian_fn
+
+
 def implicit_gradients(f):
     """``g(*args, **kwargs)`` giving ``[(gradient, variable), ...]`` for every trainable
     variable read while ``f`` ran, in creation order (None for one not reaching the output).

@@ -7,12 +7,26 @@ the language (``gradcli.lang``), the symbolic check (``gradcli.check``), the com
 from __future__ import annotations
 
 import operator
-from dataclasses import dataclass, field
 from typing import Any, Callable
 
+# The fields a caller passes, in constructor order, and the ones derived from them.
+_FIELDS = ("name", "forward", "vjps", "inputs", "doc", "derivative", "params", "sympy",
+           "elementwise", "aliases", "variadic", "sample", "domain", "kind", "saves",
+           "new_axis", "samples", "own_axes", "outputs", "api")
+_DERIVED = ("differentiable", "twins", "keeps_inputs", "keeps_ans", "reuse", "axis_params")
 
-@dataclass(frozen=True, slots=True, eq=False)  # compared and hashed by identity: fast
-class Op:
+
+class _Slots:
+    """Storage of an entry; ``Op`` (read-only) and ``_Filling`` (writable) share it."""
+    __slots__ = _FIELDS + _DERIVED
+
+
+class _Filling(_Slots):
+    """An entry while ``Op.__new__`` fills it in, with plain (fast) slot assignments."""
+    __slots__ = ()
+
+
+class Op(_Slots):
     """One function of the table.
 
     - ``forward(*values, **params)`` computes on raw numpy values.
@@ -32,12 +46,15 @@ class Op:
       the recorded node keeps only those (a rule sees a ``Shape`` for an input not kept).
     - ``sample``: an input range for the tests that keeps the function in its domain;
       ``domain`` says the same in words for ``gradcli functions``.
+    - ``kind``: arithmetic, elementwise, binary, reduction, linalg, shape or constructor.
     - Parameters named ``axis`` or ``axes`` are axes (``axis_params``, found from the
       names): ``ops.apply`` normalises them once per call against the first input's rank
       (plus one with ``new_axis``, for entries such as ``stack`` whose axis indexes a new
       dimension of the result), so forwards, rules and the sympy counterpart see
       non-negative ints or tuples of them; out of range or repeated is a ``ShapeError``
       naming the function. See ``normalise_axes``.
+    - ``new_axis``: see above. ``own_axes``: the entry reads its axis parameters itself
+      (cross, tensordot: axes of both inputs), so they are not normalised.
     - Entries whose domain a range cannot describe (square, symmetric positive definite
       or batched matrices) also give ``samples(rng) -> [(label, args, params), ...]``:
       valid calls the table-wide tests run (built only when a test asks, never at import).
@@ -47,58 +64,77 @@ class Op:
     - ``api(op, plain) -> function``: the Python API function, when it differs from the
       plain ``f(*inputs, *params)`` that ``plain`` is (``einsum`` takes its subscripts
       first; entries with ``outputs`` return a tuple).
-    """
-    name: str
-    forward: Callable[..., Any]
-    vjps: tuple[Callable[..., Any] | None, ...]
-    inputs: tuple[str, ...]
-    doc: str
-    derivative: str = ""
-    params: tuple[tuple[str, Any], ...] = ()
-    sympy: Callable[..., Any] | None = None
-    elementwise: bool = False
-    aliases: tuple[str, ...] = ()
-    variadic: bool = False
-    sample: tuple[float, float] = (-2.0, 2.0)
-    domain: str = "all reals"
-    kind: str = "elementwise"  # arithmetic, elementwise, binary, reduction, linalg, shape, constructor
-    # What the rules read, so a recorded node keeps only that: "all", "inputs", "ans" or
-    # "none" (the rules see a ``Shape`` for what is not kept).
-    saves: str = "all"
-    new_axis: bool = False  # the axis indexes the result, one dimension more (stack)
-    samples: Callable[..., Any] | None = None
-    # The entry reads its axis parameters itself: they are not axes of the first input
-    # alone (cross: of both inputs, broadcast; tensordot: an int or a pair of axis lists
-    # of two inputs), so a normalisation against the first input's rank must skip them.
-    own_axes: bool = False
-    outputs: tuple[str, ...] = ()
-    api: Callable[..., Any] | None = None
-    differentiable: bool = field(init=False, default=False)
-    # The in-place twins of the rules (see INPLACE), looked up when the entry is made.
-    twins: tuple = field(init=False, default=())
-    keeps_inputs: bool = field(init=False, default=True)  # from ``saves``
-    keeps_ans: bool = field(init=False, default=True)
-    # A ufunc that can write the result into the first input's array, for entries whose
-    # rules read no input (set in ops.py; see ops._reusable_buffer).
-    reuse: Any = field(init=False, default=None)
-    # The names of the parameters that are axes (``axis``, ``axes``): normalised by apply.
-    axis_params: tuple[str, ...] = field(init=False, default=())
 
-    def __post_init__(self) -> None:
+    Derived when the entry is made: ``differentiable``, ``twins`` (the in-place twins of
+    the rules, see ``INPLACE``), ``keeps_inputs`` and ``keeps_ans`` (from ``saves``), and
+    ``reuse`` (None; ops.py sets a ufunc that can write the result into the first input's
+    array, for entries whose rules read no input: see ops._reusable_buffer), and
+    ``axis_params`` (the names of the parameters that are axes, normalised by apply).
+
+    Entries are read-only (assigning an attribute raises ``AttributeError``: the derived
+    fields would go stale), compared and hashed by identity, and ``replace(**changes)``
+    makes a modified copy. A plain class rather than a frozen dataclass: the command line
+    builds the whole table at every start, and ``dataclasses`` (its import, the class
+    creation and ~5 µs per entry) was measured at ~3 ms of it (issue 14).
+    """
+    __slots__ = ()
+
+    def __new__(cls, name: str, forward: Callable[..., Any],
+                vjps: tuple[Callable[..., Any] | None, ...], inputs: tuple[str, ...], doc: str,
+                derivative: str = "", params: tuple[tuple[str, Any], ...] = (),
+                sympy: Callable[..., Any] | None = None, elementwise: bool = False,
+                aliases: tuple[str, ...] = (), variadic: bool = False,
+                sample: tuple[float, float] = (-2.0, 2.0), domain: str = "all reals",
+                kind: str = "elementwise", saves: str = "all", new_axis: bool = False,
+                samples: Callable[..., Any] | None = None, own_axes: bool = False,
+                outputs: tuple[str, ...] = (), api: Callable[..., Any] | None = None) -> Op:
+        if saves not in ("all", "inputs", "ans", "none"):
+            raise ValueError(f"{name}: saves must be all, inputs, ans or none")
+        # Filled as a writable twin, then turned into an Op: plain slot stores cost a
+        # third of object.__setattr__ calls, and entries are made at every start. (So a
+        # subclass, like the twin, declares ``__slots__ = ()``: the layouts must match.)
+        self = object.__new__(_Filling)
+        self.name, self.forward, self.vjps, self.inputs, self.doc = (
+            name, forward, vjps, inputs, doc)
+        self.derivative, self.params, self.sympy, self.elementwise = (
+            derivative, params, sympy, elementwise)
+        self.aliases, self.variadic, self.sample, self.domain, self.kind, self.saves = (
+            aliases, variadic, sample, domain, kind, saves)
+        self.new_axis, self.samples, self.own_axes, self.outputs, self.api = (
+            new_axis, samples, own_axes, outputs, api)
         # Read on every recorded operation: computed once here.
-        object.__setattr__(self, "differentiable", any(v is not None for v in self.vjps))
-        if self.saves not in ("all", "inputs", "ans", "none"):
-            raise ValueError(f"{self.name}: saves must be all, inputs, ans or none")
-        twins = tuple(INPLACE.get(rule) for rule in self.vjps)
-        object.__setattr__(self, "twins", twins if any(twins) else ())
-        object.__setattr__(self, "keeps_inputs", self.saves in ("all", "inputs"))
-        object.__setattr__(self, "keeps_ans", self.saves in ("all", "ans"))
-        axes = () if self.own_axes else tuple(name for name, _ in self.params
-                                              if name in AXIS_NAMES)
-        object.__setattr__(self, "axis_params", axes)
-        if axes and self.sympy is not None:
+        self.differentiable = any(v is not None for v in vjps)
+        twins = tuple(INPLACE.get(rule) for rule in vjps)
+        self.twins = twins if any(twins) else ()
+        self.keeps_inputs = saves in ("all", "inputs")
+        self.keeps_ans = saves in ("all", "ans")
+        self.reuse = None
+        axes = () if own_axes else tuple(p for p, _ in params if p in AXIS_NAMES)
+        self.axis_params = axes
+        if axes and sympy is not None:
             # The symbolic counterpart reads the same normalised axes as the forward.
-            object.__setattr__(self, "sympy", _normalising_sympy(self, self.sympy))
+            self.sympy = _normalising_sympy(self, sympy)
+        self.__class__ = cls
+        return self
+
+    def __setattr__(self, name: str, value) -> None:
+        raise AttributeError(f"cannot assign to field {name!r} of a table entry")
+
+    def __delattr__(self, name: str) -> None:
+        raise AttributeError(f"cannot delete field {name!r} of a table entry")
+
+    def replace(self, **changes) -> Op:
+        """A new entry with some constructor fields changed (``dataclasses.replace``):
+        the derived fields are computed afresh, so an entry with other rules has no twins
+        and no ``reuse``."""
+        return type(self)(**{f: changes.pop(f) if f in changes else getattr(self, f)
+                             for f in _FIELDS}, **changes)
+
+    __replace__ = replace  # copy.replace (Python 3.13)
+
+    def __repr__(self) -> str:
+        fields = ", ".join(f"{f}={getattr(self, f)!r}" for f in _FIELDS + _DERIVED)
+        return f"Op({fields})"
 
 
 # Parameters with these names are axes of the first input (see Op, normalise_axes).
@@ -181,7 +217,7 @@ def _normalising_sympy(op: Op, sympy: Callable) -> Callable:
 # into g (an unshared array) or into a spare (a kept value no one needs any more), and
 # returns it, or None when it does not apply. A fresh 8 MB array costs more than the
 # arithmetic (page faults). Keyed by the rule itself, and read when an entry is made: an
-# entry made with other rules (dataclasses.replace) has no twins. Filled by ops.py.
+# entry made with other rules (Op.replace) has no twins. Filled by ops.py.
 INPLACE: dict = {}
 
 # name or alias -> Op; filled by ops.py at import time.

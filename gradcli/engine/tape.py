@@ -336,8 +336,14 @@ class GradientTape:
         return out
 
     # --- jacobians -------------------------------------------------------------------
-    def jacobian(self, target, sources, unconnected_gradients="none"):
-        """d target / d source for every element: shape ``target.shape + source.shape``."""
+    def jacobian(self, target, sources, unconnected_gradients="none",
+                 parallel_iterations=None, experimental_use_pfor=True):
+        """d target / d source for every element: shape ``target.shape + source.shape``.
+
+        ``parallel_iterations`` and ``experimental_use_pfor`` are accepted for
+        TensorFlow compatibility and change nothing: the rows are computed by a loop of
+        backward passes either way (and, unlike TensorFlow's while_loop path, that loop
+        also works on a non-persistent tape)."""
         if not isinstance(target, Tensor):
             raise TypeError(f"jacobian target must be a tensor, got {type(target).__name__}")
         if self._used and not self._persistent:
@@ -381,9 +387,11 @@ class GradientTape:
                 results.append(_make(np.reshape(np.stack(values), tshape + src.shape)))
         return _pack(sources, iter(results))
 
-    def batch_jacobian(self, target, source, unconnected_gradients="none"):
+    def batch_jacobian(self, target, source, unconnected_gradients="none",
+                       parallel_iterations=None, experimental_use_pfor=True):
         """Per-example jacobian: target ``[b, y...]``, source ``[b, x...]`` gives
-        ``[b, y..., x...]`` (examples are assumed independent, as in TensorFlow)."""
+        ``[b, y..., x...]`` (examples are assumed independent, as in TensorFlow).
+        ``parallel_iterations`` and ``experimental_use_pfor``: as in :meth:`jacobian`."""
         for what, x in (("target", target), ("source", source)):
             if not isinstance(x, Tensor):
                 raise TypeError(f"batch_jacobian {what} must be a tensor, "

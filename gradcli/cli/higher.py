@@ -1,0 +1,306 @@
+"""The commands of higher derivatives: ``jacobian``, ``hessian`` and ``grad --order N``.
+
+Each is the usual few steps (parse, evaluate in a mode, check if asked, render); the math
+is in :mod:`gradcli.derivatives`, the check in :mod:`gradcli.check.higher`. Imported only
+when one of these commands runs (app.py registers them without importing this module).
+
+JSON (one object each; numbers as everywhere in gradcli: non-finite ones are strings)::
+
+    {"mode": "jacobian", "value": ..., "computed_by": "reverse",
+     "jacobians": [{"name": "x", "jacobian": [[...]], "shape": [3, 3],
+                    "connected": true}], "check": {...}}
+    {"mode": "hessian", "value": 31.0, "labels": ["x1", ...], "gradient": [...],
+     "hessian": [[...]], "eigenvalues": [...], "verdict": "not critical",
+     "critical": false, "gradient_tolerance": ..., "symmetric": true,
+     "asymmetry": 0.0, "check": {...}}
+    {"mode": "grad", "order": 3, "gradients": [{"name": "x", "gradient": ...}]}
+
+``--plain``: ``jacobian`` prints the value, then each Jacobian flattened, one line per
+source; ``hessian`` the value, the gradient, one line per Hessian row, the eigenvalues
+and the verdict (the one word line); ``grad --order`` one line per argument.
+"""
+from __future__ import annotations
+
+import sys
+
+import numpy as np
+import typer
+
+from . import render
+from .app import _guarded, _mode_options, _prepare, _split
+
+
+def _finish(check: dict | None) -> None:
+    # Only a mismatch fails: "nothing to check" is said, not failed (as the four modes).
+    if check is not None and check["verdict"] == "mismatch":
+        raise typer.Exit(1)
+
+
+def _write(lines: list[str]) -> None:
+    sys.stdout.write("".join(line + "\n" for line in lines))
+
+
+def _flat(value, precision) -> str:
+    return " ".join(render.number_text(v, precision) for v in np.ravel(value))
+
+
+# ---------------------------------------------------------------------------------------
+# jacobian
+# ---------------------------------------------------------------------------------------
+def run_jacobian(s) -> None:
+    """``gradcli jacobian``."""
+    from ..derivatives import jacobian
+
+    def work():
+        model = _prepare(s)
+        result = jacobian(model, _split(s.wrt), s.mode)
+        check = None
+        if s.check:
+            from ..check.higher import check_jacobian
+            check = check_jacobian(model, result, rtol=s.rtol, atol=s.atol,
+                                   timeout=s.check_timeout)
+        return model, result, check
+
+    model, result, check = _guarded(work)
+    if s.json_out:
+        render.print_json(jacobian_json(result, check))
+    elif s.plain:
+        _write([_flat(result.value, s.precision)]
+               + [_flat(j.jacobian, s.precision) for j in result.jacobians])
+    else:
+        _print_jacobian(result, s.precision, check, model.target_name)
+    _finish(check)
+
+
+def jacobian_json(result, check: dict | None = None) -> dict:
+    obj = {"mode": "jacobian", "value": render.json_array(result.value),
+           "computed_by": result.computed_by,
+           "jacobians": [{"name": j.name, "jacobian": render.json_array(j.jacobian),
+                          "shape": list(j.shape), "connected": j.connected}
+                         for j in result.jacobians]}
+    if check is not None:
+        obj["check"] = check
+    return obj
+
+
+def _print_jacobian(result, precision, check, target) -> None:
+    out = render.console()
+    out.print(f"[bold]jacobian[/bold]  [dim]d {target or 'target'} / d source: shape "
+              f"target.shape + source.shape ({result.computed_by} mode)[/dim]")
+    out.print(f"value{' of ' + target if target else ''}: "
+              f"[bold]{render.array_text(result.value, precision)}[/bold]"
+              f"  [dim]shape {tuple(np.shape(result.value))}[/dim]")
+    out.print(_jacobian_table(result, precision))
+    if check is not None:
+        render.print_check(out, check, precision)
+
+
+def _jacobian_table(result, precision):
+    from rich.table import Table
+    table = Table(show_edge=False, header_style="bold")
+    for column in ("source", "jacobian", "shape"):
+        table.add_column(column, style="dim" if column == "shape" else None)
+    for j in result.jacobians:
+        shown = render.array_text(j.jacobian, precision)
+        if not j.connected:
+            shown += " [dim](not connected)[/dim]"
+        table.add_row(j.name, shown, str(j.shape))
+    return table
+
+
+# ---------------------------------------------------------------------------------------
+# hessian
+# ---------------------------------------------------------------------------------------
+def run_hessian(s) -> None:
+    """``gradcli hessian``."""
+    from ..derivatives import hessian
+
+    def work():
+        model = _prepare(s)
+        result = hessian(model, _split(s.wrt))
+        check = None
+        if s.check:
+            from ..check.higher import check_hessian
+            check = check_hessian(model, result, rtol=s.rtol, atol=s.atol,
+                                  timeout=s.check_timeout)
+        return model, result, check
+
+    model, result, check = _guarded(work)
+    if s.json_out:
+        render.print_json(hessian_json(result, check))
+    elif s.plain:
+        _write([_flat(result.value, s.precision), _flat(result.gradient, s.precision)]
+               + [_flat(row, s.precision) for row in result.hessian]
+               + [_flat(result.eigenvalues if result.eigenvalues is not None else [],
+                        s.precision), result.verdict])
+    else:
+        _print_hessian(result, s.precision, check, model.target_name)
+    _finish(check)
+
+
+def hessian_json(result, check: dict | None = None) -> dict:
+    obj = {"mode": "hessian", "value": render.json_array(result.value),
+           "labels": list(result.labels), "gradient": render.json_array(result.gradient),
+           "hessian": render.json_array(result.hessian),
+           "eigenvalues": render.json_array(result.eigenvalues), "verdict": result.verdict,
+           "critical": result.critical,
+           "gradient_tolerance": render.json_array(result.gradient_tolerance),
+           "symmetric": result.symmetric, "asymmetry": render.json_array(result.asymmetry)}
+    if check is not None:
+        obj["check"] = check
+    return obj
+
+
+_MAX_TABLE = 8  # a labelled matrix up to this many columns; numpy's layout beyond
+
+
+def _explain(result, precision) -> str:
+    from ..derivatives import definiteness
+    num = render.number_text
+    if result.verdict == "undefined":
+        return ("the gradient or the Hessian is not finite here (nan or inf): no "
+                "second-derivative test applies")
+    kind = definiteness(result.eigenvalues, result.zero_tolerance)
+    gradient = (f"max |gradient| = {num(result.gradient_norm, 3)}"
+                f" {'<=' if result.critical else '>'} tolerance "
+                f"{num(result.gradient_tolerance, 3)}")
+    if result.verdict == "not critical":
+        return (f"not a critical point ({gradient}), so no minimum, maximum or saddle "
+                f"claim is made; the Hessian here is {kind}")
+    words = {"minimum": "a local minimum (the Hessian is positive definite)",
+             "maximum": "a local maximum (the Hessian is negative definite)",
+             "saddle": "a saddle point (the Hessian has eigenvalues of both signs)",
+             "degenerate": f"a critical point where the test says nothing: the Hessian is "
+                           f"{kind}, with a zero eigenvalue (within "
+                           f"{num(result.zero_tolerance, 3)}); higher derivatives decide"}
+    return f"{words[result.verdict]}; critical point: {gradient}"
+
+
+def _print_hessian(result, precision, check, target) -> None:
+    from rich.table import Table
+    out = render.console()
+    out.print(f"[bold]hessian[/bold]  [dim]d2 {target or 'target'} / d source^2 over "
+              f"{', '.join(result.names)} ({len(result.labels)} element"
+              f"{'s' if len(result.labels) != 1 else ''}; nested reverse "
+              f"mode)[/dim]")
+    out.print(f"value{' of ' + target if target else ''}: "
+              f"[bold]{render.array_text(result.value, precision)}[/bold]")
+    n = len(result.labels)
+    table = Table(show_edge=False, header_style="bold")
+    table.add_column("")
+    table.add_column("gradient")
+    if n <= _MAX_TABLE:
+        for label in result.labels:
+            table.add_column(f"H[:, {label}]" if n == 1 else label)
+    for i, label in enumerate(result.labels):
+        row = [label, render.number_text(result.gradient[i], precision)]
+        if n <= _MAX_TABLE:
+            row += [render.number_text(v, precision) for v in result.hessian[i]]
+        table.add_row(*row)
+    out.print(table)
+    if n > _MAX_TABLE:
+        out.print("Hessian (rows and columns in the order above):")
+        out.print(render.array_text(result.hessian, precision))
+    if result.eigenvalues is not None:
+        out.print(f"eigenvalues: {render.array_text(result.eigenvalues, precision)}")
+    out.print(f"verdict: [bold]{result.verdict}[/bold]: {_explain(result, precision)}")
+    if not result.symmetric:
+        out.print(f"[bold red]warning:[/bold red] the Hessian is not symmetric: "
+                  f"max |H - H^T| = {render.number_text(result.asymmetry, 3)}, beyond "
+                  f"round-off ({render.number_text(result.asymmetry_tolerance, 3)}): a "
+                  "derivative rule is wrong; the eigenvalues are those of (H + H^T) / 2")
+    if check is not None:
+        render.print_check(out, check, precision)
+
+
+# ---------------------------------------------------------------------------------------
+# grad --order N
+# ---------------------------------------------------------------------------------------
+def run_grad_order(s) -> None:
+    """``gradcli grad --order N``."""
+    from ..derivatives import order_outcome
+    order = s.order
+
+    def work():
+        model = _prepare(s)
+        outcome = order_outcome(model, _mode_options(s), order)
+        check = texts = None
+        if s.check or s.symbolic:
+            from ..check.higher import check_order
+            check, texts = check_order(model, outcome, order, rtol=s.rtol, atol=s.atol,
+                                       timeout=s.check_timeout, check=s.check,
+                                       want_text=s.symbolic)
+        return outcome, check, texts
+
+    outcome, check, texts = _guarded(work)
+    if s.json_out:
+        obj = render.outcome_json(outcome, check, texts)
+        obj = {"mode": obj.pop("mode"), "order": order, **obj}
+        if outcome.notes:
+            obj["note"] = " ".join(outcome.notes)
+        render.print_json(obj)
+    elif s.plain:
+        _write(render.plain_lines(outcome, s.precision))
+    else:
+        _print_order(outcome, order, s.precision, check, texts)
+    _finish(check)
+
+
+def _print_order(outcome, order: int, precision, check, texts) -> None:
+    from rich.table import Table
+    out = render.console()
+    out.print(f"[bold]grad --order {order}[/bold]  [dim]the pure partial derivatives of "
+              f"order {order}: gradients_function nested {order} times[/dim]")
+    table = Table(show_edge=False, header_style="bold")
+    table.add_column("argument")
+    table.add_column(f"d^{order} / d argument^{order}" if order > 1 else "gradient")
+    if texts is not None:
+        table.add_column("symbolic derivative")
+    for g in outcome.gradients:
+        row = [g.name, render.array_text(g.gradient, precision)]
+        if texts is not None:
+            row.append(str(texts.get(g.name) or ""))
+        table.add_row(*row)
+    out.print(table)
+    for note in outcome.notes:
+        out.print(f"[yellow]note:[/yellow] {note}")
+    if check is not None:
+        render.print_check(out, check, precision)
+
+
+# ---------------------------------------------------------------------------------------
+# compare's jacobian row
+# ---------------------------------------------------------------------------------------
+class CompareRow:
+    """``tape.jacobian(target, sources)`` beside the four APIs in ``gradcli compare``
+    (shown where the target is not a scalar), with the default sources of ``jacobian``:
+    the arguments, then the trainable variables. An error is shown in the row."""
+
+    def __init__(self, model):
+        from ..derivatives import jacobian
+        from ..errors import GradcliError
+        self.result = self.error = None
+        try:
+            self.result = jacobian(model)
+        except GradcliError as err:
+            self.error = err.message
+
+    def to_json(self) -> dict:
+        return {"error": self.error} if self.error else jacobian_json(self.result)
+
+    def print_plain(self, precision) -> None:
+        if self.error:
+            _write([f"jacobian error: {self.error}"])
+            return
+        _write([f"jacobian {_flat(self.result.value, precision)}"]
+               + [f"jacobian {_flat(j.jacobian, precision)}" for j in self.result.jacobians])
+
+    def print_human(self, precision) -> None:
+        out = render.console()
+        if self.error:
+            out.print(f"jacobian (tf.GradientTape.jacobian): [red]error:[/red] {self.error}")
+            return
+        out.print("[bold]jacobian[/bold]  [dim]tf.GradientTape.jacobian(target, sources): "
+                  "each element of the target, not their sum (arguments, then trainable "
+                  "variables)[/dim]")
+        out.print(_jacobian_table(self.result, precision))

@@ -1,0 +1,325 @@
+"""Higher derivatives of a built program: Jacobians, Hessians with a verdict at the
+point, and N-th derivatives (``gradcli jacobian``, ``gradcli hessian``, ``grad --order``).
+
+Like :mod:`gradcli.modes`, this layer knows the engine and the ``Model`` of
+``gradcli.lang`` and nothing of terminals; all of it is written on the engine's public
+API (tapes, ``gradients_function``), by nested reverse mode.
+
+The sources (``--wrt``) are declared values: the arguments, then the trainable
+variables, in declaration order, by default; ``--wrt`` may name any argument or variable
+(frozen ones included). A constant or a value the program computes is refused: its
+Jacobian would be taken with the value cut out of the program, which the tape can do
+(``gradcli tape --wrt``) but these commands do not.
+
+>>> from gradcli.lang import parse_program, Declarations, build
+>>> decls = Declarations.from_options(arg=["x=1.2", "y=1"])
+>>> model = build(parse_program("(1-x)^2 + 100*(y-x^2)^2"), decls)
+>>> result = hessian(model)
+>>> result.hessian.tolist(), result.verdict
+([[1330.0, -480.0], [-480.0, 200.0]], 'not critical')
+"""
+from __future__ import annotations
+
+import numpy as np
+
+from . import engine as gc
+from .errors import InputError, ModeError, UnknownNameError, did_you_mean
+
+#: The verdicts of ``hessian`` (``undefined``: the gradient or Hessian is not finite).
+VERDICTS = ("minimum", "maximum", "saddle", "degenerate", "not critical", "undefined")
+JACOBIAN_MODES = ("rev", "fwd", "auto")
+MAX_ORDER = 10
+
+
+# ---------------------------------------------------------------------------------------
+# Sources
+# ---------------------------------------------------------------------------------------
+def default_sources(model) -> list[str]:
+    """The arguments, then the trainable variables, in declaration order."""
+    return list(model.arg_names) + [n for n, trainable in model.trainable.items() if trainable]
+
+
+def resolve_sources(model, wrt: list[str] | None, command: str) -> list[str]:
+    """The source names for ``--wrt`` (None: the default), each a declared value."""
+    names = default_sources(model) if wrt is None else list(dict.fromkeys(wrt))
+    inputs = ("arg", "var", "frozen", "variable")
+    declared = [n for n in model.names if model.kinds[n] in inputs]
+    for name in names:
+        kind = model.kinds.get(name)
+        if kind in inputs:
+            continue
+        if kind == "constant":
+            raise InputError(f"--wrt {name}: '{name}' is a constant; {command} "
+                             "differentiates with respect to arguments and variables "
+                             "(declare it with --arg or Variable(...))")
+        if kind is not None:
+            raise InputError(f"--wrt {name}: {command} differentiates with respect to "
+                             f"arguments and variables; '{name}' is computed by the "
+                             "program (gradcli tape --wrt takes it)")
+        hint = did_you_mean(name, declared)
+        raise UnknownNameError(f"unknown source '{name}'{hint}; known: "
+                               f"{', '.join(declared) or 'none'}")
+    if not names:
+        raise ModeError(f"{command} needs something to differentiate with respect to: "
+                        "declare an argument (--arg NAME=VALUE) or a variable "
+                        "(--var NAME=VALUE)")
+    return names
+
+
+def labels(names: list[str], shapes: list[tuple]) -> list[str]:
+    """One label per element of the flattened sources: ``x``, ``W[0,1]``."""
+    out = []
+    for name, shape in zip(names, shapes):
+        if shape == ():
+            out.append(name)
+        else:
+            out.extend(f"{name}[{','.join(map(str, idx))}]" for idx in np.ndindex(*shape))
+    return out
+
+
+def _numeric_target(target, command: str) -> None:
+    if target.dtype == np.bool_:
+        raise ModeError(f"the target is a comparison (boolean), which has no {command}")
+
+
+# ---------------------------------------------------------------------------------------
+# Jacobian
+# ---------------------------------------------------------------------------------------
+class Jacobian:
+    """One source's Jacobian: ``jacobian`` has shape ``target.shape + source.shape``
+    (zeros, with ``connected`` False, when the target does not depend on the source)."""
+    __slots__ = ("name", "jacobian", "connected", "source")
+
+    def __init__(self, name: str, jacobian: np.ndarray, connected: bool, source=None):
+        self.name, self.jacobian, self.connected, self.source = (name, jacobian, connected,
+                                                                 source)
+
+    @property
+    def shape(self) -> tuple:
+        return tuple(np.shape(self.jacobian))
+
+
+class JacobianResult:
+    """What ``jacobian`` gives: the target's value, one :class:`Jacobian` per source, and
+    how it was computed (``computed_by``: "reverse" or "forward")."""
+    __slots__ = ("value", "jacobians", "computed_by", "mode")
+
+    def __init__(self, value, jacobians: list[Jacobian], computed_by: str, mode: str):
+        self.value, self.jacobians = value, jacobians
+        self.computed_by, self.mode = computed_by, mode
+
+
+def jacobian(model, wrt: list[str] | None = None, mode: str = "rev") -> JacobianResult:
+    """The Jacobian of the target (any shape) with respect to each source."""
+    if mode not in JACOBIAN_MODES:
+        raise InputError(f"--mode must be one of {', '.join(JACOBIAN_MODES)}, got {mode!r}")
+    names = resolve_sources(model, wrt, "jacobian")
+    sources = [model.source(n) for n in names]
+    value, columns, computed_by = _jacobian(mode, model, sources)
+    out = []
+    for name, source, column in zip(names, sources, columns):
+        if column is None:
+            out.append(Jacobian(name, np.zeros(np.shape(value) + source.shape,
+                                               dtype=source.dtype), False, source))
+        else:
+            out.append(Jacobian(name, np.asarray(column.numpy()), True, source))
+    return JacobianResult(np.asarray(value.numpy()), out, computed_by, mode)
+
+
+def _jacobian(mode: str, model, sources: list) -> tuple:
+    """``(target, [jacobian or None per source], computed_by)``: the one place that
+    chooses how a Jacobian is computed. ``rev``: one backward pass per target element;
+    ``fwd`` (one forward pass per source element) and ``auto`` (forward when the
+    sources have fewer elements than the target) compute by reverse mode until the
+    engine has forward mode: this is the switch to change then."""
+    with gc.GradientTape(watch_accessed_variables=False) as tape:
+        for source in sources:
+            tape.watch(source)
+        target = model.function(*model.arg_values)
+    _numeric_target(target, "Jacobian")
+    return target, tape.jacobian(target, sources), "reverse"
+
+
+# ---------------------------------------------------------------------------------------
+# Hessian and the verdict at the point
+# ---------------------------------------------------------------------------------------
+class HessianResult:
+    """What ``hessian`` gives (see :func:`classify` for the verdict's fields)."""
+    __slots__ = ("value", "names", "shapes", "labels", "gradient", "hessian", "verdict",
+                 "eigenvalues", "critical", "gradient_norm", "gradient_tolerance",
+                 "zero_tolerance", "asymmetry", "asymmetry_tolerance", "dtype", "point")
+
+    def __init__(self, **fields):
+        for key in self.__slots__:
+            setattr(self, key, fields.get(key))
+
+    @property
+    def symmetric(self) -> bool:
+        """False when the Hessian is asymmetric beyond round-off (a wrong rule)."""
+        return not self.asymmetry > self.asymmetry_tolerance
+
+
+def hessian(model, wrt: list[str] | None = None) -> HessianResult:
+    """The Hessian of a scalar target over the flattened sources, by nested reverse
+    mode (an outer tape records the gradient the inner one computes, then takes its
+    Jacobian), with the gradient, the value and the verdict at the point."""
+    names = resolve_sources(model, wrt, "hessian")
+    sources = [model.source(n) for n in names]
+    reshape, concatenate = gc.FUNCTIONS["reshape"], gc.FUNCTIONS["concatenate"]
+    with gc.GradientTape(watch_accessed_variables=False) as outer:
+        for source in sources:
+            outer.watch(source)
+        with gc.GradientTape(watch_accessed_variables=False) as inner:
+            for source in sources:
+                inner.watch(source)
+            target = model.function(*model.arg_values)
+        _numeric_target(target, "Hessian")
+        if target.shape != ():
+            raise ModeError(f"hessian needs a scalar target; the target has shape "
+                            f"{target.shape} (differentiate sum(...) for the Hessian of its "
+                            "sum, or use gradcli jacobian)")
+        grads = inner.gradient(target, sources, unconnected_gradients="zero")
+        flat = concatenate([reshape(g, (-1,)) for g in grads])
+    n = int(flat.shape[0])
+    if n == 0:
+        raise ModeError(f"hessian: the sources ({', '.join(names)}) have no elements")
+    columns = outer.jacobian(flat, sources, unconnected_gradients="zero")
+    # (+ 0.0: a -0.0 from a rule's sign is printed as 0.0)
+    matrix = np.concatenate([np.reshape(c.numpy(), (n, -1)) for c in columns], axis=1) + 0.0
+    gradient = np.asarray(flat.numpy()) + 0.0
+    shapes = [tuple(s.shape) for s in sources]
+    point = np.concatenate([np.ravel(np.asarray(s.numpy(), dtype=np.float64))
+                            for s in sources])
+    verdict = classify(gradient, matrix, point, np.asarray(target.numpy()).dtype)
+    return HessianResult(value=np.asarray(target.numpy()), names=names, shapes=shapes,
+                         labels=labels(names, shapes), gradient=gradient, hessian=matrix,
+                         dtype=str(np.asarray(target.numpy()).dtype), point=point,
+                         **verdict)
+
+
+def classify(gradient: np.ndarray, matrix: np.ndarray, point=None, dtype="float64") -> dict:
+    """The verdict of the second-derivative test at ``point`` (the flattened sources).
+
+    With ``eps`` the machine epsilon of ``dtype`` and ``rtol = sqrt(eps)`` (1.5e-8 in
+    float64, 3.5e-4 in float32), and ``scale = max |eigenvalue|`` (the curvature):
+
+    - ``eigenvalues``: of the symmetric part ``(H + H^T) / 2``, ascending;
+    - ``asymmetry``: ``max |H - H^T|``; beyond ``rtol * max(1, max |H|)`` it is more than
+      round-off, so a derivative rule is wrong (reported, never hidden by symmetrising);
+    - critical point: ``max |gradient| <= rtol * scale * max(1, max |point|)``. Near a
+      critical point ``z*`` the gradient is about ``H (z - z*)``: below this tolerance
+      the point is within about ``rtol`` (relative to its size) of one, which is all
+      rounding lets a typed-in point be. The value of the function plays no part (adding
+      a constant changes nothing), and a zero Hessian leaves only an exact zero gradient;
+    - a zero eigenvalue: ``|lambda| <= rtol * scale``;
+    - the verdict: "not critical" when the gradient is above its tolerance (no
+      min/max/saddle claim is made there); else "saddle" when there are eigenvalues of
+      both signs beyond the zero tolerance (the test decides even beside a zero
+      eigenvalue); else "degenerate" when one is zero within tolerance (the test says
+      nothing: ``x^4``, ``-x^4`` and ``x^3`` at 0 all have H = 0); else "minimum"
+      (positive definite) or "maximum" (negative definite); "undefined" when the
+      gradient or the Hessian is not finite (nan or inf: no test applies).
+
+    >>> classify(np.zeros(2), np.diag([2.0, -2.0]))["verdict"]
+    'saddle'
+    """
+    eps = float(np.finfo(np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.float64).eps)
+    rtol = float(np.sqrt(eps))
+    matrix = np.asarray(matrix, dtype=np.float64)
+    gradient = np.asarray(gradient, dtype=np.float64).ravel()
+    finite = bool(np.isfinite(matrix).all() and np.isfinite(gradient).all())
+    scale_h = float(np.max(np.abs(matrix))) if matrix.size and finite else 0.0
+    asymmetry = float(np.max(np.abs(matrix - matrix.T))) if matrix.size and finite else 0.0
+    out = {"asymmetry": asymmetry, "asymmetry_tolerance": rtol * max(1.0, scale_h)}
+    if not finite:
+        return {**out, "verdict": "undefined", "eigenvalues": None, "critical": None,
+                "gradient_norm": float(np.max(np.abs(gradient))) if gradient.size else 0.0,
+                "gradient_tolerance": None, "zero_tolerance": None}
+    eigenvalues = np.linalg.eigvalsh((matrix + matrix.T) / 2) if matrix.size else np.empty(0)
+    top = float(np.max(np.abs(eigenvalues))) if eigenvalues.size else 0.0
+    zero_tolerance = rtol * top
+    gradient_norm = float(np.max(np.abs(gradient))) if gradient.size else 0.0
+    size = float(np.max(np.abs(point))) if point is not None and np.size(point) else 0.0
+    gradient_tolerance = rtol * top * max(1.0, size)
+    critical = gradient_norm <= gradient_tolerance
+    positive = bool(np.any(eigenvalues > zero_tolerance))
+    negative = bool(np.any(eigenvalues < -zero_tolerance))
+    zero = bool(np.any(np.abs(eigenvalues) <= zero_tolerance))
+    if not critical:
+        verdict = "not critical"
+    elif positive and negative:
+        verdict = "saddle"
+    elif zero:
+        verdict = "degenerate"
+    else:
+        verdict = "minimum" if positive else "maximum"
+    return {**out, "verdict": verdict, "eigenvalues": eigenvalues, "critical": critical,
+            "gradient_norm": gradient_norm, "gradient_tolerance": gradient_tolerance,
+            "zero_tolerance": zero_tolerance}
+
+
+def definiteness(eigenvalues, zero_tolerance: float) -> str:
+    """The Hessian's kind in words (what the curvature is, critical point or not)."""
+    ev = np.asarray(eigenvalues)
+    pos, neg = np.any(ev > zero_tolerance), np.any(ev < -zero_tolerance)
+    zero = np.any(np.abs(ev) <= zero_tolerance)
+    if pos and neg:
+        return "indefinite"
+    if zero:
+        return ("positive semi-definite" if pos else "negative semi-definite" if neg
+                else "zero")
+    return "positive definite" if pos else "negative definite"
+
+
+# ---------------------------------------------------------------------------------------
+# N-th derivatives (grad --order N)
+# ---------------------------------------------------------------------------------------
+def nth_derivative(f, x, order: int):
+    """The ``order``-th derivative of the scalar function ``f`` at ``x``, by nesting
+    ``gradients_function`` ``order`` times (a derivative that no longer depends on x,
+    whose gradient the engine gives as None, is 0 from there on)."""
+    zero = gc.constant(np.zeros((), dtype=x.dtype))
+
+    def derivative(g):
+        def dg(y):
+            [grad] = gc.gradients_function(g)(y)
+            return zero if grad is None else grad
+        return dg
+
+    for _ in range(order):
+        f = derivative(f)
+    return f(x)
+
+
+def check_order(order: int) -> None:
+    if not 1 <= order <= MAX_ORDER:
+        raise InputError(f"--order must be between 1 and {MAX_ORDER}, got {order} (each "
+                         "order nests one more reverse pass, and the work grows about "
+                         "threefold with each)")
+
+
+def order_outcome(model, options, order: int):
+    """``grad --order N``: the N-th pure partial derivative of the target with respect
+    to each differentiated argument (the others held at their values), as a ``grad``
+    ``Outcome`` (in ``--params`` order)."""
+    from .modes import run_mode
+    check_order(order)
+    first = run_mode("grad", model, options)  # validates --params, names the arguments
+    for g in first.gradients:
+        shape = np.shape(g.source)
+        if shape != ():
+            raise ModeError(f"--order needs scalar arguments: '{g.name}' has shape "
+                            f"{shape} (gradcli hessian or jacobian take arrays)")
+    for g in first.gradients:
+        i = model.arg_names.index(g.name)
+
+        def along(x, i=i):
+            args = list(model.arg_values)
+            args[i] = x
+            return model.function(*args)
+        if order > 1:
+            g.gradient = np.asarray(nth_derivative(along, model.arg_values[i], order).numpy())
+    if order == 2 and len(first.gradients) > 1:
+        first.notes.append("these are the pure second partials; the mixed ones are in the "
+                           "Hessian: gradcli hessian with the same declarations")
+    return first
