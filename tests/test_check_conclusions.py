@@ -283,9 +283,9 @@ def test_an_aliased_tape_source_is_checked_as_the_value_it_denotes(text, wrt, ex
 
 # ---------------------------------------------------------------------------------------
 # The class: a right tape is never a mismatch, and an ok row's error is within tolerance,
-# at any magnitude (hypothesis; GRADCLI_LONG_TESTS=1 runs many more examples)
+# at any magnitude (hypothesis; GRADCLI_PROPERTY_EXAMPLES=400 runs more examples)
 # ---------------------------------------------------------------------------------------
-LONG = bool(os.environ.get("GRADCLI_LONG_TESTS"))
+EXAMPLES = int(os.environ.get("GRADCLI_PROPERTY_EXAMPLES", "25"))
 
 # program, numpy f, exact derivative (mpmath, 50 digits)
 SMOOTH = {
@@ -298,7 +298,7 @@ SMOOTH = {
 }
 
 
-@settings(max_examples=400 if LONG else 25, deadline=None)
+@settings(max_examples=EXAMPLES, deadline=None)
 @given(text=st.sampled_from(sorted(SMOOTH)), sign=st.sampled_from([-1.0, 1.0]),
        exponent=st.floats(-3.0, 20.0))
 def test_a_right_tape_is_never_a_mismatch_at_any_magnitude(text, sign, exponent):

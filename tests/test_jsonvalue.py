@@ -13,8 +13,8 @@ from hypothesis import strategies as st
 
 from gradcli.jsonvalue import dumps, json_value
 
-# More examples on demand: GRADCLI_HYPOTHESIS_EXAMPLES=5000 pytest tests/test_jsonvalue.py
-EXAMPLES = int(os.environ.get("GRADCLI_HYPOTHESIS_EXAMPLES", "300"))
+# More examples on demand: GRADCLI_PROPERTY_EXAMPLES=5000 pytest tests/test_jsonvalue.py
+EXAMPLES = int(os.environ.get("GRADCLI_PROPERTY_EXAMPLES", "300"))
 
 STRINGS = [
     "", "plain", 'a "quoted" word', "back\\slash", "\\\"", "line\nbreak\r\n\ttab",

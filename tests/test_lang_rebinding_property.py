@@ -12,7 +12,7 @@ be the gradient with respect to the *declared* value:
   evaluated independently, by a small numpy interpreter in float64.
 
 Examples: 60 by default, derandomized (the same programs on every run); set
-``GRADCLI_FUZZ_EXAMPLES=2000`` for a longer, random search.
+``GRADCLI_PROPERTY_EXAMPLES=2000`` for a longer, random search.
 """
 import os
 
@@ -24,7 +24,7 @@ from gradcli.errors import ModeError
 from gradcli.lang import Declarations, build, parse_program
 from gradcli.modes import ModeOptions, run_mode
 
-EXAMPLES = int(os.environ.get("GRADCLI_FUZZ_EXAMPLES", "0")) or None
+EXAMPLES = int(os.environ.get("GRADCLI_PROPERTY_EXAMPLES", "0")) or None
 ARGS, VARIABLES = ("x", "y"), ("w", "v")
 DECLARED = ARGS + VARIABLES
 UNARY = {"sin": np.sin, "cos": np.cos, "tanh": np.tanh,

@@ -53,10 +53,16 @@ CONSOLE_SCRIPT = ("import sys; from gradcli.cli.app import main; "
                   f"sys.argv = ['gradcli', *{SEED!r}]; main()")
 
 
+# rich's own switches to a terminal's output (styles): a default run is tested without them
+RICH_TERMINAL_ENV = ("FORCE_COLOR", "TTY_COMPATIBLE")
+
+
 def imported(*python_args: str) -> set[str]:
-    """Every module a fresh ``python -X importtime ...`` imports (site's included)."""
+    """Every module a fresh ``python -X importtime ...`` imports (site's included), its
+    standard output a pipe."""
+    env = {k: v for k, v in os.environ.items() if k not in RICH_TERMINAL_ENV}
     result = subprocess.run([sys.executable, "-X", "importtime", *python_args],
-                            capture_output=True, text=True, timeout=120, env=dict(os.environ))
+                            capture_output=True, text=True, timeout=120, env=env)
     assert result.returncode == 0, result.stderr[-2000:]
     return {line.rsplit("|", 1)[1].strip() for line in result.stderr.splitlines()
             if line.startswith("import time:") and "self [us]" not in line}
@@ -68,8 +74,14 @@ def baseline() -> dict[str, set[str]]:
 
 
 @pytest.fixture(scope="module", params=["console script", "python -m gradcli"])
-def json_run(request) -> set[str]:
-    if request.param == "console script":
+def how(request) -> str:
+    """How gradcli is started."""
+    return request.param
+
+
+@pytest.fixture(scope="module")
+def json_run(how) -> set[str]:
+    if how == "console script":
         return imported("-c", CONSOLE_SCRIPT)
     return imported("-m", "gradcli", *SEED)
 
@@ -99,6 +111,21 @@ def test_the_gradcli_modules_of_a_json_run_are_the_ones_it_uses(json_run):
     assert not {m for m in ours if m.startswith("gradcli.check")}
     assert {"gradcli.engine.ops", "gradcli.lang.parser", "gradcli.cli.app",
             "gradcli.cli.render", "gradcli.jsonvalue", "gradcli.modes"} <= ours
+
+
+@pytest.fixture(scope="module")
+def default_run(how) -> set[str]:
+    """The seed's default (human) output, written to a pipe."""
+    if how == "console script":
+        return imported("-c", CONSOLE_SCRIPT.replace(", '--json']", "]"))
+    return imported("-m", "gradcli", *SEED[:-1])
+
+
+def test_a_default_run_of_scalar_results_does_not_import_rich(default_run, json_run):
+    # rich is ~25 ms of a default run: its scalar results are printed as rich would print
+    # them without it (tests/test_render_fallback.py proves the text identical)
+    assert not {m for m in default_run if m == "rich" or m.startswith("rich.")}
+    assert default_run == json_run  # nothing more than the --json run needs
 
 
 def test_non_ascii_text_loads_what_it_needs_and_is_refused_as_before():

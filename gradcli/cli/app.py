@@ -121,6 +121,49 @@ class _Group(typer.core.TyperGroup):
 _COMMANDS: dict = {}
 
 
+class _Lazy:
+    """A command whose code lives in its own module (``gradcli.cli.plot``,
+    ``gradcli.cli.minimize``), imported only when typer builds the command -- its own run
+    or the full listing -- so that the other commands' start-up does not pay for it, nor
+    for matplotlib or scipy. typer reads the signature and annotations of the module's
+    ``command`` through these properties."""
+
+    def __init__(self, module: str):
+        self.module = module
+
+    def _command(self):
+        from importlib import import_module
+        return import_module(f"{__package__}.{self.module}").command
+
+    @property
+    def __signature__(self):
+        return self._command().__signature__
+
+    @property
+    def __annotations__(self):
+        return self._command().__annotations__
+
+    def __call__(self, **kwargs):
+        return self._command()(**kwargs)
+
+
+# A program may start with "-": unknown options are taken as arguments (as _command).
+_COMMANDS["plot"] = (_Lazy("plot"), dict(
+    help="Plot f and its derivatives over a range (one --arg or --var given as a:b or "
+         "linspace(a, b, n)), or a contour plot with the gradient field for two: in the "
+         "terminal, as an image (--output), or as a table (--csv, --json). Needs the "
+         "extra gradcli[plot] to draw.",
+    epilog="Example: gradcli plot 'x^2*sin(x)' --arg x=-3:3 --order 2",
+    context_settings={"ignore_unknown_options": True}))
+_COMMANDS["minimize"] = (_Lazy("minimize"), dict(
+    help="Minimise the program's scalar target over its trainable variables with "
+         "implicit_value_and_gradients at every step: sgd, momentum, adam (the "
+         "tf.keras.optimizers rules) or lbfgs (scipy, the extra gradcli[optimize]).",
+    epilog="Example: gradcli minimize '(1 - x)^2 + 100*(y - x^2)^2' --var x=-1.2 --var y=1 "
+           "--optimizer lbfgs",
+    context_settings={"ignore_unknown_options": True}))
+
+
 def build_app(only: str | None = None) -> typer.Typer:
     """The typer app with every command, or with the one command ``only``: click builds
     each command's options at every start, and a run needs only its own (5 ms of the

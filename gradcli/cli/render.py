@@ -14,10 +14,13 @@ Three rules hold for every output:
   per line (:func:`_vertical`); a large array is summarised (:func:`array_text`) in time
   that does not depend on its size.
 
-JSON and plain output never import rich; the human output imports it when it is used.
+JSON and plain output never import rich; the human output imports it when it is used,
+except for the simplest results written to a file or pipe (:func:`_plain_human`), whose
+text is rich's, byte for byte, without rich's ~25 ms import (issue 14).
 """
 from __future__ import annotations
 
+import os
 import sys
 
 import numpy as np
@@ -364,6 +367,11 @@ def _notes(out, notes) -> None:
 def print_human(outcome: Outcome, precision: int | None, *, check: dict | None = None,
                 symbolic: dict | None = None, target: str | None = None, out=None) -> None:
     """The human output of one mode: the API, the value, the gradients, notes, check."""
+    if out is None and check is None and symbolic is None:
+        text = _plain_human(outcome, precision, target)
+        if text is not None:
+            sys.stdout.write(text)
+            return
     out = out or console()
     _emit(out, (outcome.mode, "bold"), "  ", (API_CALLS[outcome.mode], "dim"))
     if outcome.mode in ("tape", "value-grad"):
@@ -388,6 +396,104 @@ def print_human(outcome: Outcome, precision: int | None, *, check: dict | None =
     _notes(out, outcome.notes)
     if check is not None:
         print_check(out, check, precision, tapes={g.name: g.gradient for g in outcome.gradients})
+
+
+# The simplest results without rich: what rich prints when it sees no terminal (no styles)
+def _plain_width() -> int | None:
+    """The width rich's console would use on standard output, when rich would write plain
+    text there: not a terminal by rich's rules (TTY_COMPATIBLE, FORCE_COLOR, isatty), a
+    UTF encoding (else rich draws ASCII boxes), not Windows (legacy consoles), no IPython.
+    None otherwise: rich then prints, with its styles."""
+    import builtins
+
+    environ = os.environ
+    if sys.platform == "win32" or hasattr(builtins, "get_ipython"):
+        return None
+    compatible = environ.get("TTY_COMPATIBLE", "")
+    if compatible == "1":
+        return None
+    if compatible != "0":
+        force = environ.get("FORCE_COLOR")
+        if force is not None:
+            if force != "":
+                return None
+        else:
+            try:
+                if sys.stdout.isatty():
+                    return None
+            except (AttributeError, ValueError):  # rich: no isatty, or closed: no terminal
+                pass
+    if not (getattr(sys.stdout, "encoding", None) or "utf-8").lower().startswith("utf"):
+        return None
+    columns = environ.get("COLUMNS")
+    if columns is not None and columns.isdigit():
+        return int(columns) if columns.isascii() else None  # (rich fails on "²")
+    width = None
+    for descriptor in (0, 1, 2):  # rich asks standard input, output, then error
+        try:
+            width = os.get_terminal_size(descriptor)[0]
+        except (AttributeError, ValueError, OSError):
+            continue
+        break
+    return width or 80
+
+
+def _literal(text: str, cell: bool = False) -> bool:
+    """Text rich prints as it is, one character per column: printable ASCII (no control
+    characters or tabs, which rich strips or expands); a table ``cell`` also with no
+    space at either end or two in a row (which rich's wrapping may move)."""
+    return text.isascii() and text.isprintable() and (
+        not cell or (text == text.strip() and "  " not in text))
+
+
+def _plain_lines(line: str, width: int) -> list[str]:
+    """:func:`_emit`'s lines for one line of literal text, without rich."""
+    indent = len(line) - len(line.lstrip(" "))
+    hang = indent + 2 if indent else 0
+    offsets = _breaks(line, max(width, 1), hang)
+    pieces = [line[a:b].rstrip() for a, b in zip([0, *offsets], [*offsets, len(line)])]
+    return [(" " * hang + piece if i else piece) for i, piece in enumerate(pieces)]
+
+
+def _plain_human(outcome: Outcome, precision: int | None, target: str | None) -> str | None:
+    """:func:`print_human`'s text for a scalar value and scalar gradients written to a file
+    or pipe, exactly as rich prints it (tests/test_render_fallback.py compares the two);
+    None for anything else (arrays, a terminal, a table wider than the output, text that
+    is not printable ASCII), which rich prints."""
+    has_value = outcome.mode in ("tape", "value-grad")
+    if (has_value and (outcome.value is None or np.ndim(outcome.value))) or any(
+            g.gradient is not None and np.ndim(g.gradient) for g in outcome.gradients):
+        return None
+    width = _plain_width()
+    if width is None:
+        return None
+    texts = [f"{outcome.mode}  {API_CALLS[outcome.mode]}"]
+    if has_value:
+        label = f"value of {target}" if target else "value"
+        texts.append(f"{label}: {array_text(outcome.value, precision)}  shape ()")
+    pairs = outcome.mode in ("implicit", "value-grad")
+    headers = ["variable" if pairs else "source" if outcome.mode == "tape" else "argument",
+               "gradient", "shape"]
+    rows = [[g.name, "None (not connected)" if g.gradient is None
+             else array_text(g.gradient, precision), _shape(g.gradient)]
+            for g in outcome.gradients]
+    cells = [cell for row in rows for cell in row]
+    notes = [f"note: {note}" for note in outcome.notes]
+    if not (all(_literal(text) for text in texts + notes)
+            and all(_literal(cell, cell=True) for cell in cells)):
+        return None
+    lines = [line for text in texts for line in _plain_lines(text, width)]
+    if rows:
+        widths = [max(len(cell) for cell in column) for column in zip(headers, *rows)]
+        if sum(widths) + 3 * len(widths) - 1 > width:
+            return None  # rich shares the width out, or prints the rows one field per line
+        if pairs:
+            lines += _plain_lines("(gradient, variable) pairs:", width)
+        lines.append("\u2503".join(f" {h.ljust(w)} " for h, w in zip(headers, widths)))
+        lines.append("\u2547".join("\u2501" * (w + 2) for w in widths))
+        lines += ["\u2502".join(f" {c.ljust(w)} " for c, w in zip(row, widths)) for row in rows]
+    lines += [line for note in notes for line in _plain_lines(note, width)]
+    return "".join(line + "\n" for line in lines)
 
 
 def print_check(out, check: dict, precision: int | None, tapes: dict | None = None,

@@ -1,0 +1,251 @@
+"""``gradcli minimize``: the training loop the seeds describe, from the command line.
+
+Imported only when ``minimize`` runs (or for the full command listing), so the other
+commands' start-up does not pay for it. The math lives in ``gradcli.optimize``.
+"""
+from __future__ import annotations
+
+import math
+import sys
+import time
+from typing import Annotated, Optional
+
+import typer
+
+from ..errors import InputError, ModeError
+from .app import DECLARATIONS, OUTPUT, PROGRAM, _guarded, _opt, _prepare, _Settings
+
+OPTIONS = [
+    _opt("optimizer", Annotated[str, typer.Option(
+        "--optimizer", metavar="sgd|momentum|adam|lbfgs",
+        help="The update rule (lbfgs needs the extra gradcli[optimize]).")], "adam"),
+    _opt("lr", Annotated[Optional[float], typer.Option(
+        "--lr", min=0.0, show_default=False,
+        help="Learning rate (default: Keras' 0.01 for sgd/momentum, 0.001 for adam; "
+             "lbfgs has none).")], None),
+    _opt("momentum", Annotated[float, typer.Option(
+        "--momentum", min=0.0, max=1.0, help="Momentum of --optimizer momentum.")], 0.9),
+    _opt("steps", Annotated[int, typer.Option(
+        "--steps", min=0, max=10**8, metavar="N",
+        help="At most N updates (lbfgs: iterations).")], 1000),
+    _opt("tol", Annotated[float, typer.Option(
+        "--tol", min=0.0, metavar="T",
+        help="Stop when the gradient norm is at most T (lbfgs: its largest component).")],
+        1e-8),
+    _opt("save", Annotated[Optional[str], typer.Option(
+        "--save", metavar="DIR", show_default=False,
+        help="Write each variable to DIR/NAME.npy; feed it back with "
+             "--var NAME=@DIR/NAME.npy.")], None),
+    _opt("plot", Annotated[Optional[str], typer.Option(
+        "--plot", metavar="PATH.png|.svg|.pdf", show_default=False,
+        help="Save the loss curve (needs the extra gradcli[plot]).")], None),
+]
+
+_SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def _progress(total: int):
+    """A progress line on standard error (a terminal only): step, loss, gradient norm,
+    steps/s, ETA; at most ten redraws a second."""
+    if not sys.stderr.isatty():
+        return None, lambda: None
+    from . import render
+    start = time.perf_counter()
+    state = {"shown": 0.0}
+
+    def on_step(step, loss, norm):
+        now = time.perf_counter()
+        if now - state["shown"] < 0.1 and step != total:
+            return
+        state["shown"] = now
+        rate = step / (now - start) if now > start and step else 0.0
+        eta = f"{(total - step) / rate:.0f} s" if rate else "?"
+        sys.stderr.write(f"\rstep {step}/{total}  loss {render.number_text(loss, 6)}  "
+                         f"|grad| {render.number_text(norm, 3)}  {rate:.0f} steps/s  "
+                         f"ETA {eta}   ")
+        sys.stderr.flush()
+
+    def done():
+        sys.stderr.write("\n")
+    return on_step, done
+
+
+def sparkline(losses, width: int = 60) -> str:
+    """The loss history as one line of block characters (log scale when every loss is
+    positive; the last point at the right), non-finite values as spaces."""
+    values = [float(v) for v in losses]
+    if len(values) > width:  # keep the shape: the value at evenly spaced steps
+        values = [values[round(i * (len(values) - 1) / (width - 1))] for i in range(width)]
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite:
+        return ""
+    log = all(v > 0 for v in finite)
+    scaled = [math.log10(v) if log and math.isfinite(v) else v for v in values]
+    lo, hi = min(s for s in scaled if math.isfinite(s)), max(s for s in scaled if math.isfinite(s))
+    span = hi - lo or 1.0
+    return "".join(_SPARKS[min(7, int((s - lo) / span * 7.999))] if math.isfinite(s) else " "
+                   for s in scaled)
+
+
+def save_variables(directory: str, values: dict) -> list[str]:
+    """Write each variable to ``directory/NAME.npy`` (made if missing); the paths."""
+    import os
+
+    import numpy as np
+    try:
+        os.makedirs(directory, exist_ok=True)
+        paths = []
+        for name, value in values.items():
+            path = os.path.join(directory, f"{name}.npy")
+            np.save(path, np.asarray(value, dtype=np.float64), allow_pickle=False)
+            paths.append(path)
+    except OSError as err:
+        raise InputError(f"--save {directory}: cannot write ({err.strerror or err})") from None
+    return paths
+
+
+def save_loss_plot(path: str, history) -> None:
+    """The loss against the step, with matplotlib (log scale when every loss is > 0)."""
+    from .plot import figure_module, output_format
+    output_format(path)
+    plt = figure_module()
+    steps = [h[0] for h in history]
+    losses = [h[1] for h in history]
+    fig, ax = plt.subplots(figsize=(6.4, 4.0), dpi=100)
+    ax.plot(steps, losses, color="C0")
+    if all(v > 0 and math.isfinite(v) for v in losses):
+        ax.set_yscale("log")
+    ax.set_xlabel("step")
+    ax.set_ylabel("loss")
+    ax.set_title("gradcli minimize: loss")
+    ax.grid(True, alpha=0.3)
+    fig.tight_layout()
+    try:
+        fig.savefig(path)
+    except OSError as err:
+        raise InputError(f"--plot {path}: cannot write ({err.strerror or err})") from None
+    finally:
+        plt.close(fig)
+
+
+def run(s: _Settings) -> None:
+    """Build the program, train, print, save; exit 1 for a non-finite loss or divergence,
+    130 after Ctrl-C (the best point so far is still printed)."""
+    from ..optimize import DEFAULT_LR, OPTIMIZERS, minimize
+
+    def work():
+        if s.optimizer not in OPTIMIZERS:
+            raise InputError(f"unknown optimizer {s.optimizer!r}; choose one of "
+                             f"{', '.join(OPTIMIZERS)}")
+        if s.optimizer == "lbfgs" and s.lr is not None:
+            raise InputError("--lr does not apply to lbfgs (its line search sets the step)")
+        if s.plot is not None:
+            from .plot import output_format
+            output_format(s.plot)
+        model = _prepare(s)
+        # Known from the tree, before any file is read (as the implicit modes do).
+        if not any(model.trainable[name] for name in model.read_variables):
+            from ..modes import _NO_VARIABLES
+            raise ModeError(_NO_VARIABLES)
+        names = {id(v): n for n, v in model.variables.items()}
+        on_step, done = _progress(s.steps)
+        try:
+            result = minimize(model.function, model.arg_values, optimizer=s.optimizer,
+                              lr=s.lr, steps=s.steps, tol=s.tol, momentum=s.momentum,
+                              names=names, on_step=on_step)
+        finally:
+            done()
+        saved = save_variables(s.save, result.values) if s.save else []
+        if s.plot is not None:
+            save_loss_plot(s.plot, result.history)
+        return result, saved
+
+    result, saved = _guarded(work)
+    lr = s.lr if s.lr is not None else DEFAULT_LR[s.optimizer]
+    from . import render
+    if s.json_out:
+        render.print_json(result_json(result, s.optimizer, lr))
+    elif s.plain:
+        lines = [render.number_text(result.loss, s.precision)]
+        lines += [" ".join(render.number_text(v, s.precision) for v in _ravel(value))
+                  for value in result.values.values()]
+        sys.stdout.write("".join(line + "\n" for line in lines))
+    else:
+        _print_human(result, s, lr, saved)
+    if result.failed:
+        what = ("the loss became nan or infinite" if result.reason == "non-finite loss"
+                else "the loss diverged (grew by more than 1e8 times the best loss)")
+        step = result.history[-1][0]
+        where = ("the output is the last finite point (try a smaller --lr)" if step else
+                 "at the starting point: nothing to minimise from there (the output is "
+                 "that point)")
+        sys.stderr.write(f"error: {what} at step {step}; {where}\n")
+        raise typer.Exit(1)
+    if result.reason == "interrupted":
+        raise typer.Exit(130)
+
+
+def _ravel(value):
+    import numpy as np
+    return np.asarray(value).ravel()
+
+
+def result_json(result, optimizer: str, lr) -> dict:
+    """The JSON object of ``minimize --json`` (README, "gradcli minimize")."""
+    from . import render
+    return {"mode": "minimize", "optimizer": optimizer, "lr": lr,
+            "loss": render.json_number(result.loss),
+            "variables": [{"name": n, "value": render.json_array(v)}
+                          for n, v in result.values.items()],
+            "steps": result.steps, "converged": result.converged, "reason": result.reason,
+            "history": [{"step": step, "loss": render.json_number(loss),
+                         "grad_norm": render.json_number(norm)}
+                        for step, loss, norm in result.history]}
+
+
+def _print_human(result, s: _Settings, lr, saved: list) -> None:
+    """Lines of rich ``Text`` (never markup: a name or a path prints as written)."""
+    import numpy as np
+    from rich.table import Table
+    from rich.text import Text
+
+    from . import render
+    out = render.console()
+    n = render.number_text
+    settings = s.optimizer + (f", lr {n(lr, None)}" if lr is not None else "")
+    style = "green" if result.converged else "red" if result.failed else "yellow"
+    out.print(Text.assemble(("minimize", "bold"), "  ", (settings, "dim")))
+    out.print(Text.assemble((result.reason, style), f" after {result.steps} steps ",
+                            (f"({n(result.elapsed, 2)} s)", "dim")))
+    out.print(Text.assemble("loss: ", (n(result.loss, s.precision), "bold")))
+    table = Table(show_edge=False, header_style="bold")
+    table.add_column("variable")
+    table.add_column("value")
+    table.add_column("shape", style="dim")
+    for name, value in result.values.items():
+        table.add_row(Text(name), Text(render.array_text(value, s.precision)),
+                      Text(str(np.shape(value))))
+    out.print(table)
+    line = sparkline([h[1] for h in result.history])
+    if line and len(result.history) > 1:
+        scale = ", log scale" if all(h[1] > 0 for h in result.history) else ""
+        out.print(Text.assemble("loss curve: ", line, "  ",
+                                (f"(step 0 to {result.history[-1][0]}{scale})", "dim")))
+    for path, name in zip(saved, result.values):
+        out.print(Text.assemble(f"saved {name}: {path}  ", (f"(--var {name}=@{path})", "dim")))
+    if s.plot:
+        out.print(Text(f"loss curve saved: {s.plot}"))
+
+
+def _signature():
+    import inspect
+    params = [PROGRAM] + DECLARATIONS + OPTIONS + OUTPUT
+    return inspect.Signature(params), {p.name: p.annotation for p in params}
+
+
+def command(**kwargs):
+    """The ``minimize`` command (registered in ``app._COMMANDS``, built lazily)."""
+    run(_Settings(**kwargs))
+
+
+command.__signature__, command.__annotations__ = _signature()

@@ -1,0 +1,424 @@
+"""``gradcli plot``: f and its derivatives over a range, in the terminal or as an image.
+
+Imported only when ``plot`` runs (or for the full command listing). The sampling lives in
+``gradcli.plotting``; drawing needs the optional extra ``gradcli[plot]``: uniplot for the
+terminal (small, numpy only, returns the plot as a string with frame and legend, which is
+what a test can hold at a fixed width), matplotlib for ``--output``.
+"""
+from __future__ import annotations
+
+import os
+import sys
+from typing import Annotated, List, Optional
+
+import numpy as np
+import typer
+
+from ..errors import InputError
+from ..optimize import MissingExtra
+from .app import PROGRAM, _guarded, _opt, _Settings
+
+FORMATS = (".png", ".svg", ".pdf")
+
+OPTIONS = [
+    _opt("var", Annotated[Optional[List[str]], typer.Option(
+        "--var", metavar="NAME=VALUE", show_default=False,
+        help="A trainable variable (repeatable); a:b makes it the ranged one.")], None),
+    _opt("frozen", Annotated[Optional[List[str]], typer.Option(
+        "--frozen", metavar="NAME=VALUE", show_default=False,
+        help="A variable with trainable=False (repeatable).")], None),
+    _opt("arg", Annotated[Optional[List[str]], typer.Option(
+        "--arg", metavar="NAME=VALUE", show_default=False,
+        help="An argument (repeatable); NAME=a:b or NAME=linspace(a, b, n) is the "
+             "horizontal axis.")], None),
+    _opt("target", Annotated[Optional[str], typer.Option(
+        "--target", metavar="NAME", show_default=False,
+        help="Plot this named value instead of the last statement.")], None),
+    _opt("points", Annotated[Optional[int], typer.Option(
+        "--points", min=2, max=100_000, metavar="N", show_default=False,
+        help="Samples of an a:b range (default 400; 60 per axis for a contour plot).")],
+        None),
+    _opt("mode", Annotated[Optional[str], typer.Option(
+        "--mode", metavar="tape|grad|implicit|value-grad", show_default=False,
+        help="Plot the gradients this mode returns (each point on its own) instead of "
+             "the derivative with respect to the ranged value.")], None),
+    _opt("order", Annotated[int, typer.Option(
+        "--order", min=0, max=4, metavar="N", help="Derivatives to draw: f', f'', ...")], 1),
+    _opt("output", Annotated[Optional[str], typer.Option(
+        "--output", "-o", metavar="PATH.png|.svg|.pdf", show_default=False,
+        help="Write an image with matplotlib instead of drawing in the terminal.")], None),
+    _opt("csv", Annotated[bool, typer.Option(
+        "--csv", help="Print the sampled table as CSV (x, f, df/dx, ...).")], False),
+    _opt("json_out", Annotated[bool, typer.Option(
+        "--json", help="Print the sampled table and the marked points as JSON.")], False),
+    _opt("width", Annotated[Optional[int], typer.Option(
+        "--width", min=20, max=1000, show_default=False,
+        help="Terminal plot width in characters (default: the terminal's).")], None),
+    _opt("height", Annotated[Optional[int], typer.Option(
+        "--height", min=5, max=500, show_default=False,
+        help="Terminal plot height in lines (default: from the terminal's).")], None),
+    _opt("precision", Annotated[Optional[int], typer.Option(
+        "--precision", min=1, max=17, metavar="N", show_default=False,
+        help="Significant digits of printed numbers (default: shortest exact).")], None),
+    _opt("dtype", Annotated[str, typer.Option(
+        "--dtype", metavar="float64|float32", help="Precision of the computation.")],
+        "float64"),
+]
+
+
+def output_format(path: str) -> str:
+    """The image format of ``path`` (refused unless .png, .svg or .pdf)."""
+    extension = os.path.splitext(path)[1].lower()
+    if extension not in FORMATS:
+        raise InputError(f"{path}: unsupported image type {extension or '(none)'!r}; "
+                         f"use {', '.join(FORMATS)}")
+    return extension
+
+
+def figure_module():
+    """matplotlib.pyplot on the file-only Agg backend (no display needed)."""
+    try:
+        import matplotlib
+        matplotlib.use("Agg")
+        import matplotlib.pyplot as plt
+    except ImportError:
+        raise MissingExtra("matplotlib", "plot", "writing an image") from None
+    return plt
+
+
+def column_names(name: str, order: int) -> list[str]:
+    """x, f, df/dx, d2f/dx2, ..."""
+    return [name, "f"] + [f"d{'' if k == 1 else k}f/d{name}{'' if k == 1 else k}"
+                          for k in range(1, order + 1)]
+
+
+def _find_ranges(s: _Settings):
+    """([(name, points), ...] for the one or two ranged declarations, the declarations by
+    kind with None where a ranged one was, to keep the arguments' order)."""
+    from ..lang.values import parse_declaration
+    from ..plotting import parse_range
+    texts = [(kind, text) for kind in ("var", "frozen", "arg") for text in getattr(s, kind) or ()]
+    ranged = []
+    for kind, text in texts:
+        name, value = parse_declaration(text)
+        if parse_range(value, 2) is not None:
+            ranged.append(name)
+    default = 400 if len(ranged) < 2 else 60
+    points = s.points if s.points is not None else default
+    found, rest = [], {"var": [], "frozen": [], "arg": []}
+    for kind, text in texts:
+        name, value = parse_declaration(text)
+        values = parse_range(value, points) if name in ranged else None
+        if values is None:
+            rest[kind].append(text)
+        else:
+            found.append((name, values))
+            rest[kind].append(None)
+    if not found:
+        raise InputError("plot needs one value given as a range: e.g. --arg x=-3:3 or "
+                         "--arg x='linspace(-3, 3, 200)'")
+    if len(found) > 2:
+        raise InputError("plot takes one ranged value (a curve) or two (a contour plot), "
+                         "not " + str(len(found)) + ": " + ", ".join(n for n, _ in found))
+    if len(found) == 2 and found[0][0] == found[1][0]:
+        raise InputError(f"'{found[0][0]}' is given twice")
+    return found, rest
+
+
+class Plot:
+    """What was computed: ``names`` (one or two ranged names), ``axes`` (their points),
+    ``table`` (f, then the derivative columns; 2-D arrays for two names), ``labels``
+    (the columns' names), ``how`` ("vectorised" or "loop"), ``points`` (marked points:
+    (kind, x, f) or, for two names, (kind, x, y, f))."""
+
+    def __init__(self, names, axes, table, labels, how, points):
+        self.names, self.axes, self.table = names, axes, table
+        self.labels, self.how, self.points = labels, how, points
+
+
+def compute(s: _Settings) -> Plot:
+    """Sample the program over the range(s) and find the points to mark."""
+    from ..lang.evaluate import build
+    from ..lang.parser import parse_program
+    from ..lang.source import read_program
+    from ..lang.values import Declarations
+    from .. import plotting
+    if sum((s.csv, s.json_out, s.output is not None)) > 1:
+        raise InputError("--csv, --json and --output cannot be used together")
+    if s.output is not None:
+        output_format(s.output)
+    found, rest = _find_ranges(s)
+    names = [n for n, _ in found]
+    axes = [values for _, values in found]
+    if len(found) == 2 and (s.mode is not None or s.order != 1):
+        raise InputError("a contour plot (two ranged values) draws f and its gradient: "
+                         "--mode and --order apply to one ranged value")
+    if s.mode is not None and s.order != 1:
+        raise InputError("--order applies to the derivative with respect to the ranged "
+                         "value, not to --mode")
+    program = parse_program(read_program(s.program))
+
+    def make_model(texts):
+        texts = iter([texts] if isinstance(texts, str) else texts)
+        ranged = iter(names)
+        options = {k: [f"{next(ranged)}={next(texts)}" if t is None else t for t in values]
+                   for k, values in rest.items()}
+        return build(program, Declarations.from_options(**options), dtype=s.dtype,
+                     target=s.target)
+
+    if len(names) == 2:
+        table, how = plotting.sample_grid(make_model, names, axes)
+        candidates = plotting.critical_points(axes, table)
+        points = plotting.refine_critical(make_model([repr(float(a[0])) for a in axes]),
+                                          names, axes, candidates)
+        return Plot(names, axes, table, ["f"] + [f"df/d{n}" for n in names], how, points)
+    name, xs = names[0], axes[0]
+    if s.mode is not None:
+        from ..modes import MODES
+        if s.mode not in MODES:
+            raise InputError(f"unknown mode {s.mode!r}; choose one of {', '.join(MODES)}")
+        table, sources = plotting.sample_mode(make_model, name, xs, s.mode)
+        labels = ["f"] + [f"df/d{source}" for source in sources]
+        # the marked zeros are those of the derivative with respect to the ranged value
+        own = [table[0]] + [c for c, n in zip(table[1:], sources) if n == name][:1]
+        return Plot(names, axes, table, labels, "loop", plotting.points_of_interest(xs, own))
+    table, how = plotting.sample(make_model, name, xs, s.order)
+    return Plot(names, axes, table, column_names(name, s.order)[1:], how,
+                plotting.points_of_interest(xs, table))
+
+
+def run(s: _Settings) -> None:
+    """Sample, then print the table, write the image or draw in the terminal."""
+    result = _guarded(lambda: compute(s))
+    from . import render
+    grid = len(result.names) == 2
+    if grid:
+        mesh = np.meshgrid(*result.axes)
+        columns = [m.ravel() for m in mesh] + [c.ravel() for c in result.table]
+    else:
+        columns = [result.axes[0]] + list(result.table)
+    header = result.names + result.labels
+    if s.csv:
+        rows = [",".join(header)]
+        rows += [",".join(render.number_text(v, s.precision) for v in row)
+                 for row in zip(*columns)]
+        sys.stdout.write("".join(row + "\n" for row in rows))
+    elif s.json_out:
+        keys = ("kind", "x", "y", "f") if grid else ("kind", "x", "f")
+        render.print_json({
+            "mode": "plot", "arguments": result.names, "order": 1 if grid else s.order,
+            "derivatives": s.mode or "ranged", "evaluation": result.how, "columns": header,
+            "samples": [[render.json_number(v) for v in row] for row in zip(*columns)],
+            "points": [{k: (v if k == "kind" else render.json_number(v))
+                        for k, v in zip(keys, p)} for p in result.points]})
+    elif s.output is not None:
+        if grid:
+            _guarded(lambda: save_contour(s.output, result, s.program))
+        else:
+            _guarded(lambda: save_image(s.output, result.names[0], result.axes[0],
+                                        result.table, result.points, s.program,
+                                        result.labels))
+        sys.stdout.write(f"wrote {s.output}\n")
+    else:
+        if grid:
+            text = _guarded(lambda: terminal_heatmap(result, s.program, s.width, s.height))
+        else:
+            text = _guarded(lambda: terminal_plot(result.names[0], result.axes[0],
+                                                  result.table, result.points, s.program,
+                                                  s.width, s.height, labels=result.labels))
+        sys.stdout.write(text + "\n")
+        _print_points(result.points, s.precision, grid)
+
+
+def _size(width, height) -> tuple[int, int]:
+    import shutil
+    columns, lines = shutil.get_terminal_size((100, 30))
+    # uniplot adds the frame, the y labels (about 12 columns) and the legend lines
+    return (width if width is not None else max(20, columns - 14),
+            height if height is not None else max(8, min(lines - 10, 25)))
+
+
+def terminal_plot(name, xs, table, points, title, width=None, height=None,
+                  color=None, labels=None) -> str:
+    """The curves as text with uniplot: frame, axis labels, legend, marked points."""
+    try:
+        from uniplot import plot_to_string
+    except ImportError:
+        raise MissingExtra("uniplot", "plot", "drawing in the terminal") from None
+    width, height = _size(width, height)
+    labels = list(labels or column_names(name, len(table) - 1)[1:])
+    # Drawn only where f is finite (log's rule gives 1/x where log(x) is nan), infinities
+    # as gaps; a curve with nothing left is left out of the plot and its legend.
+    defined = np.isfinite(table[0])
+    shown = [(np.where(defined & np.isfinite(c), c, np.nan), label)
+             for c, label in zip(table, labels)]
+    shown = [(c, label) for c, label in shown if np.any(np.isfinite(c))]
+    if not shown:
+        raise InputError("nothing to draw: every value is nan or infinite")
+    ys, labels = [c for c, _ in shown], [label for _, label in shown]
+    xss, lines = [xs] * len(ys), [True] * len(ys)
+    drawn = [(x, f) for _, x, f in points if np.isfinite(f)]
+    if drawn:
+        ys.append(np.array([f for _, f in drawn]))
+        xss.append(np.array([x for x, _ in drawn]))
+        lines.append(False)
+        labels.append("marked points (below)")
+    if color is None:
+        color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    title = f"{title}  (horizontal axis: {name})"
+    shown = title if len(title) <= width else title[:width - 1] + "…"
+    return plot_to_string(ys, xss, lines=lines, legend_labels=labels, width=width,
+                          height=height, title=shown, color=color)
+
+
+def _print_points(points, precision, grid=False) -> None:
+    if not points:
+        return
+    from rich.table import Table
+    from rich.text import Text
+
+    from . import render
+    table = Table(title="marked points", show_edge=False, header_style="bold")
+    for column in ("kind", "x", "y", "f") if grid else ("kind", "x", "f"):
+        table.add_column(column)
+    for kind, *numbers in points:
+        table.add_row(Text(kind), *(Text(render.number_text(v, precision)) for v in numbers))
+    render.console().print(table)
+
+
+def save_image(path, name, xs, table, points, title, labels=None) -> None:
+    """f and its derivatives with matplotlib; zeros of f' as dots, jumps and kinks as
+    dotted vertical lines. A PNG carries the axes' pixel box and limits in a text chunk
+    ("gradcli-axes"), so that a reader can map data to pixels."""
+    extension = output_format(path)
+    plt = figure_module()
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
+    labels = list(labels or column_names(name, len(table) - 1)[1:])
+    for k, (column, label) in enumerate(zip(table, labels)):
+        ax.plot(xs, column, color=f"C{k}", label=label, linewidth=1.8)
+    for kind, x, f in points:
+        if kind in ("minimum", "maximum", "f' = 0"):
+            ax.plot([x], [f], "o", color="black", markersize=5)
+        else:
+            ax.axvline(x, color="gray", linestyle=":", linewidth=1)
+    if points:
+        ax.plot([], [], "o", color="black", label="f' = 0")
+    ax.axhline(0, color="black", linewidth=0.6, alpha=0.5, zorder=0)  # under the curves
+    ax.set_xlabel(name)
+    ax.set_title(title if len(title) <= 80 else title[:79] + "…")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="best")
+    finite = np.concatenate([c[np.isfinite(c)] for c in table])
+    if finite.size == 0:
+        raise InputError("nothing to draw: every value is nan or infinite")
+    _save(plt, fig, ax, path, extension)
+
+
+def _save(plt, fig, ax, path, extension) -> None:
+    """Lay out and write; a PNG gets the axes' pixel box and limits as a text chunk."""
+    import json
+    try:
+        fig.tight_layout()
+        fig.canvas.draw()
+        box = ax.get_window_extent()
+        metadata = None
+        if extension == ".png":
+            metadata = {"gradcli-axes": json.dumps({
+                "x0": box.x0, "y0": box.y0, "x1": box.x1, "y1": box.y1,
+                "xlim": list(ax.get_xlim()), "ylim": list(ax.get_ylim()),
+                "height": fig.bbox.height})}
+        fig.savefig(path, dpi=100, metadata=metadata)
+    except OSError as err:
+        raise InputError(f"--output {path}: cannot write ({err.strerror or err})") from None
+    finally:
+        plt.close(fig)
+
+
+def save_contour(path, result, title) -> None:
+    """Filled contours of f, the gradient field as arrows (about 20 per side), the
+    critical points marked by kind."""
+    extension = output_format(path)
+    (xs, ys), (f, gx, gy) = result.axes, result.table
+    if not np.any(np.isfinite(f)):
+        raise InputError("nothing to draw: every value is nan or infinite")
+    plt = figure_module()
+    fig, ax = plt.subplots(figsize=(7, 6), dpi=100)
+    finite = np.where(np.isfinite(f), f, np.nan)
+    filled = ax.contourf(xs, ys, finite, levels=15, cmap="viridis")
+    fig.colorbar(filled, ax=ax, label="f")
+    step = (max(1, len(ys) // 20), max(1, len(xs) // 20))
+    sub = (slice(None, None, step[0]), slice(None, None, step[1]))
+    ax.quiver(*np.meshgrid(xs[sub[1]], ys[sub[0]]), gx[sub], gy[sub], color="white",
+              label="gradient")
+    markers = {"minimum": ("o", "red"), "maximum": ("^", "orange"), "saddle": ("X", "magenta")}
+    for kind in ("minimum", "maximum", "saddle", "critical point"):
+        chosen = [p for p in result.points if p[0] == kind]
+        if chosen:
+            marker, colour = markers.get(kind, ("s", "black"))
+            ax.plot([p[1] for p in chosen], [p[2] for p in chosen], marker, color=colour,
+                    markersize=9, markeredgecolor="black", linestyle="none", label=kind)
+    ax.set_xlabel(result.names[0])
+    ax.set_ylabel(result.names[1])
+    ax.set_title(title if len(title) <= 70 else title[:69] + "…")
+    ax.legend(loc="upper right", fontsize="small")
+    _save(plt, fig, ax, path, extension)
+
+
+_SHADES = " .:-=+*#%@"
+
+
+def terminal_heatmap(result, title, width=None, height=None) -> str:
+    """f on the grid as shades of one character (low ' ' to high '@'), critical points
+    as their kind's first letter (m, M, s, c), with the axes' ends and the scale."""
+    from . import render
+    (xs, ys), f = result.axes, result.table[0]
+    width, height = _size(width, height)
+    height = min(height, 2 * width)
+    finite = f[np.isfinite(f)]
+    if finite.size == 0:
+        raise InputError("nothing to draw: every value is nan or infinite")
+    lo, hi = float(finite.min()), float(finite.max())
+    cols = np.linspace(0, len(xs) - 1, width).round().astype(int)
+    rows = np.linspace(len(ys) - 1, 0, height).round().astype(int)   # y grows upwards
+    grid = []
+    for r in rows:
+        line = []
+        for c in cols:
+            v = f[r, c]
+            if not np.isfinite(v):
+                line.append("?")
+            else:
+                level = 0 if hi == lo else int((v - lo) / (hi - lo) * (len(_SHADES) - 0.001))
+                line.append(_SHADES[level])
+        grid.append(line)
+    letters = {"minimum": "m", "maximum": "M", "saddle": "s"}
+    for kind, x, y, _ in result.points:
+        c = int(round((x - xs[0]) / (xs[-1] - xs[0]) * (width - 1)))
+        r = int(round((ys[-1] - y) / (ys[-1] - ys[0]) * (height - 1)))
+        if 0 <= r < height and 0 <= c < width:
+            grid[r][c] = letters.get(kind, "c")
+    n = render.number_text
+    top = f"{result.names[1]} = {n(ys[-1], 4)}"
+    bottom = f"{result.names[1]} = {n(ys[0], 4)}"
+    lines = [title, "┌" + "─" * width + "┐ " + top]
+    lines += ["│" + "".join(line) + "│" for line in grid]
+    lines.append("└" + "─" * width + "┘ " + bottom)
+    left, right = f"{result.names[0]} = {n(xs[0], 4)}", f"{n(xs[-1], 4)}"
+    lines.append(" " + left + " " * max(1, width - len(left) - len(right)) + right)
+    lines.append(f"f: '{_SHADES[0]}' {n(lo, 4)} … '{_SHADES[-1]}' {n(hi, 4)}; "
+                 "m minimum, M maximum, s saddle, c other critical point, ? not finite")
+    return "\n".join(lines)
+
+
+def _signature():
+    import inspect
+    params = [PROGRAM] + OPTIONS
+    return inspect.Signature(params), {p.name: p.annotation for p in params}
+
+
+def command(**kwargs):
+    """The ``plot`` command (registered in ``app._COMMANDS``, built lazily)."""
+    run(_Settings(**kwargs))
+
+
+command.__signature__, command.__annotations__ = _signature()

@@ -1,0 +1,300 @@
+"""gradcli plot: the sampled table against the single-point commands and sympy, the terminal
+plot at a fixed width, the PNG's pixels, the marked points, the missing-extra messages."""
+import json
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+import sympy
+
+ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
+
+
+def gradcli(*args, env=None):
+    full_env = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))
+    return subprocess.run([sys.executable, "-m", "gradcli", *args], capture_output=True,
+                          text=True, env=full_env, cwd=ROOT, timeout=120)
+
+
+def csv_table(text):
+    lines = text.strip().splitlines()
+    return lines[0].split(","), np.array([[float(v) for v in line.split(",")]
+                                          for line in lines[1:]])
+
+
+def sympy_columns(text, xs, order):
+    x = sympy.Symbol("x")
+    expr = sympy.sympify(text)
+    return [np.array([float(sympy.diff(expr, x, k).subs(x, v)) for v in xs])
+            for k in range(order + 1)]
+
+
+def test_csv_matches_single_point_tape_command_at_each_sample():
+    out = gradcli("plot", "x^2*sin(x)", "--arg", "x=-3:3", "--points", "7", "--csv")
+    assert out.returncode == 0, out.stderr
+    header, table = csv_table(out.stdout)
+    assert header == ["x", "f", "df/dx"]
+    np.testing.assert_array_equal(table[:, 0], np.linspace(-3, 3, 7))
+    for x, f, df in table:
+        single = gradcli("tape", "x^2*sin(x)", "--arg", f"x={float(x)!r}", "--watch", "x", "--json")
+        result = json.loads(single.stdout)
+        assert f == result["value"] and df == result["gradients"][0]["gradient"]
+
+
+def test_csv_matches_sympy_derivatives_up_to_third_order():
+    out = gradcli("plot", "x^2*sin(x)", "--arg", "x=-3:3", "--order", "3", "--csv")
+    header, table = csv_table(out.stdout)
+    assert header == ["x", "f", "df/dx", "d2f/dx2", "d3f/dx3"] and len(table) == 400
+    xs = table[:, 0]
+    for k, column in enumerate(sympy_columns("x**2*sin(x)", xs[::37], 3)):
+        np.testing.assert_allclose(table[::37, k + 1], column, rtol=1e-12, atol=1e-12)
+
+
+def test_json_has_samples_and_marked_extrema_where_sympy_puts_them():
+    out = gradcli("plot", "x^2*sin(x)", "--arg", "x=-3:3", "--json")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["mode"] == "plot" and result["columns"] == ["x", "f", "df/dx"]
+    assert result["evaluation"] == "vectorised" and len(result["samples"]) == 400
+    x = sympy.Symbol("x")
+    extremum = float(sympy.nsolve(sympy.diff(x**2 * sympy.sin(x), x), x, 2.3))
+    kinds = {(p["kind"], round(p["x"], 4)) for p in result["points"]}
+    # linear interpolation between samples 0.015 apart: within 1e-4 of the true zero
+    assert kinds == {("maximum", round(extremum, 4)), ("minimum", round(-extremum, 4))}
+
+
+def test_non_elementwise_program_falls_back_to_a_loop_and_stays_right():
+    # x * mean(x) is x^2 at one point; the all-points evaluation would give x * mean(xs)
+    out = gradcli("plot", "x * mean(x)", "--arg", "x=0:2", "--points", "5", "--json")
+    result = json.loads(out.stdout)
+    assert result["evaluation"] == "loop"
+    samples = np.array(result["samples"])
+    np.testing.assert_array_equal(samples[:, 1], samples[:, 0] ** 2)
+    np.testing.assert_array_equal(samples[:, 2], 2 * samples[:, 0])
+
+
+def test_kink_jump_and_non_finite_points_are_marked():
+    kink = json.loads(gradcli("plot", "abs(x - 0.3)", "--arg", "x=-1:1", "--json").stdout)
+    assert [(p["kind"], round(p["x"], 2)) for p in kink["points"]
+            if p["kind"] == "kink"] == [("kink", 0.3)]
+    jump = json.loads(gradcli("plot", "sign(x) + x", "--arg", "x=-1:1", "--json").stdout)
+    assert [p["kind"] for p in jump["points"]] == ["discontinuity"]
+    pole = json.loads(gradcli("plot", "1/x", "--arg", "x=-1:1", "--points", "401",
+                              "--json").stdout)
+    assert ("non-finite", 0.0) in {(p["kind"], p["x"]) for p in pole["points"]}
+
+
+def test_smooth_function_has_no_false_kinks():
+    out = json.loads(gradcli("plot", "exp(-x^2) * cos(3*x)", "--arg", "x=-3:3",
+                             "--order", "2", "--json").stdout)
+    assert not [p for p in out["points"] if p["kind"] in ("kink", "discontinuity")]
+
+
+def test_terminal_plot_at_fixed_width_has_frame_legend_and_table():
+    out = gradcli("plot", "x^2*sin(x)", "--arg", "x=-3:3", "--width", "60", "--height", "12")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    frame = [i for i, line in enumerate(lines) if line.startswith("┌")]
+    assert len(frame) == 1 and lines[frame[0]] == "┌" + "─" * 60 + "┐"
+    bottom = [i for i, line in enumerate(lines) if line.startswith("└")]
+    assert bottom[0] - frame[0] == 13  # 12 rows of plot between the corners
+    assert "x^2*sin(x)" in lines[frame[0] - 1]
+    assert any("f" in line and "df/dx" in line for line in lines[bottom[0]:])
+    assert "marked points" in out.stdout and "maximum" in out.stdout
+    assert "\x1b[" not in out.stdout  # not a terminal: no colour codes
+
+
+def test_terminal_plot_takes_the_terminal_width():
+    out = gradcli("plot", "x^2", "--arg", "x=-1:1", env={"COLUMNS": "70", "LINES": "30"})
+    top = [line for line in out.stdout.splitlines() if line.startswith("┌")][0]
+    assert len(top) == 70 - 14 + 2
+
+
+def _png_axes(path):
+    from PIL import Image
+    image = Image.open(path)
+    axes = json.loads(image.text["gradcli-axes"])
+    return np.asarray(image.convert("RGB")).astype(int), axes
+
+
+def _pixel(axes, x, y):
+    (x0, x1), (y0, y1) = axes["xlim"], axes["ylim"]
+    px = axes["x0"] + (x - x0) / (x1 - x0) * (axes["x1"] - axes["x0"])
+    py = axes["y0"] + (y - y0) / (y1 - y0) * (axes["y1"] - axes["y0"])
+    return int(round(axes["height"] - py)), int(round(px))
+
+
+def _has_colour(pixels, row, col, rgb, radius=2):
+    patch = pixels[row - radius:row + radius + 1, col - radius:col + radius + 1]
+    return np.min(np.abs(patch - np.array(rgb)).sum(axis=2)) < 60
+
+
+BLUE, ORANGE = (31, 119, 180), (255, 127, 14)   # matplotlib's C0 (f) and C1 (f')
+
+
+def test_png_has_f_and_its_derivative_where_they_should_be(tmp_path):
+    path = tmp_path / "f.png"
+    out = gradcli("plot", "x^2*sin(x)", "--arg", "x=-3:3", "--output", str(path))
+    assert out.returncode == 0, out.stderr
+    assert path.read_bytes()[:8] == b"\x89PNG\r\n\x1a\n"
+    pixels, axes = _png_axes(path)
+    for x in np.linspace(-2.8, 2.8, 15):
+        f = x ** 2 * np.sin(x)
+        df = 2 * x * np.sin(x) + x ** 2 * np.cos(x)
+        if abs(f - df) < 0.5:  # where the curves cross, the one drawn last covers the other
+            continue
+        assert _has_colour(pixels, *_pixel(axes, x, f), BLUE), x
+        assert _has_colour(pixels, *_pixel(axes, x, df), ORANGE), x
+    # and not where they are not: f mirrored at its maximum
+    assert not _has_colour(pixels, *_pixel(axes, 2.29, -3.95), BLUE)
+
+
+def test_svg_and_pdf_outputs_are_written(tmp_path):
+    for name, magic in (("f.svg", b"<?xml"), ("f.pdf", b"%PDF")):
+        out = gradcli("plot", "x^2", "--arg", "x=-1:1", "-o", str(tmp_path / name))
+        assert out.returncode == 0, out.stderr
+        assert (tmp_path / name).read_bytes().startswith(magic)
+
+
+def test_ranged_variable_and_fixed_argument():
+    out = gradcli("plot", "w * a", "--var", "w=0:1", "--arg", "a=3", "--points", "3", "--csv")
+    assert out.stdout == "w,f,df/dw\n0.0,0.0,3.0\n0.5,1.5,3.0\n1.0,3.0,3.0\n"
+
+
+@pytest.mark.parametrize("args, message", [
+    (["x^2", "--arg", "x=2"], "one value given as a range"),
+    (["x*y*z", "--arg", "x=0:1", "--arg", "y=0:1", "--arg", "z=0:1"], "or two"),
+    (["x*y", "--arg", "x=0:1", "--arg", "y=0:1", "--order", "2"], "apply to one ranged"),
+    (["x*w", "--arg", "x=0:1", "--var", "w=1", "--mode", "hessian"], "unknown mode"),
+    (["x^2", "--arg", "x=1:1"], "must be finite and different"),
+    (["x^2", "--arg", "x=0:1", "-o", "f.gif"], "unsupported image type"),
+    (["x^2", "--arg", "x=0:1", "--csv", "--json"], "cannot be used together"),
+    (["x^2", "--arg", "x=__import__('os'):1"], "error"),
+])
+def test_bad_input_is_one_message_and_exit_2(args, message):
+    out = gradcli("plot", *args)
+    assert out.returncode == 2 and message in out.stderr
+    assert "Traceback" not in out.stderr and out.stdout == ""
+
+
+@pytest.mark.parametrize("module, args", [
+    ("matplotlib", ["-o", "never.png"]),
+    ("uniplot", []),
+])
+def test_missing_extra_names_the_install_command(module, args, tmp_path):
+    code = (f"import sys; sys.modules[{module!r}] = None; "
+            "from gradcli.cli.app import main; "
+            f"sys.argv = ['gradcli', 'plot', 'x^2', '--arg', 'x=0:1'] + {args!r}; main()")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=ROOT), timeout=60, cwd=tmp_path)
+    assert out.returncode == 2
+    assert "python -m pip install 'gradcli[plot]'" in out.stderr
+    assert "Traceback" not in out.stderr and not (tmp_path / "never.png").exists()
+
+
+def test_other_commands_do_not_import_plot_or_minimize_code():
+    code = ("import sys; from gradcli.cli.app import main; sys.argv = ['gradcli', "
+            "'value-grad', 'w*x', '--var', 'w=2', '--arg', 'x=3', '--json']\n"
+            "try:\n    main()\nexcept SystemExit:\n    pass\n"
+            "bad = [m for m in ('gradcli.cli.plot', 'gradcli.cli.minimize', 'gradcli.optimize',"
+            " 'gradcli.plotting', 'scipy', 'matplotlib', 'uniplot') if m in sys.modules]\n"
+            "print(bad)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         env=dict(os.environ, PYTHONPATH=ROOT), timeout=60)
+    assert out.stdout.strip().splitlines()[-1] == "[]"
+
+
+def test_full_help_lists_plot_and_minimize():
+    out = gradcli("--help")
+    assert out.returncode == 0 and "plot" in out.stdout and "minimize" in out.stdout
+    code = ("import sys; import gradcli.cli.app as app; app.build_app()\n"
+            "print([m for m in ('gradcli.cli.plot', 'gradcli.cli.minimize') "
+            "if m in sys.modules])")
+    # building the full app records the commands; their modules load only when it runs
+    listed = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                            env=dict(os.environ, PYTHONPATH=ROOT), timeout=60)
+    assert listed.stdout.strip() == "[]"
+
+
+def test_mode_plots_that_modes_gradients_against_single_point_commands():
+    out = gradcli("plot", "w*x^2", "--arg", "x=-1:1", "--var", "w=2", "--points", "5",
+                  "--mode", "value-grad", "--csv")
+    header, table = csv_table(out.stdout)
+    assert header == ["x", "f", "df/dw"]
+    for x, f, dw in table:
+        single = json.loads(gradcli("value-grad", "w*x^2", "--arg", f"x={float(x)!r}",
+                                    "--var", "w=2", "--json").stdout)
+        assert f == single["value"] and dw == single["gradients"][0]["gradient"]
+
+
+def test_two_ranges_give_the_gradient_on_a_grid_matching_sympy():
+    out = gradcli("plot", "sin(x)*cos(y) + x*y^2", "--arg", "x=-2:2", "--arg", "y=-1:3",
+                  "--points", "9", "--csv")
+    header, table = csv_table(out.stdout)
+    assert header == ["x", "y", "f", "df/dx", "df/dy"] and len(table) == 81
+    x, y = sympy.symbols("x y")
+    expr = sympy.sin(x) * sympy.cos(y) + x * y ** 2
+    for row in table[::7]:
+        at = {x: row[0], y: row[1]}
+        expected = [expr.subs(at), sympy.diff(expr, x).subs(at), sympy.diff(expr, y).subs(at)]
+        np.testing.assert_allclose(row[2:], [float(v) for v in expected], rtol=1e-12,
+                                   atol=1e-12)
+
+
+def test_contour_marks_critical_points_by_kind_where_the_math_puts_them():
+    out = json.loads(gradcli("plot", "sin(x)*cos(y)", "--arg", "x=-3:3", "--arg", "y=-3:3",
+                             "--json").stdout)
+    got = sorted((p["kind"], round(p["x"], 9), round(p["y"], 9)) for p in out["points"])
+    h = round(np.pi / 2, 9)
+    assert got == sorted([("minimum", -h, 0.0), ("maximum", h, 0.0),
+                          ("saddle", 0.0, -h), ("saddle", 0.0, h)])
+
+
+def test_rosenbrock_valley_gives_one_minimum_not_false_crossings():
+    out = json.loads(gradcli("plot", "(1 - x)^2 + 100*(y - x^2)^2", "--arg", "x=-2:2",
+                             "--arg", "y=-1:3", "--json").stdout)
+    assert [(p["kind"], round(p["x"], 9), round(p["y"], 9)) for p in out["points"]] == [
+        ("minimum", 1.0, 1.0)]
+
+
+def test_terminal_heatmap_has_frame_scale_and_marks():
+    out = gradcli("plot", "x^2 + y^2", "--arg", "x=-1:1", "--arg", "y=-1:1",
+                  "--width", "41", "--height", "21")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    assert lines[1].startswith("┌" + "─" * 41 + "┐") and lines[1].endswith("y = 1")
+    body = lines[2:23]
+    assert all(len(line) == 43 for line in body)
+    assert body[10][21] == "m"      # the minimum at the centre
+    assert body[0][1] == "@" and body[10][20] == " "   # high corners, low centre
+    assert "f: ' ' 0.000" in out.stdout and "… '@' 2;" in out.stdout
+
+
+def test_contour_png_has_colour_scale_low_in_the_middle(tmp_path):
+    path = tmp_path / "c.png"
+    out = gradcli("plot", "x^2 + y^2", "--arg", "x=-1:1", "--arg", "y=-1:1", "-o", str(path))
+    assert out.returncode == 0, out.stderr
+    pixels, axes = _png_axes(path)
+    import matplotlib
+    scale = matplotlib.colormaps["viridis"](np.linspace(0, 1, 256))[:, :3] * 255
+
+    def position(x, y):  # where on the colour scale (0 low .. 1 high) the pixel lies
+        row, col = _pixel(axes, x, y)
+        return np.argmin(np.abs(scale - pixels[row, col]).sum(axis=1)) / 255
+
+    # f = x^2 + y^2: low near the minimum (away from its marker), high at the corners
+    assert position(0.1, 0.15) < 0.15
+    assert position(-0.97, -0.97) > 0.85 and position(0.97, 0.97) > 0.85
+    assert 0.35 < position(0.7, 0.7) < 0.65   # f = 0.98, about half of the top value 2
+
+
+def test_pole_draws_with_a_gap_and_undefined_f_is_refused():
+    pole = gradcli("plot", "1/x", "--arg", "x=-1:1", "--points", "3", "--width", "30",
+                   "--height", "5")
+    assert pole.returncode == 0, pole.stderr
+    assert "non-finite" in pole.stdout and "┌" in pole.stdout
+    # log is nan for x < 0, though its rule would give 1/x: nothing is drawn
+    nothing = gradcli("plot", "log(x)", "--arg", "x=-2:-1")
+    assert nothing.returncode == 2 and "nothing to draw" in nothing.stderr
