@@ -18,7 +18,13 @@ language cannot spell, left out). Entries returning several tensors are picked b
 (``eigh(a)[1]``; a full SVD of a rectangular matrix only by ``[1]``, its extra columns
 being arbitrary). einsum gets random valid subscripts on random operands (contractions,
 repeated letters, ``...``, implicit and explicit outputs); a call numpy accepts and the
-entry refuses is a failure.
+entry refuses is a failure. The shape functions get their required parameters drawn to
+fit the operand (counts, shifts, numpy's four forms of pad widths, axes pairs and tuples,
+broadcast targets), take, gather and take_along_axis integer index literals (negative and
+repeated ones, indices broadcast along the other axes), average positive weights of x's
+shape or the axis' length. An entry the language cannot write at all is named in
+``UNWRITABLE`` with the reason (split and array_split return several arrays); the coverage
+test accepts only those as never called, and checks that the language refuses them.
 
 The truths, by kind of entry:
 - the value of every program in float64 from the entries' forwards (the linear algebra
