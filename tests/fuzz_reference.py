@@ -14,7 +14,9 @@ computed again without gradcli's code:
   in its API: this side shares neither step);
 - the products written in gradcli with einsum subscripts it computes itself (``inner``,
   ``outer``, ``kron``, ``tensordot``, ``cross``) with numpy's own functions, which take
-  longdouble.
+  longdouble; so is ``average`` (gradcli's forward is its own weighted mean, numpy's
+  ``average`` takes longdouble). The shape functions (pad, tile, roll, take, ...) need
+  nothing here: their forwards are numpy's functions, which take longdouble.
 
 Eigenvectors and singular vectors have a sign that numpy (LAPACK) picks arbitrarily. The
 engine differentiates the branch through numpy's choice at the point, so the mpmath
@@ -288,6 +290,10 @@ REFERENCES = {
     "outer": lambda values, params, dtype, align: np.outer(*values),
     "kron": lambda values, params, dtype, align: np.kron(*values),
     "einsum": lambda values, params, dtype, align: np.einsum(params["subscripts"], *values),
+    # gradcli writes its own weighted mean (weights along an axis reshaped by hand)
+    "average": lambda values, params, dtype, align: np.average(
+        values[0], weights=values[1], axis=params.get("axis"),
+        keepdims=params.get("keepdims", False)),
 }
 # Entries whose result depends on a sign numpy picks: the longdouble side needs numpy's
 # float64 result at the point (``align``).

@@ -305,3 +305,14 @@ def test_remainder_divisor_gradient_is_a_hard_zero_where_the_quotient_is_zero(na
         tape.watch(b)
         out = gc.FUNCTIONS[name](a, b)
     assert tape.gradient(out, b, output_gradients=gc.constant(np.inf)).numpy() == 0.0
+
+
+def test_take_along_axis_gradient_with_indices_broadcast_along_other_axes():
+    # numpy broadcasts the indices against x along the axes other than `axis`
+    x = np.arange(6.0).reshape(2, 3)
+    idx = np.array([[1]])
+    assert np.array_equal(np.take_along_axis(x, idx, axis=0), [[3.0, 4.0, 5.0]])
+    value, (grad,) = gc.value_and_gradients_function(
+        lambda x: gc.sum(gc.take_along_axis(x, idx, axis=0)))(x)
+    assert float(value) == 12.0
+    assert np.array_equal(grad.numpy(), [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]])

@@ -634,6 +634,8 @@ def _along_index(shape, indices, axis):
     idx = _int_indices(indices)
     ax = _axis_of(shape, axis)
     nd = len(shape)
+    # numpy broadcasts the indices against x along the other axes
+    idx = np.broadcast_to(idx, tuple(idx.shape[i] if i == ax else shape[i] for i in range(nd)))
     grids = np.ix_(*[np.arange(n) for n in idx.shape]) if idx.ndim else ()
     return tuple(idx if i == ax else grids[i] for i in range(nd))
 
