@@ -382,22 +382,29 @@ def _symbolic(s: _Settings, model, outcome) -> dict:
     return symbolic_texts(model, outcome, timeout=s.check_timeout)
 
 
-def _run_compare(s: _Settings) -> None:
+def _compare_modes(s: _Settings, model) -> tuple[dict, dict, dict]:
+    """The four modes on one model (an error is that mode's message), each checked and
+    given its symbolic form when asked: compare's rows, with or without --tangent."""
     from ..modes import MODES, run_mode
 
+    results, checks, symbolics = {}, {}, {}
+    for mode in MODES:
+        try:
+            results[mode] = run_mode(mode, model, _mode_options(s))
+        except GradcliError as err:
+            results[mode] = err.message
+            continue
+        if s.check:
+            checks[mode] = _check(s, model, results[mode])
+        if s.symbolic:
+            symbolics[mode] = _symbolic(s, model, results[mode])
+    return results, checks, symbolics
+
+
+def _run_compare(s: _Settings) -> None:
     def work():
         model = _prepare(s)
-        results, checks, symbolics = {}, {}, {}
-        for mode in MODES:
-            try:
-                results[mode] = run_mode(mode, model, _mode_options(s))
-            except GradcliError as err:
-                results[mode] = err.message
-                continue
-            if s.check:
-                checks[mode] = _check(s, model, results[mode])
-            if s.symbolic:
-                symbolics[mode] = _symbolic(s, model, results[mode])
+        results, checks, symbolics = _compare_modes(s, model)
         return results, checks, symbolics, _jacobian_row(model, results)
 
     results, checks, symbolics, jacobian = _guarded(work)

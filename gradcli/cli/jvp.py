@@ -6,7 +6,7 @@ import sys
 
 import typer
 
-from .app import _guarded, _mode_options, _prepare, _Settings
+from .app import _guarded, _prepare, _Settings
 
 
 def _work(s: _Settings):
@@ -81,24 +81,13 @@ def run_compare(s: _Settings) -> None:
     (with --check, each checked), then a ``jvp`` row: forward mode along the tangents,
     its value and directional derivative (checked too with --check)."""
     from ..errors import GradcliError
-    from ..modes import MODES, run_mode
-    from .app import _check, _symbolic
+    from .app import _compare_modes
 
     def work():
         from ..directional import parse_tangents, run_jvp as jvp_mode
         model = _prepare(s)
         tangents = parse_tangents(model, s.tangent)  # a bad --tangent is a usage error
-        results, checks, symbolics = {}, {}, {}
-        for mode in MODES:
-            try:
-                results[mode] = run_mode(mode, model, _mode_options(s))
-            except GradcliError as err:
-                results[mode] = err.message
-                continue
-            if s.check:
-                checks[mode] = _check(s, model, results[mode])
-            if s.symbolic:
-                symbolics[mode] = _symbolic(s, model, results[mode])
+        results, checks, symbolics = _compare_modes(s, model)
         jvp_check = None
         try:
             jvp = jvp_mode(model, tangents)
