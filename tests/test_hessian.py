@@ -32,13 +32,6 @@ def run(*args):
                           timeout=120, check=False)
 
 
-def replaced(op, **changes):
-    """A table entry with some fields changed (a dataclass, or a class with .replace)."""
-    if hasattr(op, "replace"):
-        return op.replace(**changes)
-    import dataclasses
-    return dataclasses.replace(op, **changes)
-
 
 def hessian_json(*args) -> dict:
     result = CliRunner().invoke(app, ["hessian", *map(str, args), "--json"])
@@ -208,8 +201,7 @@ def test_non_finite_hessian_is_undefined():
 def test_asymmetric_hessian_from_a_wrong_rule_is_reported(monkeypatch):
     from gradcli.engine import table
     # d(x*y)/dy is x; this rule says x^2, so d/dx of it (2x) differs from d/dy of y (1)
-    wrong = replaced(table.REGISTRY["multiply"],
-                     vjps=(table.REGISTRY["multiply"].vjps[0],
+    wrong = table.REGISTRY["multiply"].replace(vjps=(table.REGISTRY["multiply"].vjps[0],
                            lambda m, g, ans, x, y: g * x * x))
     monkeypatch.setitem(table.REGISTRY, "multiply", wrong)
     result = CliRunner().invoke(app, ["hessian", "x*y", "--arg", "x=2", "--arg", "y=3",
@@ -258,8 +250,7 @@ def test_check_passes_against_sympy_and_finite_differences():
 
 def test_check_finds_a_wrong_second_derivative(monkeypatch):
     from gradcli.engine import table
-    wrong = replaced(table.REGISTRY["multiply"],
-                     vjps=(table.REGISTRY["multiply"].vjps[0],
+    wrong = table.REGISTRY["multiply"].replace(vjps=(table.REGISTRY["multiply"].vjps[0],
                            lambda m, g, ans, x, y: g * x * x))
     monkeypatch.setitem(table.REGISTRY, "multiply", wrong)
     result = CliRunner().invoke(app, ["hessian", "x*y", "--arg", "x=2", "--arg", "y=3",

@@ -401,6 +401,16 @@ def _compare_modes(s: _Settings, model) -> tuple[dict, dict, dict]:
     return results, checks, symbolics
 
 
+def _compare_plain(results: dict, precision: int | None) -> None:
+    """compare's rows in --plain: each mode's lines behind its name, or its error."""
+    from . import render
+    for mode, result in results.items():
+        if isinstance(result, str):
+            sys.stdout.write(f"{mode} error: {result}\n")
+        else:
+            render.print_plain(result, precision, prefix=f"{mode} ")
+
+
 def _run_compare(s: _Settings) -> None:
     def work():
         model = _prepare(s)
@@ -415,11 +425,7 @@ def _run_compare(s: _Settings) -> None:
             obj["jacobian"] = jacobian.to_json()
         render.print_json(obj)
     elif s.plain:
-        for mode, result in results.items():
-            if isinstance(result, str):
-                sys.stdout.write(f"{mode} error: {result}\n")
-            else:
-                render.print_plain(result, s.precision, prefix=f"{mode} ")
+        _compare_plain(results, s.precision)
         if jacobian is not None:
             jacobian.print_plain(s.precision)
     else:

@@ -81,7 +81,7 @@ def run_compare(s: _Settings) -> None:
     (with --check, each checked), then a ``jvp`` row: forward mode along the tangents,
     its value and directional derivative (checked too with --check)."""
     from ..errors import GradcliError
-    from .app import _compare_modes
+    from .app import _compare_modes, _compare_plain
 
     def work():
         from ..directional import parse_tangents, run_jvp as jvp_mode
@@ -107,11 +107,7 @@ def run_compare(s: _Settings) -> None:
         obj["jvp"] = {"error": jvp} if isinstance(jvp, str) else outcome_json(jvp, jvp_check)
         render.print_json(obj)
     elif s.plain:
-        for mode, result in results.items():
-            if isinstance(result, str):
-                sys.stdout.write(f"{mode} error: {result}\n")
-            else:
-                render.print_plain(result, s.precision, prefix=f"{mode} ")
+        _compare_plain(results, s.precision)
         if isinstance(jvp, str):
             sys.stdout.write(f"jvp error: {jvp}\n")
         else:
