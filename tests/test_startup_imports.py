@@ -202,7 +202,11 @@ def test_a_program_that_turned_the_collector_off_keeps_it_off():
 def test_a_program_s_own_freeze_is_not_undone():
     enabled, frozen_before, frozen_after, _ = collector_after_import(
         "keep = [[] for _ in range(1000)]; gc.freeze()")
-    assert enabled and frozen_before >= 1000 and frozen_after == frozen_before
+    # Still frozen (an unfreeze would leave 0), and nothing of the import's was frozen
+    # too; frozen objects that the import frees meanwhile leave the count (a few, and
+    # how many depends on the environment: site, venv), so it may only go down a little.
+    assert enabled and frozen_before >= 1000
+    assert frozen_before - 100 <= frozen_after <= frozen_before
 
 
 def test_user_work_runs_with_the_collector_on(monkeypatch, capsys):
