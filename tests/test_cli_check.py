@@ -107,14 +107,15 @@ CORPUS = [
       " + sum(pad(z, 1, constant_values=0.5) ^ 2) + sum(vstack([M, z]) ^ 2)"
       " + sum(hstack([z, z]) * arange(6)) + sum(dstack([M, M]) ^ 2)"
       " + sum(take(M, [2, 0], axis=1) ^ 2) + sum(gather(M, [1, 1]) ^ 3)"
-      " + sum(take_along_axis(M, [[0, 2], [1, 1]], 1) ^ 2)"),
+      " + sum(take_along_axis(M, [[0, 2], [1, 1]], 1) ^ 2)"
+      " + sum(split(M, 3, axis=1)[2] ^ 2) + sum(array_split(z, 2)[1] * z[1:])"),
      {"M": "[[0.5, -1.2, 0.8], [1.5, 0.3, -0.4]]", "z": "[0.4, -1.3, 0.9]"}),
     ("linear-algebra",
      ("sum(cholesky(S) * T) + sum(inv(S) * T) + det(S) + slogdet(S)[1] + sum(solve(S, T[0]))"
       " + sum(pinv(reshape(v, (1, 3)))) + trace(T) + sum(diag(v)) + sum(diagonal(A))"
       " + sum(triu(T)) + sum(tril(A, k=-1)) + sum(outer(v, T)) + sum(inner(A, A))"
       " + sum(kron(T, v)) + sum(cross(v, v * v)) + sum(tensordot(T, A, axes=1))"
-      " + norm(A, ord=1) + norm(v, ord=inf) + sum(einsum(\"ij,jk->ik\", T, A))"
+      " + norm(A, ord=1) + norm(v, ord=inf) + norm(T, ord='fro') + sum(einsum(\"ij,jk->ik\", T, A))"
       " + einsum(\"ii\", T)"),
      {"S": "[[2, 0.5], [0.5, 1.5]]", "T": "[[0.3, -0.2], [0.1, 0.4]]",
       "A": "[[0.5, -1.2, 0.8], [1.5, 0.3, -0.4]]", "v": "[0.2, -0.9, 1.3]"}),

@@ -13,8 +13,8 @@ target is ``sum(W * program)`` with random weights ``W``.
 Entries whose domain a range cannot describe (the linear algebra: square, positive
 definite, batched matrices) are called on one of their own ``samples``: its arrays are
 literals that the program moves with x and y (``lit + 0.1 tanh(e)`` where the domain is
-narrow, ``lit + e`` elsewhere), its parameters as given (norm's string ords, which the
-language cannot spell, left out). Entries returning several tensors are picked by index
+narrow, ``lit + e`` elsewhere), its parameters as given (norm's string ords 'fro' and
+'nuc' included). Entries returning several tensors are picked by index
 (``eigh(a)[1]``; a full SVD of a rectangular matrix only by ``[1]``, its extra columns
 being arbitrary). einsum gets random valid subscripts on random operands (contractions,
 repeated letters, ``...``, implicit and explicit outputs); a call numpy accepts and the
@@ -22,9 +22,10 @@ entry refuses is a failure. The shape functions get their required parameters dr
 fit the operand (counts, shifts, numpy's four forms of pad widths, axes pairs and tuples,
 broadcast targets), take, gather and take_along_axis integer index literals (negative and
 repeated ones, indices broadcast along the other axes), average positive weights of x's
-shape or the axis' length. An entry the language cannot write at all is named in
-``UNWRITABLE`` with the reason (split and array_split return several arrays); the coverage
-test accepts only those as never called, and checks that the language refuses them.
+shape or the axis' length. split and array_split cut along a random axis into a
+count of pieces or at sorted indices, one piece picked by index. An entry the language
+cannot write at all would be named in ``UNWRITABLE`` with the reason (none today); the
+coverage test accepts only those as never called, and checks that the language refuses them.
 
 The truths, by kind of entry:
 - the value of every program in float64 from the entries' forwards (the linear algebra
@@ -85,12 +86,8 @@ NARROW_DOMAINS = {"inv", "solve", "slogdet", "cholesky", "eigh", "svd", "pinv"}
 # parameter names is reported by the coverage test).
 # Entries the language cannot write at all, with the reason: the fuzzer does not call them,
 # and the coverage test accepts exactly these as never called (and checks the refusal).
-UNWRITABLE = {
-    "split": "returns several arrays, which a program cannot hold (the language says to "
-             "slice instead; each piece is a getitem, which the fuzzer draws)",
-    "array_split": "returns several arrays, which a program cannot hold (the language says "
-                   "to slice instead; each piece is a getitem, which the fuzzer draws)",
-}
+# (None today: split and array_split are drawn with an index picking one piece.)
+UNWRITABLE: dict[str, str] = {}
 CONSTRUCTOR_PARAMS = {"shape": [(3,), (2, 3)], "fill_value": [1.5, -0.5], "N": [3],
                       "M": [None, 2], "start": [-1.0, 0.0], "stop": [1.0, 3.0],
                       "num": [3], "step": [1.0, 0.5]}
@@ -448,7 +445,25 @@ class Generator:
     SHAPED = {"average": "average", "broadcast_to": "broadcast_to", "repeat": "repeat",
               "tile": "tile", "roll": "roll", "swapaxes": "swapaxes", "moveaxis": "moveaxis",
               "pad": "pad", "take": "taken", "gather": "taken",
-              "take_along_axis": "taken_along", "rot90": "rot90"}
+              "take_along_axis": "taken_along", "rot90": "rot90", "split": "split",
+              "array_split": "split"}
+
+    def split(self, op, depth):
+        """split / array_split along a random axis into a count of pieces (split: one that
+        divides the length) or at sorted indices (possibly past the end), one piece picked
+        by index as the language requires."""
+        child = self.ranked(depth, 1)
+        shape = np.shape(child["value"])
+        axis = self.axis(len(shape))
+        n = shape[axis]
+        if self.rng.random() < 0.5:
+            counts = [k for k in range(1, n + 1) if op.name == "array_split" or n % k == 0]
+            cut = int(counts[self.rng.integers(len(counts))]) if counts else 1
+        else:
+            cut = tuple(sorted(int(i) for i in self.rng.integers(0, n + 2,
+                                                                 self.rng.integers(1, 3))))
+        node = self.make(op, [child], {"indices_or_sections": cut, "axis": axis})
+        return self.picked(op, node)
 
     def ranked(self, depth, rank):
         """An expression of at least ``rank`` axes (a few tries, then a leaf of shape
@@ -657,10 +672,12 @@ def _reads_arguments(node) -> bool:
 
 
 def _has_text(v) -> bool:
-    """Whether the language can spell a parameter value (no strings: norm's ord='fro' and
-    'nuc' exist in the library only)."""
+    """Whether the language can spell a parameter value (the one string parameter value is
+    norm's ord='fro' or 'nuc')."""
     if isinstance(v, tuple):
         return all(_has_text(i) for i in v)
+    if isinstance(v, str):
+        return v in ("fro", "nuc")
     return isinstance(v, (bool, int, float)) and not isinstance(v, np.generic)
 
 
@@ -1088,15 +1105,21 @@ def test_fuzzer_draws_every_entry_of_the_table():
     assert not [name for name in UNWRITABLE if exercised[name]]
 
 
-@pytest.mark.parametrize("name", sorted(UNWRITABLE))
-def test_entries_the_fuzzer_leaves_out_are_ones_the_language_refuses(name):
+def test_entries_the_fuzzer_leaves_out_are_ones_the_language_refuses():
     """The only entries the fuzzer may leave uncalled are in the table and cannot be
     written in a program: the language refuses them with its one kind of error."""
-    assert name in ORDER
-    decls = Declarations()
-    decls.add("arg", "x", np.arange(6.0))
-    with pytest.raises(GradcliError, match="several arrays"):
-        build(parse_program(f"sum({name}(x, 2)[0])"), decls)
+    for name in UNWRITABLE:
+        assert name in ORDER
+        decls = Declarations()
+        decls.add("arg", "x", np.arange(6.0))
+        with pytest.raises(GradcliError):
+            build(parse_program(f"{name}(x)"), decls)
+
+
+def test_the_fuzzer_draws_split_with_an_index_picking_a_piece():
+    """split and array_split, once unwritable, are drawn (as ``split(...)[k]``)."""
+    _, _, exercised, _ = run_fuzz()
+    assert exercised["split"] and exercised["array_split"]
 
 
 def test_classification_names_what_is_at_the_point():

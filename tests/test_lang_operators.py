@@ -109,10 +109,13 @@ def test_attribute_access_names_the_function_to_use(text, words):
     assert info.value.col == text.index(".")  # the caret points at the dot
 
 
-def test_split_is_refused_in_the_language_with_the_way_to_slice():
+def test_split_not_indexed_is_refused_with_the_way_to_pick_a_piece():
     from gradcli.errors import ArgumentError
-    with pytest.raises(ArgumentError, match=r"several arrays.*x\[0:2\]"):
-        parse_program("split(x, 2)")
+    from gradcli.lang import Declarations, build
+    decls = Declarations()
+    decls.add("arg", "x", np.arange(4.0))
+    with pytest.raises(ArgumentError, match=r"split returns several tensors.*split\(\.\.\.\)\[0\]"):
+        build(parse_program("split(x, 2)"), decls)
 
 
 # ---------------------------------------------------------------------------------------

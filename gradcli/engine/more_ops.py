@@ -889,14 +889,18 @@ _ARRAY_SPLIT, _array_split_public = _splitter("array_split")
 _entry("split", _SPLIT, (None,), ("x",),
        "x cut into equal pieces (a count) or at indices: a tuple of tensors",
        "each piece is a slice of x (gradients flow through getitem)",
-       params=(("indices_or_sections", None), ("axis", 0)), kind="multi")
+       params=(("indices_or_sections", None), ("axis", 0)), kind="multi",
+       sympy=_numpy_sympy(lambda x, indices_or_sections, axis=0:
+                          tuple(np.split(x, indices_or_sections, axis=axis))))
 _entry("array_split", _ARRAY_SPLIT, (None,), ("x",),
        "x cut into pieces (a count need not divide the length): a tuple of tensors",
        "each piece is a slice of x (gradients flow through getitem)",
-       params=(("indices_or_sections", None), ("axis", 0)), kind="multi")
+       params=(("indices_or_sections", None), ("axis", 0)), kind="multi",
+       sympy=_numpy_sympy(lambda x, indices_or_sections, axis=0:
+                          tuple(np.array_split(x, indices_or_sections, axis=axis))))
 #: Entries returning several tensors, and the functions that run them as slices
-#: (installed as gc.split / gc.array_split by gradcli.engine). No sympy form: the
-#: language and the check hold single arrays; each piece is a ``getitem``, checked there.
+#: (installed as gc.split / gc.array_split by gradcli.engine). The language picks one
+#: piece by index (``split(x, 2)[1]``); the sympy form returns the pieces as a tuple.
 MULTI_OUTPUT = {"split": _split_public, "array_split": _array_split_public}
 _entry("take", _take, (_take_vjp, None), ("x", "indices"),
        "elements at integer indices (along an axis; axis=None: of the flattened array)",

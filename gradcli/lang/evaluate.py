@@ -359,21 +359,36 @@ class _Plan:
         resolved = self.resolved.get(id(node))
         if resolved is None:
             resolved = self.resolved[id(node)] = resolve_call(node, self.source, self.shadowed)
+        if resolved.op.kind == "multi":  # split, array_split: as many as the call asks
+            return True
         from ..engine.linalg import several_outputs
         return several_outputs(resolved.op, resolved.params)
+
+    def _output_names(self, op, params) -> list:
+        """The names of a call's outputs: split's count comes from its parameters (a count
+        n gives n pieces, a list of k indices k + 1)."""
+        if op.kind != "multi":
+            return list(op.outputs)
+        cut = params.get("indices_or_sections")
+        n = len(cut) + 1 if isinstance(cut, (tuple, list)) else cut
+        return [f"piece {k}" for k in range(n if isinstance(n, int) and n > 0 else 0)]
 
     def _outputs_step(self, resolved, inputs: list, node) -> int:
         op = resolved.op
         if id(node) not in self.picked:
-            names = ", ".join(op.outputs)
-            raise self.error(ArgumentError, f"{op.name} returns {len(op.outputs)} tensors "
-                                            f"({names}): pick one with an index, e.g. "
-                                            f"{node.func}(...)[0]", node)
-        api, params, out = self.ops.FUNCTIONS[op.name], resolved.params, self.register()
+            outputs = self._output_names(op, resolved.params)
+            what = (f"{len(outputs)} tensors ({', '.join(outputs)})" if op.kind != "multi"
+                    else "several tensors")
+            raise self.error(ArgumentError, f"{op.name} returns {what}: pick one with an "
+                                            f"index, e.g. {node.func}(...)[0]", node)
+        params, out = resolved.params, self.register()
+        multi = op.kind == "multi"
+        api = self.ops.more_ops.MULTI_OUTPUT[op.name] if multi else self.ops.FUNCTIONS[op.name]
 
         def step(r, env, used, out=out):
             values = [r[i] if isinstance(i, int) else i for i in inputs]
-            _check_linalg_sizes(op, values, False, params)
+            if not multi:
+                _check_linalg_sizes(op, values, False, params)
             value = api(*values, **params)
             used[0] += sum(v.size for v in value)
             r[out] = value
@@ -381,13 +396,16 @@ class _Plan:
         return out
 
     def _pick_step(self, node, index: tuple, source_reg: int) -> int:
-        op = self.resolved[id(node.value)].op
-        n = len(op.outputs)
+        resolved = self.resolved[id(node.value)]
+        op = resolved.op
+        outputs = self._output_names(op, resolved.params)
+        n = len(outputs)
         first = node.items[0]
-        if isinstance(first, Slice) or not -n <= index[0] < n:
-            raise self.error(ArgumentError, f"{op.name} returns {n} tensors "
-                                            f"({', '.join(op.outputs)}): the first index "
-                                            f"picks one, an integer from 0 to {n - 1}", first)
+        if isinstance(first, Slice) or not isinstance(index[0], int) or not -n <= index[0] < n:
+            what = (f"({', '.join(outputs)})" if op.kind != "multi" else "(as the call asks)")
+            raise self.error(ArgumentError, f"{op.name} returns {n} tensors {what}: the first "
+                                            f"index picks one, an integer from 0 to {n - 1}",
+                             first)
         out = self.register()
 
         def step(r, env, used, out=out, k=index[0]):

@@ -265,9 +265,17 @@ def _tokenize(text: str) -> list[Tok]:
                     tokens.append(Tok("str", text[pos + 1:stop - 1], line, col))
                     prev, unary_run, pos = tokens[-1], 0, stop
                     continue
-                raise fail(ParseError, "strings are not allowed (the one string is einsum's "
-                                       "subscripts: einsum(\"ij,jk->ik\", a, b))", col,
-                           stop - pos)
+                if _norm_ord_here(tokens) and stop > pos + 1:
+                    if text[pos + 1:stop - 1] not in NORM_ORD_STRINGS:
+                        raise fail(ArgumentError, "ord= takes the string 'fro' or 'nuc' "
+                                                  "(or a number: 1, 2, inf, ...)", col,
+                                   stop - pos)
+                    tokens.append(Tok("str", text[pos + 1:stop - 1], line, col))
+                    prev, unary_run, pos = tokens[-1], 0, stop
+                    continue
+                raise fail(ParseError, "strings are not allowed (only einsum's subscripts, "
+                                       "einsum(\"ij,jk->ik\", a, b), and norm's "
+                                       "ord='fro' or 'nuc')", col, stop - pos)
             if ch == "\\":
                 raise fail(ParseError, "line continuation '\\' is not allowed "
                                        "(a newline inside brackets continues a line)", col)
@@ -363,6 +371,17 @@ def _einsum_subscripts_here(tokens: list) -> bool:
     """A string is allowed only as einsum's first argument: right after ``einsum(``."""
     return (len(tokens) >= 2 and tokens[-1].kind == "op" and tokens[-1].text == "("
             and tokens[-2].kind == "name" and tokens[-2].text == "einsum")
+
+
+#: The strings norm's ``ord=`` accepts (numpy's matrix norms named by a string).
+NORM_ORD_STRINGS = ("fro", "nuc")
+
+
+def _norm_ord_here(tokens: list) -> bool:
+    """A string is also allowed as the value of a keyword ``ord=`` (norm's; that the call
+    is norm is checked when the call is parsed)."""
+    return (len(tokens) >= 2 and tokens[-1].kind == "op" and tokens[-1].text == "="
+            and tokens[-2].kind == "name" and tokens[-2].text == "ord")
 
 
 def _check_subscripts(subscripts: str, fail, col: int, n_operands: int | None = None) -> None:
@@ -699,6 +718,8 @@ class _Parser:
         self.count()
         if op.name == "einsum":
             args, kwargs = self.einsum_arguments(tok, last, args, kwargs)
+        else:
+            self.no_strings(op, args, kwargs)
         call = Call(name, tuple(args), tuple((k, v) for k, (v, _) in kwargs.items()),
                     self.pos(tok, last))
         # arity, keywords, static parameters
@@ -715,6 +736,16 @@ class _Parser:
             if not any(isinstance(n, Name) and n.id in CONSTANT_NAMES
                        for n in iter_postorder(node)):
                 raise
+
+    def no_strings(self, op, args: list, kwargs: dict) -> None:
+        """Outside einsum, a string is only norm's ``ord=`` (the tokenizer lets one through
+        after any ``ord=``, and after ``einsum(`` in a call it may be nested in)."""
+        for key, (value, value_tok) in [(None, (a, None)) for a in args] + list(kwargs.items()):
+            if isinstance(value, Str) and not (op.name == "norm" and key == "ord"):
+                pos = value.pos
+                raise ParseError("a string is only allowed as einsum's subscripts or norm's "
+                                 "ord= ('fro' or 'nuc')", source=self.text, line=pos.line,
+                                 col=pos.col, width=pos.width)
 
     def einsum_arguments(self, name_tok: Tok, last: Tok, args: list, kwargs: dict):
         """``einsum("ij,jk->ik", a, b)`` as the table's einsum: the operands as one list and
@@ -1117,10 +1148,6 @@ def resolve_call(call: Call, source: str = "", shadowed: frozenset = frozenset()
     op = registry().get(call.func)
     if op is None:
         raise _arg_error(UnknownNameError, f"unknown function '{call.func}'", call, source)
-    if op.kind == "multi":  # split: a tuple of arrays, which no value of the language is
-        raise _arg_error(ArgumentError, f"{call.func} returns several arrays, which a program "
-                                        "cannot hold: take the pieces by slicing, e.g. x[0:2]",
-                         call, source)
     binding = _binding(op)
     required, n_inputs, param_names = binding.required, binding.n_inputs, binding.names
     n_max, n_min = binding.n_max, binding.n_min
