@@ -1,21 +1,11 @@
 """Declarations on the command line, as a user runs them (the console script, in a
 subprocess): rebound names as sources, shadowed constants, files, refusals before work."""
 import json
-import os
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 
-SCRIPT = shutil.which("gradcli")
-COMMAND = [SCRIPT] if SCRIPT else [sys.executable, "-m", "gradcli"]
-
-
-def run(*args, cwd=None):
-    return subprocess.run(COMMAND + list(args), capture_output=True, text=True, cwd=cwd,
-                          env=dict(os.environ), timeout=120)
+from cli_process import run
 
 
 def run_json(*args, cwd=None):

@@ -8,9 +8,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
@@ -19,18 +16,11 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from cli_process import run
+
 import gradcli as gc
 from gradcli.cli.app import app
 from gradcli.derivatives import classify
-
-SCRIPT = shutil.which("gradcli")
-COMMAND = [SCRIPT] if SCRIPT else [sys.executable, "-m", "gradcli"]
-
-
-def run(*args):
-    return subprocess.run(COMMAND + [str(a) for a in args], capture_output=True, text=True,
-                          timeout=120, check=False)
-
 
 
 def hessian_json(*args) -> dict:

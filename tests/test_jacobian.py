@@ -6,26 +6,16 @@ here in numpy.
 from __future__ import annotations
 
 import json
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
 import sympy as sp
 from typer.testing import CliRunner
 
+from cli_process import run
+
 import gradcli as gc
 from gradcli.cli.app import app
-
-SCRIPT = shutil.which("gradcli")
-COMMAND = [SCRIPT] if SCRIPT else [sys.executable, "-m", "gradcli"]
-
-
-def run(*args):
-    return subprocess.run(COMMAND + [str(a) for a in args], capture_output=True, text=True,
-                          timeout=120, check=False)
-
 
 
 def jacobian_json(*args) -> dict:

@@ -2,26 +2,17 @@
 (ord='fro', ord='nuc'): values against numpy, gradients against central differences, the
 sympy check on the command line, and the errors (exit 2, a caret under the culprit)."""
 import json
-import os
-import shutil
-import subprocess
-import sys
 
 import numpy as np
 import pytest
+
+from cli_process import run
 
 import gradcli as gc
 from gradcli.errors import ArgumentError, GradcliError, ParseError
 from gradcli.lang import Declarations, build, parse_program
 
-SCRIPT = shutil.which("gradcli")
-COMMAND = [SCRIPT] if SCRIPT else [sys.executable, "-m", "gradcli"]
 X = np.array([[0.5, -1.2, 0.8, 2.0], [1.5, 0.3, -0.4, 0.7], [-0.9, 1.1, 0.2, -0.6]])
-
-
-def run(*args):
-    return subprocess.run(COMMAND + list(args), capture_output=True, text=True,
-                          env=dict(os.environ), timeout=120)
 
 
 def model_of(text, **args):
