@@ -84,3 +84,14 @@ from .engine import hessians_function  # noqa: E402
 __all__.append("hessians_function")
 
 _sys.excepthook = _previous_hook  # the library leaves the process's hook as it was
+
+
+def __getattr__(name: str):
+    # Issue 12: the batching transform, imported on first use (off the CLI's start-up).
+    if name == "vectorized_map":
+        from .engine.batching import vectorized_map
+        return vectorized_map
+    raise AttributeError(f"module 'gradcli' has no attribute {name!r}")
+
+
+__all__.append("vectorized_map")

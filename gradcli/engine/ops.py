@@ -24,7 +24,7 @@ from ..errors import ArgumentError, ShapeError
 from . import state
 from .state import REFCOUNTS_EXACT
 from .table import INPLACE, ORDER, REGISTRY, Op, lookup, normalise_axes, register
-from .tensor import Node, Shape, Tensor, Variable, as_value
+from .tensor import Batched, Node, NotBatchable, Shape, Tensor, Variable, as_value
 
 EMPTY: dict = {}
 _recording = state.recording
@@ -62,6 +62,11 @@ def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
                   _sequence_value(x) for x in inputs]
     except _HoldsTensors:
         return apply(op, tuple(_packed(x) for x in inputs), params, frames)
+    except NotBatchable:
+        # An input is a batched value of vectorized_map (its __array__ raises): the
+        # entry's batching rule runs, off the path plain tensors take.
+        from .batching import apply_batched
+        return apply_batched(op, inputs, params)
     buffer = None if op.reuse is None else _reusable_buffer(inputs, values, frames)
     try:
         if buffer is not None:
@@ -100,7 +105,7 @@ def _holds_tensor(x) -> bool:
     stack = [x]
     while stack:
         item = stack.pop()
-        if isinstance(item, Tensor):
+        if isinstance(item, Tensor) or item.__class__ is Batched:
             return True
         if item.__class__ is list or item.__class__ is tuple:
             stack.extend(item)

@@ -12,7 +12,7 @@ from typing import Any, Callable
 # The fields a caller passes, in constructor order, and the ones derived from them.
 _FIELDS = ("name", "forward", "vjps", "inputs", "doc", "derivative", "params", "sympy",
            "elementwise", "aliases", "variadic", "sample", "domain", "kind", "saves",
-           "new_axis", "samples", "own_axes", "outputs", "api", "jvps")
+           "new_axis", "samples", "own_axes", "outputs", "api", "jvps", "batch")
 _DERIVED = ("differentiable", "twins", "keeps_inputs", "keeps_ans", "reuse", "axis_params")
 
 
@@ -41,6 +41,12 @@ class Op(_Slots):
       broadcasts them to the output's shape in one place, ``forward.propagate``). ``None``
       where the VJP is ``None``. A variadic entry's single rule takes the list of all the
       tangents (zeros for an input without one) and returns the output tangent.
+    - ``batch``: the batching rule, how the entry treats inputs that carry a batch axis
+      inside ``vectorized_map`` (see ``gradcli.engine.batching``): the name of a rule of
+      that module ("elementwise", "axis", "loop", ...) or a function
+      ``batch(op, values, batched, params)`` that returns the result with the batch as
+      axis 0. By default "elementwise" for elementwise entries, "axis" for reductions
+      and "loop" (one call per example, then a stack) for the rest.
     - ``inputs`` names the tensor inputs in order; ``params`` the static keyword parameters
       with their defaults (``axis``, ``keepdims``, a shape, ...), which may also be passed
       positionally after the inputs.
@@ -94,7 +100,8 @@ class Op(_Slots):
                 kind: str = "elementwise", saves: str = "all", new_axis: bool = False,
                 samples: Callable[..., Any] | None = None, own_axes: bool = False,
                 outputs: tuple[str, ...] = (), api: Callable[..., Any] | None = None,
-                jvps: tuple[Callable[..., Any] | None, ...] = ()) -> Op:
+                jvps: tuple[Callable[..., Any] | None, ...] = (),
+                batch: str | Callable[..., Any] | None = None) -> Op:
         if saves not in ("all", "inputs", "ans", "none"):
             raise ValueError(f"{name}: saves must be all, inputs, ans or none")
         # Filled as a writable twin, then turned into an Op: plain slot stores cost a
@@ -110,6 +117,8 @@ class Op(_Slots):
         self.new_axis, self.samples, self.own_axes, self.outputs, self.api = (
             new_axis, samples, own_axes, outputs, api)
         self.jvps = jvps  # forward mode's rules (see above)
+        self.batch = batch if batch is not None else (
+            "elementwise" if elementwise else "axis" if kind == "reduction" else "loop")
         # Read on every recorded operation: computed once here.
         self.differentiable = any(v is not None for v in vjps)
         twins = tuple(INPLACE.get(rule) for rule in vjps)

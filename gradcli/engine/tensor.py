@@ -110,6 +110,61 @@ class Tensor:
     __hash__ = object.__hash__
 
 
+class NotBatchable(Exception):
+    """A batched value (inside ``vectorized_map``) was read as one number or array, as
+    data-dependent Python code does (``if x > 0``, ``float(x)``): the map then runs the
+    function once per example instead (see ``gradcli.engine.batching``)."""
+
+
+class Batched:
+    """A value inside ``vectorized_map``: one tensor per example, held as one tensor
+    ``_tensor`` whose axis 0 is the batch. It reads as one example (``shape``, ``ndim``,
+    ``len``); operations on it go to the entries' batching rules (installed on the
+    class by ``gradcli.engine.batching``, the only module that makes these)."""
+
+    __slots__ = ("_tensor",)
+    __array_ufunc__ = None
+
+    def __init__(self, tensor: Tensor):
+        self._tensor = tensor
+
+    @property
+    def shape(self) -> tuple:
+        return np.shape(self._tensor._value)[1:]
+
+    @property
+    def dtype(self):
+        return self._tensor.dtype
+
+    @property
+    def ndim(self) -> int:
+        return np.ndim(self._tensor._value) - 1
+
+    @property
+    def size(self) -> int:
+        return int(np.prod(self.shape, dtype=np.int64))
+
+    def __len__(self) -> int:
+        if self.ndim == 0:
+            raise TypeError("len() of a 0-d tensor")
+        return self.shape[0]
+
+    def __iter__(self):
+        for i in range(len(self)):
+            yield self[i]
+
+    def _unbatchable(self, *args, **kwargs):
+        raise NotBatchable("a batched value was read as a plain value (data-dependent "
+                           "Python code inside vectorized_map)")
+
+    numpy = __float__ = __int__ = __index__ = __bool__ = __array__ = _unbatchable
+
+    def __repr__(self) -> str:
+        return f"<gradcli.Batched per-example shape={self.shape} batch={self._tensor.shape[0]}>"
+
+    __hash__ = object.__hash__
+
+
 def _make(value, node=None) -> Tensor:
     """A fresh tensor around an engine value (no conversion: the hot path)."""
     t = object.__new__(Tensor)
