@@ -37,7 +37,7 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import ShapeError
-from .ops import FUNCTIONS, INTERNAL, REGISTRY, apply
+from .ops import EMPTY, FUNCTIONS, INTERNAL, MATMUL, REGISTRY, apply
 from .table import Op, normalise_axes
 from .tensor import Batched, NotBatchable, Tensor, constant
 
@@ -162,14 +162,213 @@ def loop(op: Op, values, batched, params) -> Tensor:
     return apply(REGISTRY["stack"], results, {"axis": 0})
 
 
+def same(op: Op, values, batched, params) -> Tensor:
+    """Entries of one input that treat every element alike whatever its axes (``cast``,
+    ``stop_gradient``, ``zeros_like``): the entry itself on the whole batch."""
+    return apply(op, values, params or {})
+
+
+def _size(values, batched) -> int:
+    for v, b in zip(values, batched):
+        if b:
+            return np.shape(v._value)[0]
+    raise NotBatchable("no batched input")  # pragma: no cover (apply_batched checks)
+
+
+def _shape_param(shape) -> tuple:
+    """A shape parameter (an int, a sequence, an array) as a tuple of ints."""
+    return tuple(int(n) for n in np.ravel(np.asarray(shape, dtype=np.int64)))
+
+
+def reshaped(value, shape: tuple) -> Tensor:
+    """A recorded reshape (the helpers' way to add or drop unit axes)."""
+    return apply(REGISTRY["reshape"], (value,), {"shape": shape})
+
+
+def moved_to_front(value, axis: int) -> Tensor:
+    """``value`` with its axis ``axis`` moved to the front (a recorded transpose)."""
+    if axis == 0:
+        return value
+    rank = np.ndim(value._value)
+    axes = (axis, *range(axis), *range(axis + 1, rank))
+    return apply(REGISTRY["transpose"], (value,), {"axes": axes})
+
+
+def moved_from_front(value, axis: int) -> Tensor:
+    """``value`` with its axis 0 moved to ``axis`` (the inverse of ``moved_to_front``)."""
+    if axis == 0:
+        return value
+    rank = np.ndim(value._value)
+    axes = (*range(1, axis + 1), 0, *range(axis + 1, rank))
+    return apply(REGISTRY["transpose"], (value,), {"axes": axes})
+
+
+def broadcast(op: Op, values, batched, params) -> Tensor:
+    """Entries that broadcast their input to a ``shape`` parameter (``broadcast_to``,
+    ``fill``): each example to that shape, after the batch axis."""
+    (x,) = values
+    shape = _shape_param(params["shape"])
+    size = np.shape(x._value)[0]
+    return apply(op, (lift(x, len(shape)),), {**params, "shape": (size, *shape)})
+
+
+def joined(op: Op, values, batched, params) -> Tensor:
+    """``concatenate`` and ``stack``: every input batched (an unbatched one repeated for
+    every example), joined along the example's axis plus one."""
+    size = _batch_size(values, batched, op.name)
+    values = [v if b else with_batch(v, size) for v, b in zip(values, batched)]
+    axis = params.get("axis", 0)
+    if axis is None:  # concatenate(axis=None) joins the flattened inputs
+        values = [reshaped(v, (size, -1)) for v in values]
+        axis = 0
+    return apply(op, values, {**params, "axis": axis + 1})
+
+
+def matmul(op: Op, values, batched, params) -> Tensor:
+    """``matmul`` (and ``dot`` of at most 2-D examples, which is the same product): a
+    1-D example becomes a row (left) or a column (right) matrix, the batch axis becomes
+    a leading batch dimension of numpy's matmul (batched operands get unit axes up to
+    the other's rank, so that the batch pairs with the batch), and the added row or
+    column axis is dropped again."""
+    x, y = values
+    bx, by = batched
+    xs, ys = example_shape(x, bx), example_shape(y, by)
+    if not xs or not ys:
+        return loop(op, values, batched, params)  # a 0-d operand: the entry's own error
+    size = _size(values, batched)
+    if len(xs) == 1:
+        x = reshaped(x, (size, 1, xs[0]) if bx else (1, xs[0]))
+    if len(ys) == 1:
+        y = reshaped(y, (size, ys[0], 1) if by else (ys[0], 1))
+    rank = max(len(xs), len(ys), 2)
+    if bx:
+        x = lift(x, rank)
+    if by:
+        y = lift(y, rank)
+    out = apply(MATMUL, (x, y), EMPTY)
+    if len(xs) == 1 or len(ys) == 1:
+        shape = np.shape(out._value)
+        keep = shape[:-2] + (shape[-2:-1] if len(xs) > 1 else ()) + (
+            shape[-1:] if len(ys) > 1 else ())
+        out = reshaped(out, keep)
+    return out
+
+
+def dot(op: Op, values, batched, params) -> Tensor:
+    """``dot``: a product with a 0-d example is elementwise, two examples of at most two
+    dimensions multiply as matmul does; more is the entry's own error (by the loop)."""
+    ranks = [example_ndim(v, b) for v, b in zip(values, batched)]
+    if 0 in ranks:
+        return elementwise(REGISTRY["multiply"], values, batched, EMPTY)
+    if max(ranks) > 2:
+        return loop(op, values, batched, params)
+    return matmul(op, values, batched, params)
+
+
+def batched_index(index):
+    """``index`` (of one example) for the batched value, and the axis of the result that
+    the batch lands on: 0, except where numpy moves the dimensions of non-adjacent
+    advanced indices to the front (``x[a, :, b]``), where it comes after them. None for
+    an index this does not model (a boolean scalar)."""
+    items = index if isinstance(index, tuple) else (index,)
+    items = tuple(np.asarray(i) if isinstance(i, list) else i for i in items)
+    shapes, places, arrays = [], [], False
+    for k, item in enumerate(items):
+        if item is None or item is Ellipsis or isinstance(item, slice):
+            continue
+        if item.__class__ is bool or isinstance(item, np.bool_) or (
+                isinstance(item, np.ndarray) and item.dtype == bool and item.ndim == 0):
+            return None
+        if isinstance(item, np.ndarray) and item.ndim:
+            arrays = True
+            # (a boolean mask stands for the 1-D positions of its true elements)
+            shapes.append((int(np.count_nonzero(item)),) if item.dtype == bool
+                          else item.shape)
+            places.append(k)
+        else:  # an integer: an advanced index only beside an array
+            shapes.append(())
+            places.append(k)
+    at = 0
+    if arrays and any(b - a > 1 for a, b in zip(places, places[1:])):
+        at = len(np.broadcast_shapes(*shapes))
+    return (slice(None), *items), at
+
+
+def getitem(op: Op, values, batched, params) -> Tensor:
+    """Indexing with a static index: a full slice for the batch axis before it."""
+    found = batched_index(params["index"])
+    if found is None:
+        return loop(op, values, batched, params)
+    index, at = found
+    return moved_to_front(apply(op, values, {"index": index}), at)
+
+
+def scatter(op: Op, values, batched, params) -> Tensor:
+    """``scatter`` (indexing's adjoint): the batch axis of the values put where indexing
+    the batched result puts it."""
+    found = batched_index(params["index"])
+    if found is None:
+        return loop(op, values, batched, params)
+    index, at = found
+    (x,) = values
+    shape = _shape_param(params["shape"])
+    size = np.shape(x._value)[0]
+    # each example's values broadcast to the indexed part, as numpy's assignment does
+    part = np.broadcast_to(np.empty((), dtype=bool), shape)[params["index"]].shape
+    x = moved_from_front(lift(x, len(part)), at)
+    return apply(op, (x,), {"index": index, "shape": (size, *shape)})
+
+
+def transpose(op: Op, values, batched, params) -> Tensor:
+    """The example's axes permuted after the batch axis, which stays first."""
+    (x,) = values
+    rank = example_ndim(x, True)
+    axes = params.get("axes")
+    axes = tuple(range(rank - 1, -1, -1)) if axes is None else (
+        axes if isinstance(axes, tuple) else (axes,))
+    return apply(op, (x,), {"axes": (0, *shift_axes(axes))})
+
+
+def reshape(op: Op, values, batched, params) -> Tensor:
+    """Each example to the shape (a -1 is still the example's own)."""
+    (x,) = values
+    size = np.shape(x._value)[0]
+    return apply(op, (x,), {"shape": (size, *_shape_param(params["shape"]))})
+
+
+def sum_to(op: Op, values, batched, params) -> Tensor:
+    """Each example summed down to the shape: its extra leading axes (after the batch
+    axis) by a sum, then its unit axes by the entry."""
+    (x,) = values
+    shape = _shape_param(params["shape"])
+    lead = example_ndim(x, True) - len(shape)
+    if lead > 0:
+        x = apply(REGISTRY["sum"], (x,), {"axis": tuple(range(1, lead + 1)),
+                                          "keepdims": False})
+    return apply(op, (x,), {"shape": (np.shape(x._value)[0], *shape)})
+
+
+def linspace(op: Op, values, batched, params) -> Tensor:
+    """``linspace_between``: numpy puts the steps first and the batch after them; the
+    batch is moved back to the front."""
+    size = _batch_size(values, batched, op.name)
+    values = [v if b else with_batch(v, size) for v, b in zip(values, batched)]
+    rank = max(example_ndim(v, True) for v in values)
+    out = apply(op, [lift(v, rank) for v in values], params or {})
+    return moved_to_front(out, 1)
+
+
 def no_inputs(op: Op, values, batched, params) -> Tensor:  # pragma: no cover
     """Constructors take no tensor input, so nothing of theirs is ever batched."""
     raise RuntimeError(f"{op.name} has no tensor input to batch")
 
 
 #: The rules named by ``Op.batch``.
-RULES: dict[str, Callable[..., Any]] = {"elementwise": elementwise, "axis": axis,
-                                        "loop": loop, "no_inputs": no_inputs}
+RULES: dict[str, Callable[..., Any]] = {
+    "elementwise": elementwise, "axis": axis, "loop": loop, "no_inputs": no_inputs,
+    "same": same, "broadcast": broadcast, "joined": joined, "matmul": matmul, "dot": dot,
+    "getitem": getitem, "scatter": scatter, "transpose": transpose, "reshape": reshape,
+    "sum_to": sum_to, "linspace": linspace}
 
 
 # ---------------------------------------------------------------------------------------

@@ -848,7 +848,7 @@ MATMUL = register(Op(name="matmul", forward=np.matmul, vjps=(_matmul_vjp_x, _mat
                            lambda m, t, ans, x, y: m.matmul(x, t)),
                      inputs=("x", "y"), doc="matrix product x @ y (batched, numpy rules)",
                      derivative="g @ y^T, x^T @ g", sympy=lambda sp, x, y: np.matmul(x, y),
-                     kind="linalg", saves="inputs"))
+                     kind="linalg", saves="inputs", batch="matmul"))
 NEGATIVE = _unary("negative", operator.neg, lambda m, g, ans, x: -g, lambda sp, x: -x,
                   "-x", "-1", kind="arithmetic", saves="none",
                   inplace=lambda g, ans, x, spare=None:
@@ -1018,32 +1018,37 @@ register(Op(name="dot", forward=_dot, vjps=(_dot_vjp(0), _dot_vjp(1)), inputs=("
             doc="dot product (vectors, matrices; at most 2-D)", derivative="as matmul",
             sympy=lambda sp, x, y: np.dot(x, y), kind="linalg", saves="inputs",
             # bilinear: the tangent of one factor times the other
-            jvps=(lambda m, t, ans, x, y: m.dot(t, y), lambda m, t, ans, x, y: m.dot(x, t))))
+            jvps=(lambda m, t, ans, x, y: m.dot(t, y), lambda m, t, ans, x, y: m.dot(x, t)),
+            batch="dot"))
 register(Op(name="transpose", forward=lambda x, axes=None: np.asarray(x).transpose(axes),
             vjps=(lambda m, g, ans, x, axes=None: m.transpose(
                 g, axes=None if axes is None else tuple(np.argsort(axes))),),
             inputs=("x",), params=(("axes", None),), doc="reverse or permute the axes",
             derivative="transpose back", sympy=lambda sp, x, axes=None: np.transpose(x, axes),
             kind="shape", saves="none",
-            jvps=(lambda m, t, ans, x, axes=None: m.transpose(t, axes=axes),)))
+            jvps=(lambda m, t, ans, x, axes=None: m.transpose(t, axes=axes),),
+            batch="transpose"))
 register(Op(name="reshape", forward=_reshape,
             vjps=(lambda m, g, ans, x, shape: m.reshape(g, shape=_shape(x)),),
             inputs=("x",), params=(("shape", None),), doc="same elements, new shape",
             derivative="reshape back", sympy=lambda sp, x, shape: np.reshape(x, shape),
             kind="shape", saves="none",
-            jvps=(lambda m, t, ans, x, shape: m.reshape(t, shape=_shape(ans)),)))
+            jvps=(lambda m, t, ans, x, shape: m.reshape(t, shape=_shape(ans)),),
+            batch="reshape"))
 register(Op(name="concatenate", forward=lambda *xs, axis=0: np.concatenate(xs, axis=axis),
             vjps=(_concat_vjp,), inputs=("xs",), params=(("axis", 0),), variadic=True,
             doc="join arrays along an existing axis", derivative="slices of g",
             sympy=lambda sp, *xs, axis=0: np.concatenate(xs, axis=axis), kind="shape",
             saves="none",
-            jvps=(lambda m, ts, ans, *xs, axis=0: _joined(m, "concatenate", ts, axis),)))
+            jvps=(lambda m, ts, ans, *xs, axis=0: _joined(m, "concatenate", ts, axis),),
+            batch="joined"))
 register(Op(name="stack", forward=lambda *xs, axis=0: np.stack(xs, axis=axis),
             vjps=(_stack_vjp,), inputs=("xs",), params=(("axis", 0),), variadic=True,
             new_axis=True,
             doc="join arrays along a new axis", derivative="slices of g",
             sympy=lambda sp, *xs, axis=0: np.stack(xs, axis=axis), kind="shape", saves="none",
-            jvps=(lambda m, ts, ans, *xs, axis=0: _joined(m, "stack", ts, axis),)))
+            jvps=(lambda m, ts, ans, *xs, axis=0: _joined(m, "stack", ts, axis),),
+            batch="joined"))
 _WHERE_RULES = (None, lambda m, g, ans, c, a, b: m.where(c, g, 0.0),
                 lambda m, g, ans, c, a, b: m.where(c, 0.0, g))
 register(Op(name="where", forward=np.where, vjps=_WHERE_RULES,
@@ -1114,7 +1119,7 @@ def _stop_gradient_forward(x):
 STOP_GRADIENT = register(Op(name="stop_gradient", forward=_stop_gradient_forward, vjps=(None,),
                             jvps=(None,),  # no tangent passes either (as TensorFlow)
                             inputs=("x",), doc="x, with no gradient flowing through",
-                            derivative="0 (blocked)", kind="elementwise"))
+                            derivative="0 (blocked)", kind="elementwise", batch="same"))
 
 # Value constructors (no tensor inputs: nothing to differentiate).
 for _name, _fwd, _params, _doc in (
@@ -1128,28 +1133,30 @@ for _name, _fwd, _params, _doc in (
         ("arange", lambda start, stop=None, step=1.0: np.arange(start, stop, step, dtype=float),
          (("start", None), ("stop", None), ("step", 1.0)), "values from start to stop by step")):
     register(Op(name=_name, forward=_fwd, vjps=(), inputs=(), params=_params, doc=_doc,
-                derivative="constant", sympy=_const_array(_fwd), kind="constructor"))
+                derivative="constant", sympy=_const_array(_fwd), kind="constructor",
+                batch="no_inputs"))
 
 # Internal entries used by the rules.
 _internal(Op(name="broadcast_to", forward=_broadcast_to,
              vjps=(lambda m, g, ans, x, shape: m.sum_to(g, shape=_shape(x)),), inputs=("x",),
              jvps=(lambda m, t, ans, x, shape: m.broadcast_to(t, shape=shape),),
-             params=(("shape", None),), doc="x broadcast to shape", kind="shape", saves="none"))
+             params=(("shape", None),), doc="x broadcast to shape", kind="shape", saves="none",
+             batch="broadcast"))
 _internal(Op(name="sum_to", forward=_sum_to,
              vjps=(lambda m, g, ans, x, shape: m.broadcast_to(g, shape=_shape(x)),),
              jvps=(lambda m, t, ans, x, shape: m.sum_to(t, shape=shape),),
              inputs=("x",), params=(("shape", None),), doc="sum x down to shape", kind="shape",
-             saves="none"))
+             saves="none", batch="sum_to"))
 GETITEM = _internal(Op(name="getitem", forward=_getitem,
                        vjps=(lambda m, g, ans, x, index: m.scatter(g, index=index, shape=_shape(x)),),
                        jvps=(lambda m, t, ans, x, index: m.getitem(t, index=index),),
                        inputs=("x",), params=(("index", None),), doc="x[index]", kind="shape",
-                       saves="none"))
+                       saves="none", batch="getitem"))
 _internal(Op(name="scatter", forward=_scatter,
              vjps=(lambda m, g, ans, x, index, shape: m.getitem(g, index=index),),
              jvps=(lambda m, t, ans, x, index, shape: m.scatter(t, index=index, shape=shape),),
              inputs=("x",), params=(("index", None), ("shape", None)),
-             doc="zeros with x added at index", kind="shape", saves="none"))
+             doc="zeros with x added at index", kind="shape", saves="none", batch="scatter"))
 def _like(fill):
     def forward(x):
         out = fill(x)
@@ -1160,10 +1167,12 @@ def _like(fill):
 # zeros_like and ones_like have no gradient (None), as TensorFlow's ZerosLike/OnesLike.
 _internal(Op(name="zeros_like", forward=_like(np.zeros_like), vjps=(None,), inputs=("x",),
              jvps=(None,),
-             doc="zeros shaped like x (no gradient, as in TensorFlow)", kind="shape"))
+             doc="zeros shaped like x (no gradient, as in TensorFlow)", kind="shape",
+             batch="same"))
 _internal(Op(name="ones_like", forward=_like(np.ones_like), vjps=(None,), inputs=("x",),
              jvps=(None,),
-             doc="ones shaped like x (no gradient, as in TensorFlow)", kind="shape"))
+             doc="ones shaped like x (no gradient, as in TensorFlow)", kind="shape",
+             batch="same"))
 
 
 def _cast(x, dtype):
@@ -1176,7 +1185,8 @@ CAST = _internal(Op(name="cast", forward=_cast,
                         g, dtype=getattr(x, "dtype", None) or np.float64),),
                     jvps=(lambda m, t, ans, x, dtype: m.cast(t, dtype=dtype),),
                     inputs=("x",), params=(("dtype", None),),
-                    doc="x converted to dtype (a copy)", kind="shape", saves="none"))
+                    doc="x converted to dtype (a copy)", kind="shape", saves="none",
+                    batch="same"))
 
 
 # The constructors full and linspace given tensors: differentiable in the fill value and
@@ -1191,7 +1201,7 @@ FILL = _internal(Op(name="fill", forward=_fill,
                     jvps=(lambda m, t, ans, x, shape: m.fill(t, shape=shape),),
                     inputs=("x",), params=(("shape", None),),
                     doc="an array of shape filled with x (broadcast)", kind="shape",
-                    saves="none"))
+                    saves="none", batch="broadcast"))
 
 
 def _ramp(g, num):
@@ -1211,7 +1221,7 @@ LINSPACE = _internal(Op(name="linspace_between",
                               lambda m, t, ans, start, stop, num=50: t * _ramp(ans, num)),
                         inputs=("start", "stop"), params=(("num", 50),),
                         doc="num evenly spaced values from start to stop (tensors)",
-                        kind="shape", saves="none"))
+                        kind="shape", saves="none", batch="linspace"))
 
 
 # Entries whose result may be written over their first input's array (their rules read
