@@ -18,6 +18,7 @@ import numpy as np
 
 from . import engine as gc
 from .engine.api import NO_VARIABLES
+from .engine.tensor import Batched
 from .errors import InputError, ModeError, UnknownNameError, did_you_mean
 
 MODES = ("tape", "grad", "implicit", "value-grad")
@@ -92,7 +93,9 @@ def run_mode(mode: str, model, options: ModeOptions | None = None) -> Outcome:
 
 
 def _numpy(t):
-    return None if t is None else np.asarray(t.numpy())
+    # Inside vectorized_map (many points at once) a batched value stays one: the map
+    # stacks it per example.
+    return None if t is None else t if isinstance(t, Batched) else np.asarray(t.numpy())
 
 
 def _kind(model, name: str) -> str:

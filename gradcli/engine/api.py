@@ -14,10 +14,11 @@ import gc
 import numpy as np
 
 from ..errors import ShapeError
-from . import ops
+from . import ops, state
 from .table import Op
 from .tape import GradientTape, _flatten, _pack
-from .tensor import Tensor, Variable, _make, as_value, constant
+from .tensor import Batched, BatchedVariable, NotBatchable, Tensor, Variable, _make, as_value, \
+    constant
 
 NO_VARIABLES = "No trainable variables were accessed while the function was being computed."
 
@@ -57,10 +58,10 @@ def _record_and_differentiate(f, args, kwargs, *, argnums=None, dy=None):
             if any(t is None for t in leaves):
                 raise ValueError(f"the function {_name(f)} returned None among its "
                                  "outputs; every output must be a tensor or a number")
-            targets = [t if isinstance(t, Tensor) else constant(t) for t in leaves]
+            targets = [t if isinstance(t, (Tensor, Batched)) else constant(t) for t in leaves]
             if implicit:
                 for t in targets:
-                    if isinstance(t, Variable) and t._trainable:
+                    if isinstance(t, (Variable, BatchedVariable)) and t._trainable:
                         tape.watch(t)  # returning a variable reads it
                 variables = [v for v in tape.watched_variables() if v._trainable]
                 if not variables:
@@ -94,10 +95,18 @@ def _distinct_sources(args: list, argnums) -> None:
         counts[id(x)] = counts.get(id(x), 0) + 1
     for i in argnums:
         x = args[i]
-        if not isinstance(x, Tensor):  # a number, an array, or a list holding tensors
+        if isinstance(x, Batched):  # inside vectorized_map (its rules copy it)
+            if isinstance(x, BatchedVariable) or counts[id(x)] > 1:
+                args[i] = ops.apply(ops.CAST, (x,), {"dtype": x.dtype})
+        elif not isinstance(x, Tensor):  # a number, an array, or a list holding tensors
             args[i] = ops.FUNCTIONS["stack"](x) if ops._holds_tensor(x) else constant(x)
         elif isinstance(x, Variable) or counts[id(x)] > 1:
             args[i] = ops.apply(ops.CAST, (x,), {"dtype": x.dtype})
+    if state.batching:
+        # Inside vectorized_map, called on batched values: per-example gradients for
+        # the arguments shared by every example too.
+        from .batching import batched_arguments
+        batched_arguments(args, argnums)
 
 
 def _wraps(f):
@@ -271,6 +280,9 @@ def custom_gradient(f):
     """
     @_wraps(f)
     def wrapper(*xs):
+        if state.batching and any(isinstance(x, Batched) for x in xs):
+            from .batching import custom_gradient_call  # inside vectorized_map
+            return custom_gradient_call(custom_gradient, f, xs)
         from .tape import _recording  # the same list as state.recording
         saved = list(_recording)
         del _recording[:]  # f's own operations are not recorded: grad_fn replaces them
@@ -280,6 +292,8 @@ def custom_gradient(f):
                     y, grad_fn = f(*xs)
                 variables = [v for v in watcher.watched_variables() if v._trainable]
                 del watcher
+                if any(isinstance(v, Batched) for v in variables):
+                    raise NotBatchable("custom_gradient reading a batched variable")
             else:
                 y, grad_fn = f(*xs)
                 variables = []
@@ -398,7 +412,7 @@ def _own_primals(primals) -> list:
     if isinstance(primals, Tensor) or not isinstance(primals, (list, tuple)):
         raise TypeError("primals must be a list or tuple of arguments, one per parameter "
                         "of f (as jax.jvp takes them)")
-    return [ops.apply(ops.CAST, (p,), {"dtype": p.dtype}) if isinstance(p, Tensor)
+    return [ops.apply(ops.CAST, (p,), {"dtype": p.dtype}) if isinstance(p, (Tensor, Batched))
             else ops.FUNCTIONS["stack"](p) if ops._holds_tensor(p) else constant(p)
             for p in primals]
 
@@ -421,7 +435,8 @@ def jvp(f, primals, tangents):
         value = f(*args)
     if value is None:
         raise ValueError(f"the function {_name(f)} returned None; it must return a tensor")
-    leaves = [t if isinstance(t, Tensor) else constant(t) for t in _flatten(value, [])]
+    leaves = [t if isinstance(t, (Tensor, Batched)) else constant(t)
+              for t in _flatten(value, [])]
     value = _pack(value, iter(leaves))
     return value, acc.jvp(value, unconnected_gradients="zero")
 

@@ -37,9 +37,10 @@ from typing import Any, Callable
 import numpy as np
 
 from ..errors import ShapeError
+from . import state
 from .ops import EMPTY, FUNCTIONS, INTERNAL, MATMUL, REGISTRY, apply
 from .table import Op, normalise_axes
-from .tensor import Batched, NotBatchable, Tensor, constant
+from .tensor import Batched, NotBatchable, Tensor, _make, as_value, constant
 
 __all__ = ["vectorized_map", "Batched", "NotBatchable", "apply_batched", "RULES"]
 
@@ -53,14 +54,14 @@ def apply_batched(op: Op, inputs, params) -> Batched:
     # A list or tuple holding batched values is packed first, as ops.apply packs one
     # holding tensors (a variadic entry's inputs are its sequence of tensors).
     items = [_pack(x) for x in inputs]
-    batched = [x.__class__ is Batched for x in items]
+    batched = [isinstance(x, Batched) for x in items]
     if not any(batched):
         raise NotBatchable("a value was read as a plain value inside vectorized_map")
     values = [x._tensor if b else x for x, b in zip(items, batched)]
     _batch_size(values, batched, op.name)
     if params and op.axis_params:
         first = items[0]
-        params = normalise_axes(op, first.ndim if first.__class__ is Batched
+        params = normalise_axes(op, first.ndim if isinstance(first, Batched)
                                 else np.ndim(first), params)
     rule = op.batch if callable(op.batch) else RULES[op.batch]
     return Batched(rule(op, values, batched, dict(params)))
@@ -399,17 +400,23 @@ def vectorized_map(fn: Callable, elems, fallback_to_while_loop: bool = True):
         raise ValueError(f"vectorized_map: the elements have different sizes of axis 0 "
                          f"{sorted(sizes)}")
     size = sizes.pop()
-    if any(x.__class__ is Batched for x in tensors):
+    if any(isinstance(x, Batched) for x in tensors):
         # A map inside a map: the inner one runs as a loop (its indexing and stacking
         # are batched by the outer map).
         return _loop(fn, tensors, rebuild, size)
+    state.batching.append(size)
     try:
         out = fn(rebuild([Batched(t) for t in tensors]))
     except NotBatchable:
+        out = NotBatchable
+    finally:
+        state.batching.pop()
+    if out is NotBatchable:
         if not fallback_to_while_loop:
             raise ValueError("vectorized_map: fn reads a batched value as a plain value "
                              "(data-dependent Python code) and fallback_to_while_loop is "
-                             "False") from None
+                             "False")
+        # Said once per call (the loop below runs fn once per example without a word).
         warnings.warn("vectorized_map: fn reads a batched value as a plain value "
                       "(data-dependent Python code); running it once per example instead",
                       RuntimeWarning, stacklevel=2)
@@ -429,7 +436,7 @@ def _leading(x) -> int:
 def _unbatched(result, size: int):
     """An output of fn as a tensor with the batch on axis 0 (an output that does not
     depend on the batch is repeated, as TensorFlow tiles it)."""
-    if result.__class__ is Batched:
+    if isinstance(result, Batched):
         return result._tensor
     if result is None:
         return None
@@ -494,3 +501,143 @@ def _array_function(self, func, types, args, kwargs):
 
 
 _install()
+
+
+# ---------------------------------------------------------------------------------------
+# Gradients inside the map (JAX's vmap(grad(f))): the gradient APIs come here when they
+# meet batched values, once per call
+# ---------------------------------------------------------------------------------------
+_SHARED = ("a per-example gradient of a value shared by every example (not batched) was "
+           "asked for inside vectorized_map")
+
+
+def gradient(tape, targets, seeds, sources, release: bool | None = None) -> list:
+    """``tape.gradient`` with batched targets or sources: the backward pass runs once on
+    the underlying tensors. The examples do not mix, so the gradient of the batch's sum
+    holds each example's own gradient (unsummed, one per example). A source shared by
+    every example (not batched) of a batched target would get the sum over the examples
+    instead: that raises ``NotBatchable``, and the map runs its function per example."""
+    plain_targets, plain_seeds, batched_target = [], [], False
+    for t, seed in zip(targets, seeds):
+        if isinstance(t, Batched):
+            batched_target = True
+            t = t._tensor
+            if isinstance(seed, Batched):
+                seed = seed._tensor
+            elif isinstance(seed, Tensor):
+                seed = with_batch(seed, np.shape(t._value)[0])  # one seed for every example
+            elif seed is not None:
+                seed = np.broadcast_to(as_value(seed, t.dtype), np.shape(t._value))
+        elif isinstance(seed, Batched):
+            raise NotBatchable(_SHARED)
+        plain_targets.append(t)
+        plain_seeds.append(seed)
+    plain_sources, batched_source = [], []
+    for s in sources:
+        if isinstance(s, Batched):
+            plain_sources.append(s._tensor)
+            batched_source.append(True)
+        elif isinstance(s, Tensor):
+            plain_sources.append(s)
+            batched_source.append(False)
+        else:
+            raise TypeError(f"gradient sources must be tensors or variables, "
+                            f"got {type(s).__name__}")
+    grads = tape._backward(plain_targets, plain_seeds, plain_sources,
+                           release=not tape._persistent if release is None else release)
+    out = []
+    for g, b in zip(grads, batched_source):
+        if g is None:
+            out.append(None)
+        elif b:
+            out.append(Batched(g))
+        elif batched_target:
+            raise NotBatchable(_SHARED)
+        else:
+            out.append(g)
+    return out
+
+
+def jacobian(tape, target, sources, unconnected: str) -> list:
+    """``tape.jacobian`` of a batched target: one backward pass per element of an
+    example, each seeding that element in every example at once; each example's rows
+    are its own Jacobian."""
+    if not isinstance(target, Batched):
+        raise NotBatchable(_SHARED)
+    under = target._tensor
+    shape = np.shape(under._value)
+    size, tshape = shape[0], shape[1:]
+    n = int(np.prod(tshape, dtype=np.int64))
+    if n == 0:
+        raise NotBatchable("an empty Jacobian inside vectorized_map")
+    rows: list[list] = [[] for _ in sources]
+    for k in range(n):
+        seed = np.zeros((size, n), dtype=under.dtype)
+        seed[:, k] = 1.0
+        grads = gradient(tape, [target], [Batched(_make(seed.reshape(shape)))], sources,
+                         release=False)
+        for j, g in enumerate(grads):
+            rows[j].append(g)
+    out = []
+    stack, reshape = FUNCTIONS["stack"], FUNCTIONS["reshape"]
+    for s, row in zip(sources, rows):
+        if all(g is None for g in row):
+            out.append(None if unconnected == "none" else
+                       _make(np.zeros(tshape + s.shape, dtype=s.dtype)))
+            continue
+        parts = [g if g is not None else Batched(_make(np.zeros((size, *s.shape), s.dtype)))
+                 for g in row]
+        out.append(reshape(stack(parts), tshape + s.shape))
+    return out
+
+
+def batched_arguments(args: list, argnums) -> None:
+    """The differentiated arguments of a gradient function called on batched values
+    (in place in ``args``): an argument shared by every example is repeated for each
+    (a recorded broadcast), so that its gradient comes out per example too."""
+    if not state.batching or not any(isinstance(x, Batched) for x in args):
+        return
+    size = state.batching[-1]
+    for i in argnums:
+        if not isinstance(args[i], Batched):
+            x = args[i] if isinstance(args[i], Tensor) else constant(args[i])
+            args[i] = Batched(with_batch(x, size))
+
+
+def custom_gradient_call(wrap, f, xs):
+    """A ``custom_gradient`` function called with batched inputs: ``f`` and its
+    ``grad_fn`` see batched values (written for one example), the recorded entry the
+    underlying tensors. A gradient for an input shared by every example is summed over
+    the examples (what that input receives from the whole batch)."""
+    batched = [isinstance(x, Batched) for x in xs]
+    size = next(x._tensor.shape[0] for x, b in zip(xs, batched) if b)
+    leaves_of = {}
+
+    def under_f(*values):
+        ys, grad_fn = f(*[Batched(v) if b else v for v, b in zip(values, batched)])
+        leaves, rebuild = _flatten(ys)
+        leaves_of["rebuild"] = rebuild
+        plain = [leaf._tensor if isinstance(leaf, Batched) else
+                 with_batch(leaf if isinstance(leaf, Tensor) else constant(leaf), size)
+                 for leaf in leaves]
+
+        def under_grad(*dys, **kwargs):
+            dxs = grad_fn(*[Batched(dy if isinstance(dy, Tensor) else _make(dy))
+                            for dy in dys], **kwargs)
+            single = len(xs) == 1 and not isinstance(dxs, (list, tuple))
+            flat = [dxs] if single else list(dxs)
+            out = []
+            for dx, b in zip(flat, batched):
+                if isinstance(dx, Batched):
+                    dx = dx._tensor if b else FUNCTIONS["sum"](dx._tensor, axis=0)
+                elif dx is not None and not b:
+                    dx = dx * float(size)  # the same gradient from every example
+                out.append(dx)
+            return out[0] if single else out
+        return (plain[0] if len(plain) == 1 and not isinstance(ys, (list, tuple, dict))
+                else plain), under_grad
+
+    under_f.__name__ = getattr(f, "__name__", "f")
+    out = wrap(under_f)(*[x._tensor if b else x for x, b in zip(xs, batched)])
+    leaves, _ = _flatten(out)
+    return leaves_of["rebuild"]([Batched(leaf) for leaf in leaves])

@@ -22,7 +22,7 @@ import numpy as np
 
 from . import ops, state
 from .tape import _flatten, _pack
-from .tensor import Node, Tensor, _make, as_value
+from .tensor import Batched, Node, Tensor, _make, as_value
 
 _active = state.forward
 
@@ -59,6 +59,8 @@ class ForwardAccumulator:
         self._recording = False
         self._outer_tapes: list = []  # the tapes recording when the block was entered
         for primal, tangent in zip(flat_primals, flat_tangents):
+            if isinstance(primal, Batched) or isinstance(tangent, Batched):
+                primal, tangent = _batched_pair(primal, tangent)
             if not isinstance(primal, Tensor):
                 raise TypeError(f"ForwardAccumulator primals must be tensors or variables, "
                                 f"got {type(primal).__name__}; make one with "
@@ -105,6 +107,12 @@ class ForwardAccumulator:
                              f"got {unconnected_gradients!r}")
         out = []
         for x in _flatten(primals, []):
+            if isinstance(x, Batched):  # inside vectorized_map: per example
+                tangent = self._tangent(x._tensor)
+                out.append(None if tangent is None and unconnected == "none" else Batched(
+                    _make(_zeros(x._tensor._value)) if tangent is None else
+                    tangent if isinstance(tangent, Tensor) else _make(tangent)))
+                continue
             if not isinstance(x, Tensor):
                 raise TypeError(f"jvp takes tensors (or nests of them), "
                                 f"got {type(x).__name__}")
@@ -121,6 +129,27 @@ class ForwardAccumulator:
             return None
         entry = self._tangents.get(id(node))
         return None if entry is None else entry[1]
+
+
+def _batched_pair(primal, tangent):
+    """A primal and its tangent inside ``vectorized_map``: a batched primal is its
+    examples' tensor, whose tangent is the batched tangent's, or one tangent repeated
+    for every example; a batched tangent of a shared primal cannot be (NotBatchable)."""
+    from .batching import NotBatchable, with_batch
+    if not isinstance(primal, Batched):
+        raise NotBatchable("a batched tangent for a primal shared by every example")
+    size = primal._tensor.shape[0]
+    if isinstance(tangent, Batched):
+        tangent = tangent._tensor
+    elif isinstance(tangent, Tensor):
+        tangent = with_batch(tangent, size)
+    else:
+        value = as_value(tangent, primal.dtype)
+        if np.shape(value) != primal.shape:
+            raise ValueError(f"ForwardAccumulator: a tangent of shape {np.shape(value)} "
+                             f"for a primal of shape {primal.shape}")
+        tangent = np.broadcast_to(value, primal._tensor.shape).copy()
+    return primal._tensor, tangent
 
 
 def _flatten_like(primals, tangents) -> list:

@@ -14,6 +14,11 @@ recording: list = []
 # mode is in use: ``apply`` tests it once per operation and does nothing more.
 forward: list = []
 
+# The batch sizes of the vectorized_map calls whose function runs on batched values right
+# now, innermost last: the gradient APIs look at it once per call (never per operation)
+# to give per-example gradients of batched values.
+batching: list = []
+
 # Whether sys.getrefcount tells if a value is shared (the in-place and reuse fast paths
 # rely on it). CPython 3.14 and free-threaded builds may leave references uncounted:
 # there those paths stay off.

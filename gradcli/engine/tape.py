@@ -22,7 +22,7 @@ import numpy as np
 
 from . import ops, state
 from .state import REFCOUNTS_EXACT
-from .tensor import Node, Shape, Tensor, Variable, _make, as_value
+from .tensor import BATCHED_VARIABLES, Batched, Node, Shape, Tensor, Variable, _make, as_value
 
 _recording = state.recording
 _creation_order = attrgetter("_order")
@@ -150,6 +150,8 @@ class GradientTape:
     def watch(self, tensor) -> None:
         """Trace a tensor or variable (or a nested list/tuple/dict of them)."""
         for item in _flatten(tensor, []):
+            if isinstance(item, Batched):  # inside vectorized_map: its examples' tensor
+                item = item._tensor
             if not isinstance(item, Tensor):
                 # ValueError, as TensorFlow raises for anything but a tensor or variable
                 raise ValueError(  # noqa: TRY004
@@ -162,6 +164,8 @@ class GradientTape:
                 self._watch_tensor(item)
 
     def _watch_tensor(self, tensor: Tensor) -> None:
+        if tensor.__class__ is not Tensor and isinstance(tensor, Batched):
+            tensor = tensor._tensor
         if tensor._node is None:
             tensor._node = Node()  # a leaf, now part of the graph
         node = tensor._node
@@ -178,8 +182,12 @@ class GradientTape:
             self._watched_variables.append(variable)
 
     def watched_variables(self) -> tuple:
-        """The variables this tape watches, in creation order."""
-        return tuple(sorted(self._watched_variables, key=_creation_order))
+        """The variables this tape watches, in creation order (inside ``vectorized_map``,
+        a batched variable as itself, not as the variable that holds its examples)."""
+        out = tuple(sorted(self._watched_variables, key=_creation_order))
+        if BATCHED_VARIABLES:
+            out = tuple(BATCHED_VARIABLES.get(id(v), v) for v in out)
+        return out
 
     # --- differentiating -------------------------------------------------------------
     def gradient(self, target, sources, output_gradients=None, unconnected_gradients="none"):
@@ -209,11 +217,16 @@ class GradientTape:
                 raise ValueError(f"output_gradients has {len(seeds)} entries for "
                                  f"{len(targets)} targets")
         flat_sources = _flatten(sources, [])
-        for s in flat_sources:
-            if not isinstance(s, Tensor):
-                raise TypeError(f"gradient sources must be tensors or variables, "
-                                f"got {type(s).__name__}")
-        grads = self._backward(targets, seeds, flat_sources, release=not self._persistent)
+        if state.batching:  # inside vectorized_map: batched values are unwrapped there
+            from .batching import gradient
+            grads = gradient(self, targets, seeds, flat_sources)
+        else:
+            for s in flat_sources:
+                if not isinstance(s, Tensor):
+                    raise TypeError(f"gradient sources must be tensors or variables, "
+                                    f"got {type(s).__name__}")
+            grads = self._backward(targets, seeds, flat_sources,
+                                   release=not self._persistent)
         if unconnected_gradients == "zero":
             grads = [g if g is not None else _zeros_like(s)
                      for g, s in zip(grads, flat_sources)]
@@ -346,7 +359,7 @@ class GradientTape:
         TensorFlow compatibility and change nothing: the rows are computed by a loop of
         backward passes either way (and, unlike TensorFlow's while_loop path, that loop
         also works on a non-persistent tape)."""
-        if not isinstance(target, Tensor):
+        if not isinstance(target, (Tensor, Batched)):
             raise TypeError(f"jacobian target must be a tensor, got {type(target).__name__}")
         if self._used and not self._persistent:
             raise RuntimeError("A non-persistent GradientTape can only be used to compute "
@@ -355,6 +368,11 @@ class GradientTape:
             self._pop()
         self._used = True
         flat_sources = _flatten(sources, [])
+        if state.batching and (isinstance(target, Batched)
+                               or any(isinstance(s, Batched) for s in flat_sources)):
+            from .batching import jacobian  # per example, inside vectorized_map
+            return _pack(sources, iter(jacobian(self, target, flat_sources,
+                                                unconnected_gradients)))
         tshape = target.shape
         n = int(np.prod(tshape, dtype=np.int64))
         rows = [[] for _ in flat_sources]
@@ -395,7 +413,7 @@ class GradientTape:
         ``[b, y..., x...]`` (examples are assumed independent, as in TensorFlow).
         ``parallel_iterations`` and ``experimental_use_pfor``: as in :meth:`jacobian`."""
         for what, x in (("target", target), ("source", source)):
-            if not isinstance(x, Tensor):
+            if not isinstance(x, (Tensor, Batched)):
                 raise TypeError(f"batch_jacobian {what} must be a tensor, "
                                 f"got {type(x).__name__}")
             if x.ndim < 2:  # as TensorFlow: [batch, ...] with at least one more axis
@@ -411,6 +429,10 @@ class GradientTape:
         b = tshape[0]
         ny = int(np.prod(tshape[1:], dtype=np.int64))
         nx = int(np.prod(sshape[1:], dtype=np.int64))
+        if isinstance(full, Batched):  # inside vectorized_map: the same, by operations
+            reshape = ops.FUNCTIONS["reshape"]
+            diag = reshape(full, (b, ny, b, nx))[np.arange(b), :, np.arange(b), :]
+            return reshape(diag, tshape + sshape[1:])
         value = full._value.reshape((b, ny, b, nx))
         diag = value[np.arange(b), :, np.arange(b), :]  # (b, ny, nx), also for b = 0
         return _make(diag.reshape(tshape + sshape[1:]))

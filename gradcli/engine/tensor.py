@@ -13,6 +13,7 @@ np.float64(9.0)
 from __future__ import annotations
 
 import itertools
+import weakref
 from operator import itemgetter
 
 import numpy as np
@@ -122,7 +123,7 @@ class Batched:
     ``len``); operations on it go to the entries' batching rules (installed on the
     class by ``gradcli.engine.batching``, the only module that makes these)."""
 
-    __slots__ = ("_tensor",)
+    __slots__ = ("_tensor", "__weakref__")
     __array_ufunc__ = None
 
     def __init__(self, tensor: Tensor):
@@ -163,6 +164,52 @@ class Batched:
         return f"<gradcli.Batched per-example shape={self.shape} batch={self._tensor.shape[0]}>"
 
     __hash__ = object.__hash__
+
+
+class BatchedVariable(Batched):
+    """A variable made inside ``vectorized_map`` from a batched value
+    (``Variable(x)`` with ``x`` batched): one variable per example, held as one
+    ``Variable`` (``_tensor``, batch on axis 0). Reading it under a tape watches it, and
+    its gradients come out per example, like any batched value's."""
+
+    __slots__ = ()
+
+    @property
+    def name(self) -> str:
+        return self._tensor._name
+
+    @property
+    def trainable(self) -> bool:
+        return self._tensor._trainable
+
+    _name, _trainable = name, trainable  # (what the engine's own code reads)
+
+    def assign(self, value):
+        """Replace every example's value: a batched value example by example, a plain
+        one for every example. Returns self."""
+        if isinstance(value, Batched):
+            value = value._tensor._value
+        else:
+            value = np.broadcast_to(as_value(value, self.dtype), self._tensor.shape)
+        self._tensor.assign(value)
+        return self
+
+    def assign_add(self, delta):
+        delta = delta._tensor._value if isinstance(delta, Batched) else as_value(delta)
+        return self.assign(Batched(Tensor(self._tensor._value + delta)))
+
+    def assign_sub(self, delta):
+        delta = delta._tensor._value if isinstance(delta, Batched) else as_value(delta)
+        return self.assign(Batched(Tensor(self._tensor._value - delta)))
+
+    def __repr__(self) -> str:
+        return (f"<gradcli.BatchedVariable {self.name!r} per-example shape={self.shape} "
+                f"batch={self._tensor.shape[0]}>")
+
+
+# The batched variables alive, by the id of the Variable each holds: a tape that watches
+# that Variable reports the batched variable (see GradientTape.watched_variables).
+BATCHED_VARIABLES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
 def _make(value, node=None) -> Tensor:
@@ -222,6 +269,11 @@ class Variable(Tensor):
 
     __slots__ = ("_trainable", "_name", "_order")
 
+    def __new__(cls, initial_value=None, *args, **kwargs):
+        if isinstance(initial_value, Batched):  # inside vectorized_map: one per example
+            return _batched_variable(initial_value, *args, **kwargs)
+        return object.__new__(cls)
+
     def __init__(self, initial_value, trainable: bool = True, name: str | None = None,
                  dtype=None):
         if isinstance(initial_value, Variable):
@@ -263,6 +315,14 @@ class Variable(Tensor):
     def __repr__(self) -> str:
         return (f"<gradcli.Variable {self._name!r} shape={self.shape} dtype={self.dtype} "
                 f"trainable={self._trainable} numpy={self._value!r}>")
+
+
+def _batched_variable(value: Batched, trainable: bool = True, name: str | None = None,
+                      dtype=None) -> BatchedVariable:
+    variable = Variable(value._tensor, trainable=trainable, name=name, dtype=dtype)
+    out = BatchedVariable(variable)
+    BATCHED_VARIABLES[id(variable)] = out
+    return out
 
 
 def constant(value, dtype=None) -> Tensor:

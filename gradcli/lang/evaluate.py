@@ -794,7 +794,8 @@ def _make_function(model: Model, plan: _Plan, result_reg: int | None):
     steps, nodes, template, source = plan.steps, plan.nodes, plan.template, plan.source
     arg_names = list(model.arg_names)
     n_args = len(arg_names)
-    constant, Tensor = plan.tensor.constant, plan.tensor.Tensor
+    constant = plan.tensor.constant
+    Tensor = (plan.tensor.Tensor, plan.tensor.Batched)  # (batched: inside vectorized_map)
     dtype = plan.dtype
     target = model.target_name
     base_env = model._base_env
