@@ -1,13 +1,11 @@
 """Sampling a program and its derivatives over a range: the math of ``gradcli plot``.
 
-``sample`` is the one place that evaluates many points, so that a batching transform can
-replace it. Until one lands it uses the elementwise-sum trick where it is valid: the
-program is evaluated once with the ranged name bound to all the points, and the gradient
-of the (implicitly summed) output with respect to it gives every point's derivative --
-exact when output i depends on point i alone. That is checked, not assumed: the output
-must have the points' shape, and the values and derivatives at the first, middle and last
-points must agree with single-point evaluations (``sum(x)``, ``x * mean(x)``, matrix
-products fail it). Otherwise each point is evaluated on its own (a loop in this process).
+``sample`` evaluates every point at once with the batching transform
+(``gc.vectorized_map``): the program runs once, on a value that holds all the points
+and reads as one, so any program (``sum`` over a vector, ``x * mean(x)``, matrix
+products) gives each point exactly what it gives alone. Where the transform cannot
+batch the program, or a point fails, each point is evaluated on its own (a loop in this
+process).
 
 Higher derivatives come from nested tapes (the engine's rules are written in its own ops).
 
@@ -27,6 +25,7 @@ from contextlib import ExitStack
 import numpy as np
 
 from . import engine as gc
+from .engine.tensor import Batched
 from .errors import GradcliError, InputError
 
 __all__ = ["critical_points", "parse_range", "points_of_interest", "range_text", "sample",
@@ -63,6 +62,13 @@ def range_text(values: np.ndarray) -> str:
 
 def _derivatives(model, name: str, order: int, value=None) -> list[np.ndarray]:
     """[f, f', ..., f^(order)] at the model's value of ``name`` (or at ``value``)."""
+    return [np.asarray(c.numpy(), dtype=float)
+            for c in _derivative_tensors(model, name, order, value)]
+
+
+def _derivative_tensors(model, name: str, order: int, value=None) -> list:
+    """``_derivatives`` as tensors; ``value`` may be a batched value of
+    ``vectorized_map`` (the tensors are then batched too)."""
     kind = model.kinds.get(name)
     args = list(model.arg_values)
     with ExitStack() as stack:
@@ -70,7 +76,8 @@ def _derivatives(model, name: str, order: int, value=None) -> list[np.ndarray]:
         if kind == "arg":
             i = model.arg_names.index(name)
             if value is not None:
-                args[i] = gc.constant(value, dtype=model.dtype)
+                args[i] = value if isinstance(value, Batched) else gc.constant(
+                    value, dtype=model.dtype)
             x = args[i]
         else:
             x = model.source(name)
@@ -79,13 +86,12 @@ def _derivatives(model, name: str, order: int, value=None) -> list[np.ndarray]:
         for tape in tapes:
             tape.watch(x)
         y = model.function(*args)
-        out = [np.asarray(y.numpy(), dtype=float)]
+        out = [y]
         current = y
         for k in range(order):
             # the innermost tape differentiates first, while the outer ones still record
             current = tapes[order - 1 - k].gradient(current, x) if current is not None else None
-            out.append(np.zeros(np.shape(x)) if current is None
-                       else np.asarray(current.numpy(), dtype=float))
+            out.append(gc.constant(np.zeros(np.shape(x))) if current is None else current)
     return out
 
 
@@ -108,27 +114,44 @@ def sample(make_model, name: str, xs: np.ndarray, order: int = 1):
     or a list holding every point)."""
     xs = np.asarray(xs, dtype=float)
     single = make_model(repr(float(xs[0])))
-    table = None
     try:
         with np.errstate(all="ignore"):
-            table = _derivatives(make_model(range_text(xs)), name, order)
-        if any(np.shape(c) != xs.shape for c in table):
-            table = None
-    except GradcliError:
-        table = None
-    if table is not None:
-        for i in sorted({0, len(xs) // 2, len(xs) - 1}):
-            with np.errstate(all="ignore"):
-                expected = _at_point(single, name, order, xs[i])
-            got = [c[i] for c in table]
-            if not np.allclose(got, expected, rtol=1e-9, atol=1e-12, equal_nan=True):
-                table = None
-                break
-    if table is not None:
-        return table, "vectorised"
+            table = _batched_derivatives(single, name, order, xs)
+        if all(np.shape(c) == xs.shape for c in table):  # else: not a scalar target
+            return table, "vectorised"
+    except (GradcliError, ValueError):
+        pass  # not batchable, or a point fails: each point alone says how
+    single = make_model(repr(float(xs[0])))
     with np.errstate(all="ignore"):
         rows = [_at_point(single, name, order, x) for x in xs]
     return [np.array(col) for col in zip(*rows)], "loop"
+
+
+def _batched_derivatives(model, name: str, order: int, xs: np.ndarray) -> list[np.ndarray]:
+    """``_derivatives`` at every point of ``xs`` at once, by ``vectorized_map`` (a
+    ``ValueError`` where it would fall back to a loop)."""
+    from .engine.batching import vectorized_map
+    kind = model.kinds.get(name)
+
+    def at(x):
+        if kind == "arg":
+            return _derivative_tensors(model, name, order, x)
+        # a variable: one per point, in the declared one's place for this call
+        declared = model.source(name)
+        batched = gc.Variable(x, trainable=declared.trainable, name=declared.name)
+        outside = name in model._base_env
+        model._variables[name] = batched
+        if outside:
+            model._base_env[name] = batched
+        try:
+            return _derivative_tensors(model, name, order)
+        finally:
+            model._variables[name] = declared
+            if outside:
+                model._base_env[name] = declared
+    columns = vectorized_map(at, gc.constant(xs, dtype=model.dtype),
+                             fallback_to_while_loop=False)
+    return [np.asarray(c.numpy(), dtype=float) for c in columns]
 
 
 def points_of_interest(xs, table) -> list[tuple[str, float, float]]:

@@ -65,14 +65,39 @@ def test_json_has_samples_and_marked_extrema_where_sympy_puts_them():
     assert kinds == {("maximum", round(extremum, 4)), ("minimum", round(-extremum, 4))}
 
 
-def test_non_elementwise_program_falls_back_to_a_loop_and_stays_right():
-    # x * mean(x) is x^2 at one point; the all-points evaluation would give x * mean(xs)
+def test_non_elementwise_program_is_batched_per_point_and_stays_right():
+    # x * mean(x) is x^2 at one point; summing over all points would give x * mean(xs)
     out = gradcli("plot", "x * mean(x)", "--arg", "x=0:2", "--points", "5", "--json")
     result = json.loads(out.stdout)
-    assert result["evaluation"] == "loop"
+    assert result["evaluation"] == "vectorised"
     samples = np.array(result["samples"])
     np.testing.assert_array_equal(samples[:, 1], samples[:, 0] ** 2)
     np.testing.assert_array_equal(samples[:, 2], 2 * samples[:, 0])
+
+
+def test_program_summing_over_a_vector_is_sampled_right_at_every_point():
+    # f = sum((x - [0, 0.5, 1])^2) = 3x^2 - 3x + 1.25, f' = 6x - 3, f'' = 6
+    out = gradcli("plot", "sum((x - linspace(0, 1, 3))^2)", "--arg", "x=-1:2", "--points",
+                  "13", "--order", "2", "--json")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["evaluation"] == "vectorised"
+    x, f, df, d2f = np.array(result["samples"]).T
+    np.testing.assert_array_equal(x, np.linspace(-1, 2, 13))
+    np.testing.assert_allclose(f, 3 * x**2 - 3 * x + 1.25, rtol=1e-14, atol=1e-14)
+    np.testing.assert_allclose(df, 6 * x - 3, rtol=1e-14, atol=1e-14)
+    np.testing.assert_array_equal(d2f, np.full(13, 6.0))
+
+
+def test_ranged_variable_is_sampled_by_the_batching_transform():
+    out = gradcli("plot", "w * sum(w * linspace(1, 2, 2))", "--var", "w=-1:1", "--points",
+                  "5", "--json")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["evaluation"] == "vectorised"
+    w, f, df = np.array(result["samples"]).T
+    np.testing.assert_allclose(f, 3 * w**2, atol=1e-15)
+    np.testing.assert_allclose(df, 6 * w, atol=1e-15)
 
 
 def test_kink_jump_and_non_finite_points_are_marked():
