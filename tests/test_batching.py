@@ -233,10 +233,10 @@ def _model(row):
     return build(parse_program(PROGRAM), decls)
 
 
-def _outcome_columns(outcome, model):
-    value = outcome.value if outcome.value is not None else None
-    return [value] + [g.gradient for g in outcome.gradients], [g.name for g in
-                                                              outcome.gradients]
+def _outcome_columns(outcome):
+    """[value (None for grad and implicit), gradients...] and the gradients' names."""
+    return ([outcome.value] + [g.gradient for g in outcome.gradients],
+            [g.name for g in outcome.gradients])
 
 
 @pytest.mark.parametrize("mode", MODES)
@@ -257,7 +257,7 @@ def test_every_mode_runs_on_batched_declared_values_like_row_by_row(mode):
             if name != "u":
                 model._base_env[name] = variable
         outcome = run_mode(mode, model, options)
-        columns, names[:] = _outcome_columns(outcome, model)
+        columns, names[:] = _outcome_columns(outcome)
         return [c for c in columns if c is not None]
     with warnings.catch_warnings():
         warnings.simplefilter("error", RuntimeWarning)
@@ -265,7 +265,7 @@ def test_every_mode_runs_on_batched_declared_values_like_row_by_row(mode):
     for b in range(3):
         single = _model({k: v[b] for k, v in rows.items()})
         single.variables["u"].assign(rows["u"][b])
-        columns, row_names = _outcome_columns(run_mode(mode, single, options), single)
+        columns, row_names = _outcome_columns(run_mode(mode, single, options))
         assert row_names == names
         want = [c for c in columns if c is not None]
         assert len(want) == len(got)

@@ -387,9 +387,16 @@ def vectorized_map(fn: Callable, elems, fallback_to_while_loop: bool = True):
     it runs once per example instead, with the same results, and a warning says so once
     (``fallback_to_while_loop=False``: a ``ValueError``).
 
+    Gradients taken inside ``fn`` are per example (JAX's ``vmap(grad(f))``): see
+    ``gradient`` below and the README's library section.
+
     >>> import gradcli as gc, numpy as np
     >>> gc.vectorized_map(lambda x: x[0] * x[1], np.array([[1.0, 2.0], [3.0, 4.0]])).numpy()
     array([ 2., 12.])
+    >>> per_example = gc.gradients_function(lambda x: x[0] * x[1] ** 2)
+    >>> gc.vectorized_map(per_example, np.array([[1.0, 2.0], [3.0, 4.0]]))[0].numpy()
+    array([[ 4.,  4.],
+           [16., 24.]])
     """
     leaves, rebuild = _flatten(elems)
     if not leaves:
