@@ -308,3 +308,10 @@ def test_batched_values_read_as_one_example():
         assert isinstance(x, Batched) and x.shape == (2,) and len(x) == 2
         return x
     np.testing.assert_array_equal(gc.vectorized_map(fn, XS).numpy(), XS)
+
+
+def test_a_gradient_function_of_a_shared_argument_closing_over_a_batched_value_falls_back():
+    with pytest.warns(RuntimeWarning):
+        got = gc.vectorized_map(
+            lambda x: gc.gradients_function(lambda s: s * s * gc.sum(x))(2.0)[0], XS)
+    np.testing.assert_allclose(got.numpy(), 4.0 * XS.sum(axis=1))
