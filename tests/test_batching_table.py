@@ -353,3 +353,37 @@ def test_forward_mode_through_vectorized_map_equals_a_loop(fn, args):
             y = fn(*xb)
         expected.append(acc.jvp(y, unconnected_gradients="zero").numpy())
     np.testing.assert_allclose(got, np.stack(expected), rtol=1e-10, atol=1e-12)
+
+
+def _float_cases():
+    """The cases with float inputs and a float result (second order applies)."""
+    out = []
+    for case_id, fn, args in list(CASES) + MORE_CASES:
+        if all(np.asarray(a).dtype.kind == "f" for a in args) and \
+                np.asarray(fn(*[gc.constant(a) for a in args]).numpy()).dtype.kind == "f":
+            out.append((case_id, fn, args))
+    return out
+
+
+FLOAT_CASES = _float_cases()
+
+
+@pytest.mark.parametrize("fn,args", [(f, a) for _, f, a in FLOAT_CASES],
+                         ids=[c[0] for c in FLOAT_CASES])
+def test_hessian_vector_products_through_vectorized_map_equal_a_loop(fn, args):
+    """Second order: a Hessian-vector product of a weighted sum of the batched results is
+    each example's Hessian-vector product (the rules' entries are differentiated twice)."""
+    rng = np.random.default_rng(5)
+    examples = [_examples(a, rng) for a in args]
+    out = gc.vectorized_map(lambda xs: fn(*xs), [gc.constant(e) for e in examples])
+    weights = gc.constant(rng.standard_normal(out.shape))
+    vectors = [rng.standard_normal(np.shape(e)) for e in examples]
+    got = gc.hessian_vector_product(
+        lambda *xs: gc.sum(gc.vectorized_map(lambda v: fn(*v), list(xs)) * weights),
+        examples, vectors)
+    for b in range(BATCH):
+        expected = gc.hessian_vector_product(lambda *xs: gc.sum(fn(*xs) * weights[b]),
+                                             [e[b] for e in examples],
+                                             [v[b] for v in vectors])
+        for g, e in zip(got, expected):
+            np.testing.assert_allclose(g.numpy()[b], e.numpy(), rtol=1e-9, atol=1e-11)
