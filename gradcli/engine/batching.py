@@ -648,3 +648,51 @@ def custom_gradient_call(wrap, f, xs):
     out = wrap(under_f)(*[x._tensor if b else x for x, b in zip(xs, batched)])
     leaves, _ = _flatten(out)
     return leaves_of["rebuild"]([Batched(leaf) for leaf in leaves])
+
+
+# ---------------------------------------------------------------------------------------
+# Helpers for the rules of single entries (more_ops.py, linalg.py)
+# ---------------------------------------------------------------------------------------
+def batch_size(op: Op, values, batched) -> int:
+    """The number of examples of an entry's batched inputs."""
+    return _batch_size(values, batched, op.name)
+
+
+def example_params(op: Op, params: dict, rank: int) -> dict:
+    """All of ``op``'s parameters, defaults filled in, with the axes normalised for one
+    example of ``rank`` dimensions (``apply_batched`` normalises only the given ones)."""
+    merged = {**dict(op.params), **params}
+    return normalise_axes(op, rank, merged) if op.axis_params else merged
+
+
+def example_axis(axis, rank: int):
+    """An axis parameter the table does not normalise (``axis1``, ``source``, ...) as a
+    non-negative axis of one example of ``rank`` dimensions; None when it is out of range
+    or not an integer (the rule then lets the entry give its own error)."""
+    try:
+        axis = int(axis) if not isinstance(axis, (bool, np.bool_)) else None
+    except (TypeError, ValueError):
+        return None
+    if axis is None or not -rank <= axis < rank:
+        return None
+    return axis % rank
+
+
+def reshaped(value, shape) -> Tensor:
+    """``value`` reshaped (a recorded reshape)."""
+    return apply(REGISTRY["reshape"], (value,), {"shape": tuple(int(n) for n in shape)})
+
+
+def flat_examples(value) -> Tensor:
+    """A batched input with each example flattened, (batch, size): for the entries whose
+    axis=None means "of the flattened array" (cumsum, sort, argmax, repeat, roll, take)."""
+    shape = np.shape(value._value)
+    return reshaped(value, (shape[0], int(np.prod(shape[1:], dtype=np.int64))))
+
+
+def lift_batched(values, batched) -> list:
+    """The batched inputs lifted (``lift``) to the largest example rank of all inputs, for
+    entries that broadcast examples against each other (solve, cross): an unbatched
+    input then pairs with every example by right-aligned broadcasting as it is."""
+    rank = max(example_ndim(v, b) for v, b in zip(values, batched))
+    return [lift(v, rank) if b else v for v, b in zip(values, batched)]

@@ -118,7 +118,7 @@ def _rng_spd(rng, shape):
 
 def _linalg(name, forward, vjps, inputs, doc, derivative, *, sympy=None, params=(),
             saves="all", domain="all real matrices", samples=None, outputs=(), api=None,
-            variadic=False, aliases=(), own_axes=False, jvps=None):
+            variadic=False, aliases=(), own_axes=False, jvps=None, batch=None):
     # Forward mode: linear and bilinear entries give their own JVPs (the entry applied to
     # the tangent); the factorisations and multi-output entries take the transposition of
     # their VJP (ops.transposed), exact and held to finite differences by the tests.
@@ -127,7 +127,8 @@ def _linalg(name, forward, vjps, inputs, doc, derivative, *, sympy=None, params=
     return register(Op(name=name, forward=forward, vjps=vjps, inputs=inputs, doc=doc,
                        derivative=derivative, params=params, sympy=sympy, kind=_LINALG,
                        saves=saves, domain=domain, samples=samples, outputs=outputs, api=api,
-                       variadic=variadic, aliases=aliases, own_axes=own_axes, jvps=jvps))
+                       variadic=variadic, aliases=aliases, own_axes=own_axes, jvps=jvps,
+                       batch=batch))
 
 
 def _applied(name):
@@ -176,6 +177,26 @@ def _reshape_t(t, shape):
     return apply(_ops.REGISTRY["reshape"], (t,), {"shape": shape})
 
 
+# Batching rules (inside vectorized_map; see gradcli.engine.batching): the result for
+# every example at once, with a few calls of entries on the batched tensors (batch on
+# axis 0). An input numpy refuses goes to batching.loop, whose first example then
+# raises the entry's own error.
+def _batching():
+    """The batching module, imported on first use (it imports the table, which this
+    module is still filling when it is imported)."""
+    from . import batching
+    return batching
+
+
+def _stacked_batch(op, values, batched, params):
+    """numpy.linalg computes on stacks of matrices (..., M, N): the batch axis is one
+    more stack axis. (An example of fewer than 2 axes is refused by the entry.)"""
+    b = _batching()
+    if b.example_ndim(values[0], True) < 2:
+        return b.loop(op, values, batched, params)
+    return apply(op, values, params)
+
+
 # ---------------------------------------------------------------------------------------
 # inv, solve, det, slogdet
 # ---------------------------------------------------------------------------------------
@@ -202,7 +223,7 @@ def _samples_square(*extra):
 _linalg("inv", _inv, (_inv_vjp,), ("a",), "matrix inverse (batched)", "-inv(a)^T g inv(a)^T",
         jvps=(lambda m, t, ans, a: -m.matmul(m.matmul(ans, t), ans),),  # d inv = -inv da inv
         sympy=_sympy_matrices(lambda sp, a: a.inv()), saves="ans",
-        domain="invertible square matrices", samples=_samples_square())
+        domain="invertible square matrices", samples=_samples_square(), batch=_stacked_batch)
 
 
 def _solve(a, b):
@@ -239,11 +260,28 @@ def _solve_samples(rng):
             ("batched-vector", (_rng_matrix(rng, (2, 3, 3), 3.0), rng.uniform(-1, 1, 3)), {})]
 
 
+def _solve_batch(op, values, batched, params):
+    """A vector b of every example (numpy 2: a 1-D b) made a column with unit stack axes,
+    solved as a stack beside a's and the column dropped; stacks of matrices broadcast
+    per example, the batched inputs lifted to one example rank."""
+    b = _batching()
+    (a, rhs), (a_batched, b_batched) = values, batched
+    sa, sb = b.example_shape(a, a_batched), b.example_shape(rhs, b_batched)
+    if len(sa) < 2 or not sb:
+        return b.loop(op, values, batched, params)  # the entry's error
+    if len(sb) == 1:
+        lead = (b.batch_size(op, values, batched),) + (1,) * (len(sa) - 2) if b_batched \
+            else ()
+        out = apply(op, (a, b.reshaped(rhs, lead + (sb[0], 1))), {})
+        return b.reshaped(out, np.shape(out._value)[:-1])
+    return apply(op, tuple(b.lift_batched(values, batched)), {})
+
+
 _linalg("solve", _solve, (_solve_vjp_a, lambda m, g, ans, a, b: _solve_grad_b(m, g, a, b)),
         ("a", "b"), "x with a @ x = b (b a vector or a stack of matrices, as numpy 2)",
         "-solve(a^T, g) x^T, solve(a^T, g)",
         sympy=lambda sp, a, b: np.matmul(_sympy_matrices(lambda sp, m: m.inv())(sp, a), b),
-        domain="invertible a", samples=_solve_samples)
+        domain="invertible a", samples=_solve_samples, batch=_solve_batch)
 
 
 def _det(a):
@@ -267,7 +305,7 @@ def _det_vjp(m, g, ans, a):
 
 _linalg("det", _det, (_det_vjp,), ("a",), "determinant (batched)", "det(a) inv(a)^T",
         sympy=_sympy_matrices(lambda sp, a: a.det()), domain="square matrices",
-        samples=_samples_square())
+        samples=_samples_square(), batch=_stacked_batch)
 
 
 def _slogdet(a):
@@ -291,7 +329,7 @@ _linalg("slogdet", _slogdet, (_slogdet_vjp,), ("a",),
         "sign and log|det| of a, as a tuple (sign, logabsdet); in the language pick one: "
         "slogdet(a)[1]", "0 for the sign; inv(a)^T for logabsdet",
         sympy=_sympy_slogdet, domain="square matrices (the gradient needs an invertible a)",
-        samples=_samples_square(), outputs=("sign", "logabsdet"),
+        samples=_samples_square(), outputs=("sign", "logabsdet"), batch=_stacked_batch,
         api=_unpacking(lambda p, a: (_pick(p, (Ellipsis, 0)), _pick(p, (Ellipsis, 1)))))
 
 
@@ -322,7 +360,8 @@ _linalg("cholesky", _cholesky, (_cholesky_vjp,), ("a",),
         "lower Cholesky factor L (L L^T = a) of the symmetric part of a (batched)",
         "L^-T phi(L^T g) L^-1, symmetrised",
         sympy=_sympy_matrices(lambda sp, a: ((a + a.T) / 2).cholesky(hermitian=False)),
-        saves="ans", domain="symmetric positive definite matrices", samples=_spd_samples)
+        saves="ans", domain="symmetric positive definite matrices", samples=_spd_samples,
+        batch=_stacked_batch)
 
 
 def _eigh(a):
@@ -368,6 +407,7 @@ _linalg("eigh", _eigh, (_eigh_vjp,), ("a",),
         "v (diag(g_w) + F o v^T g_v) v^T, F_ij = 1/(w_j - w_i); the eigenvector part needs "
         "distinct eigenvalues", domain="symmetric matrices (eigenvector gradients: distinct "
         "eigenvalues)", saves="ans", samples=_eigh_samples, outputs=("w", "v"),
+        batch=_stacked_batch,
         api=_unpacking(lambda p, a: (_pick(p, (Ellipsis, 0)),
                                      _pick(p, (Ellipsis, slice(1, None))))))
 
@@ -463,7 +503,8 @@ _linalg("svd", _svd, (_svd_vjp,), ("a",),
         "U diag(g_S) Vh, plus Townsend's terms for g_U, g_Vh (distinct singular values)",
         params=(("full_matrices", True), ("compute_uv", True)),
         domain="all matrices (U, Vh gradients: distinct nonzero singular values)",
-        samples=_svd_samples, outputs=("U", "S", "Vh"), api=_unpacking(_svd_unpack))
+        samples=_svd_samples, outputs=("U", "S", "Vh"), api=_unpacking(_svd_unpack),
+        batch=_stacked_batch)
 
 
 def _pinv(a):
@@ -492,7 +533,7 @@ _linalg("pinv", _pinv, (_pinv_vjp,), ("a",), "Moore-Penrose pseudo-inverse (batc
         "Golub-Pereyra: -X^T g X^T + (I - aX) g^T X X^T + X^T X g^T (I - Xa)",
         sympy=_sympy_matrices(lambda sp, a: a.pinv()),
         domain="matrices of full rank (the gradient assumes the rank does not change)",
-        samples=_pinv_samples)
+        samples=_pinv_samples, batch=_stacked_batch)
 
 
 # ---------------------------------------------------------------------------------------
@@ -520,6 +561,19 @@ def _diag_embed(m, g, shape, offset, axis1, axis2):
     return m.transpose(out, axes=tuple(int(i) for i in np.argsort(perm)))
 
 
+def _diagonal_batch(op, values, batched, params):
+    """diagonal and trace: axis1, axis2 (not normalised by the table) made an example's,
+    then moved up by one; the result keeps the batch axis first."""
+    b = _batching()
+    rank = b.example_ndim(values[0], True)
+    p = {**dict(op.params), **params}
+    first, second = b.example_axis(p["axis1"], rank), b.example_axis(p["axis2"], rank)
+    if first is None or second is None or first == second:
+        return b.loop(op, values, batched, params)  # numpy's error
+    return apply(op, (values[0],), {"offset": p["offset"], "axis1": first + 1,
+                                    "axis2": second + 1})
+
+
 def _diagonal(x, offset=0, axis1=0, axis2=1):
     return np.diagonal(x, offset, axis1, axis2).copy()
 
@@ -535,7 +589,7 @@ _linalg("diagonal", _diagonal,
                              ("offset", (rng.uniform(-1, 1, (3, 4)),), {"offset": 1}),
                              ("axes", (rng.uniform(-1, 1, (2, 3, 3)),),
                               {"offset": -1, "axis1": -1, "axis2": 0})],
-        jvps=(_applied("diagonal"),))
+        jvps=(_applied("diagonal"),), batch=_diagonal_batch)
 
 
 def _trace(x, offset=0, axis1=0, axis2=1):
@@ -561,13 +615,30 @@ _linalg("trace", _trace, (_trace_vjp,), ("x",),
                              ("offset", (rng.uniform(-1, 1, (3, 4)),), {"offset": -1}),
                              ("batched", (rng.uniform(-1, 1, (2, 3, 3)),),
                               {"axis1": 1, "axis2": 2})],
-        jvps=(_applied("trace"),))
+        jvps=(_applied("trace"),), batch=_diagonal_batch)
 
 
 def _diag(v, k=0):
     if np.ndim(v) not in (1, 2):
         raise ValueError(f"diag takes a vector or a matrix, got shape {np.shape(v)}")
     return np.diag(v, k)
+
+
+def _diag_batch(op, values, batched, params):
+    """Each example's rank decides: a matrix's k-th diagonal is ``diagonal`` of axes 1
+    and 2; a vector is scattered onto the k-th diagonal of zeros (batch, n+|k|, n+|k|)."""
+    b = _batching()
+    v = values[0]
+    shape = b.example_shape(v, True)
+    k = params.get("k", 0)
+    if len(shape) == 2:
+        return apply(_ops.REGISTRY["diagonal"], (v,), {"offset": k, "axis1": 1, "axis2": 2})
+    if len(shape) != 1:
+        return b.loop(op, values, batched, params)  # the entry's error
+    size = shape[0] + abs(int(k))
+    rows, cols = _diagonal_index(size, size, int(k))
+    return apply(_ops.INTERNAL["scatter"], (v,), {"index": (slice(None), rows, cols),
+                                                  "shape": (np.shape(v._value)[0], size, size)})
 
 
 def _diag_vjp(m, g, ans, v, k=0):
@@ -585,7 +656,22 @@ _linalg("diag", _diag, (_diag_vjp,), ("v",),
         samples=lambda rng: [("vector", (rng.uniform(-1, 1, 3),), {}),
                              ("vector-k", (rng.uniform(-1, 1, 3),), {"k": -1}),
                              ("matrix", (rng.uniform(-1, 1, (3, 4)),), {"k": 1})],
-        jvps=(_applied("diag"),))
+        jvps=(_applied("diag"),), batch=_diag_batch)
+
+
+def _triangle_batch(op, values, batched, params):
+    """numpy's triangles act on the last two axes; a vector example is first broadcast to
+    the square matrix numpy makes of it (each row the vector)."""
+    b = _batching()
+    x = values[0]
+    shape = b.example_shape(x, True)
+    if not shape:
+        return b.loop(op, values, batched, params)  # numpy's error
+    if len(shape) == 1:
+        n = np.shape(x._value)[0]
+        x = apply(_ops.INTERNAL["broadcast_to"], (b.reshaped(x, (n, 1, shape[0])),),
+                  {"shape": (n, shape[0], shape[0])})
+    return apply(op, (x,), params)
 
 
 def _triangle(name, fn):
@@ -594,7 +680,7 @@ def _triangle(name, fn):
             f"{'upper' if name == 'triu' else 'lower'} triangle of the last two axes from "
             f"the k-th diagonal, zeros elsewhere", "g on the triangle, 0 elsewhere",
             params=(("k", 0),), sympy=lambda sp, x, k=0: fn(np.asarray(x, dtype=object), k),
-            jvps=(_applied(name),),
+            jvps=(_applied(name),), batch=_triangle_batch,
             saves="none", domain="arrays of 2 or more dimensions",
             samples=lambda rng: [("3x3", (rng.uniform(-1, 1, (3, 3)),), {}),
                                  ("batched-k", (rng.uniform(-1, 1, (2, 3, 4)),), {"k": 1}),
@@ -788,6 +874,31 @@ def _sympy_einsum(sp, *xs, subscripts):
     return np.einsum(subscripts, *[np.asarray(x, dtype=object) for x in xs])
 
 
+def _batched_einsum(op, values, batched, params, terms, out):
+    """The einsum ``terms -> out`` (explicit letters, no ellipsis) of every example: a
+    letter no term uses names the batch axis of the batched operands and the output
+    (unbatched operands are shared by all examples as they are)."""
+    used = set("".join(terms) + out)
+    free = [c for c in _LETTERS if c not in used]
+    if not free:  # all 52 letters name an example's axes: none is left for the batch
+        return _batching().loop(op, values, batched, params)
+    z = free[0]
+    subscripts = ",".join(z + t if k else t for t, k in zip(terms, batched)) + "->" + z + out
+    return apply(EINSUM, values, {"subscripts": subscripts})
+
+
+def _einsum_batch(op, values, batched, params):
+    """The subscripts read for the examples' shapes (ellipsis and implicit output made
+    explicit letters), then one batch letter added."""
+    b = _batching()
+    shapes = tuple(tuple(b.example_shape(v, k)) for v, k in zip(values, batched))
+    try:
+        terms, out, _ = _canonical(params.get("subscripts"), shapes)
+    except (ValueError, TypeError, AttributeError):
+        return b.loop(op, values, batched, params)  # the entry's own message
+    return _batched_einsum(op, values, batched, params, terms, out)
+
+
 EINSUM = _linalg("einsum", _einsum, (lambda m, g, ans, *xs, index, subscripts:
                                      _einsum_grad(m, g, xs, subscripts, index),),
                  ("operands",), "Einstein summation, numpy's subscripts: einsum('ij,jk->ik', "
@@ -795,6 +906,7 @@ EINSUM = _linalg("einsum", _einsum, (lambda m, g, ans, *xs, index, subscripts:
                  "the einsum of g with the other operands (diagonals embedded)",
                  params=(("subscripts", None),), variadic=True, sympy=_sympy_einsum,
                  saves="inputs", samples=_einsum_samples, api=_einsum_api,
+                 batch=_einsum_batch,
                  domain="all reals (sizes as the subscripts say)")
 
 
@@ -810,9 +922,20 @@ def _contraction(name, subscripts_of, doc, derivative, params=(), samples=None,
     def vjp(i):
         return lambda m, g, ans, a, b, **p: _einsum_grad(
             m, g, (a, b), subscripts_of(len(_shape(a)), len(_shape(b)), **p), i)
+
+    def batch(op, values, batched, params):
+        # the einsum of the examples' ranks, with a batch letter (_batched_einsum)
+        b = _batching()
+        try:
+            subscripts = subscripts_of(*(b.example_ndim(v, k) for v, k in zip(values, batched)),
+                                       **params)
+        except (ValueError, TypeError, IndexError):
+            return b.loop(op, values, batched, params)  # the entry's own message
+        inputs, out = subscripts.split("->")
+        return _batched_einsum(op, values, batched, params, inputs.split(","), out)
     return _linalg(name, forward, (vjp(0), vjp(1)), ("a", "b"), doc, derivative,
                    params=params, sympy=sympy, saves="inputs", samples=samples, domain=domain,
-                   own_axes=bool(params), jvps=_bilinear(name))
+                   own_axes=bool(params), jvps=_bilinear(name), batch=batch)
 
 
 _L = _LETTERS
@@ -891,12 +1014,25 @@ def _outer_vjp_b(m, g, ans, a, b):
     return m.reshape(m.matmul(flat, g), shape=_shape(b))
 
 
+def _outer_batch(op, values, batched, params):
+    """Each example's flattened a as a column times its flattened b as a row."""
+    b = _batching()
+
+    def flat(v, is_batched, column):
+        size = int(np.prod(b.example_shape(v, is_batched), dtype=np.int64))
+        lead = (np.shape(v._value)[0],) if is_batched else ()
+        return b.reshaped(v, lead + ((size, 1) if column else (1, size)))
+    (a, c), (a_batched, c_batched) = values, batched
+    return apply(_ops.REGISTRY["multiply"], (flat(a, a_batched, True),
+                                             flat(c, c_batched, False)))
+
+
 _linalg("outer", _outer_forward, (_outer_vjp_a, _outer_vjp_b), ("a", "b"),
         "outer product of the flattened inputs", "g @ b, a @ g",
         sympy=lambda sp, a, b: np.outer(a, b), saves="inputs",
         samples=_pair_samples(("vectors", ((3,), (2,)), {}), ("flattened", ((2, 2), (3,)), {}),
                               ("scalar", ((), (3,)), {})),
-        jvps=_bilinear("outer"))
+        jvps=_bilinear("outer"), batch=_outer_batch)
 
 
 def _kron_shapes(sa, sb):
@@ -920,13 +1056,30 @@ def _kron_vjp(which):
     return vjp
 
 
+def _kron_batch(op, values, batched, params):
+    """np.kron of every example: both padded with leading ones to one rank (as numpy),
+    a's axes interleaved with unit axes before b's and b's after, the product of the
+    two reshaped to (batch, a_i * b_i, ...)."""
+    b = _batching()
+    (a, c), (a_batched, c_batched) = values, batched
+    sa, sc = _kron_shapes(b.example_shape(a, a_batched), b.example_shape(c, c_batched))
+    n = b.batch_size(op, values, batched)
+
+    def spread(v, is_batched, shape, first):
+        inner = tuple(d for s in shape for d in ((s, 1) if first else (1, s)))
+        return b.reshaped(v, ((n,) if is_batched else ()) + inner)
+    product = apply(_ops.REGISTRY["multiply"], (spread(a, a_batched, sa, True),
+                                                spread(c, c_batched, sc, False)))
+    return b.reshaped(product, (n,) + tuple(x * y for x, y in zip(sa, sc)))
+
+
 _linalg("kron", np.kron, (_kron_vjp(0), _kron_vjp(1)), ("a", "b"),
         "Kronecker product (numpy's kron)", "blocks of g contracted with the other input",
         sympy=lambda sp, a, b: np.kron(np.asarray(a, dtype=object), np.asarray(b, dtype=object)),
         saves="inputs",
         samples=_pair_samples(("matrices", ((2, 2), (3, 2)), {}), ("vectors", ((2,), (3,)), {}),
                               ("mixed", ((2,), (2, 3)), {})),
-        jvps=_bilinear("kron"))
+        jvps=_bilinear("kron"), batch=_kron_batch)
 
 
 def _from_end(axis, a):
@@ -952,6 +1105,23 @@ def _cross_vjp(which):
     return vjp
 
 
+def _cross_batch(op, values, batched, params):
+    """cross's axis counts from the end of a, the same place in every example: the
+    batched inputs lifted to one example rank broadcast as the examples do."""
+    b = _batching()
+    (a, c), (a_batched, c_batched) = values, batched
+    sa, sc = b.example_shape(a, a_batched), b.example_shape(c, c_batched)
+    axis = params.get("axis", -1)
+    try:
+        axis = int(axis) - len(sa) if int(axis) >= 0 else int(axis)
+        fits = -len(sa) <= axis and -len(sc) <= axis and sa[axis] == 3 and sc[axis] == 3
+    except (TypeError, ValueError):
+        fits = False
+    if not fits:
+        return b.loop(op, values, batched, params)  # the entry's error
+    return apply(op, tuple(b.lift_batched(values, batched)), {"axis": axis})
+
+
 _linalg("cross", _cross, (_cross_vjp(0), _cross_vjp(1)),
         ("a", "b"), "cross product of 3-vectors along axis (broadcast; axis counts from the "
         "end of a)", "b x g, g x a",
@@ -962,7 +1132,7 @@ _linalg("cross", _cross, (_cross_vjp(0), _cross_vjp(1)),
                               ("broadcast", ((2, 3), (3,)), {}),
                               ("axis0", ((3, 2), (3, 2)), {"axis": 0}),
                               ("mixed-ranks", ((2, 3, 2), (3, 1)), {"axis": 1})),
-        jvps=_bilinear("cross"))
+        jvps=_bilinear("cross"), batch=_cross_batch)
 
 
 # ---------------------------------------------------------------------------------------

@@ -527,7 +527,7 @@ def _stack_offsets(xs, index, promote, axis):
     return start, start + sizes[index]
 
 
-def _joined(name, promote, axis_of, doc):
+def _joined(name, promote, axis_of, doc, batch):
     def forward(*xs):
         return getattr(np, name)(xs)
 
@@ -539,6 +539,7 @@ def _joined(name, promote, axis_of, doc):
     def jvp(m, ts, ans, *xs):  # linear: the tangents joined the same way
         return getattr(m, name)(*ts) if m is ops.NP else getattr(m, name)(list(ts))
     _entry(name, forward, (vjp,), ("xs",), doc, "slices of g", variadic=True, jvps=(jvp,),
+           batch=batch,
            sympy=lambda sp, *xs: getattr(np, name)([np.asarray(x, dtype=object) for x in xs]),
            saves="none")
 
@@ -662,6 +663,281 @@ def _sympy_take_along_axis(sp, x, indices, axis):
     return np.take_along_axis(arr, _sympy_int_indices(indices), axis=axis)
 
 
+# ---------------------------------------------------------------------------------------
+# Batching rules (inside vectorized_map; see gradcli.engine.batching): each computes the
+# result for every example at once, with a few calls of entries on the batched tensors
+# (batch on axis 0), whatever the batch size. Where numpy reads an input specially
+# (axis=None, an example's rank) the rule says how; an input numpy refuses goes to
+# batching.loop, whose first example then raises the entry's own error.
+# ---------------------------------------------------------------------------------------
+def _batching():
+    """The batching module, imported on first use (it imports the table, which this
+    module is still filling when it is imported)."""
+    from . import batching
+    return batching
+
+
+def _axis_batch(flatten: bool = True, unflatten: bool = False):
+    """One input with an ``axis`` of one example: the axis moves up by one. axis=None is
+    numpy's "of the flattened array" (``flatten``: each example flattened, the entry run
+    along axis 1, and with ``unflatten`` reshaped back, as roll does), or else all of an
+    example's axes (flip)."""
+    def rule(op, values, batched, params):
+        b = _batching()
+        x = values[0]
+        shape = b.example_shape(x, True)
+        p = b.example_params(op, params, len(shape))
+        if p["axis"] is not None:
+            p["axis"] = b.shift_axes(p["axis"])
+            return apply(op, (x,), p)
+        if not flatten:
+            p["axis"] = tuple(range(1, len(shape) + 1))
+            return apply(op, (x,), p)
+        n = np.shape(x._value)[0]
+        keepdims = p.get("keepdims", False)  # argmax's: a shape of ones, one per axis
+        p["axis"] = 1
+        if keepdims:
+            p["keepdims"] = False
+        out = apply(op, (b.flat_examples(x),), p)
+        if keepdims:
+            return b.reshaped(out, (n,) + (1,) * len(shape))
+        return b.reshaped(out, (n, *shape)) if unflatten else out
+    return rule
+
+
+def _squeeze_batch(op, values, batched, params):
+    """axis=None squeezes an example's axes of length 1, never the batch axis (a batch of
+    one example keeps it)."""
+    b = _batching()
+    x = values[0]
+    axis = params.get("axis")
+    if axis is None:
+        axis = tuple(i + 1 for i, n in enumerate(b.example_shape(x, True)) if n == 1)
+    else:
+        axis = b.shift_axes(axis)
+    return apply(op, (x,), {"axis": axis})
+
+
+def _expand_dims_batch(op, values, batched, params):
+    b = _batching()
+    if params.get("axis") is None:  # numpy requires an axis: its own error
+        return b.loop(op, values, batched, params)
+    return apply(op, (values[0],), {"axis": b.shift_axes(params["axis"])})
+
+
+def _ravel_batch(op, values, batched, params):
+    return _batching().flat_examples(values[0])
+
+
+def _at_least(shape, rank: int) -> tuple:
+    """The shape np.atleast_1d/2d/3d gives an input of ``shape`` (a vector is a row, and
+    for 3-D also a matrix gets a trailing axis)."""
+    shape = tuple(shape)
+    if len(shape) >= rank:
+        return shape
+    if not shape:
+        return (1,) * rank
+    if len(shape) == 1:
+        return (1,) + shape + (1,) * (rank - 2)
+    return shape + (1,)
+
+
+def _at_least_batch(rank: int):
+    """The rank of each example decides (a batched vector is not a matrix)."""
+    def rule(op, values, batched, params):
+        b = _batching()
+        x = values[0]
+        return b.reshaped(x, (np.shape(x._value)[0],
+                              *_at_least(b.example_shape(x, True), rank)))
+    return rule
+
+
+def _tile_batch(op, values, batched, params):
+    """Examples and reps padded with leading ones to one rank, as numpy's tile pads them,
+    and the batch axis tiled once."""
+    b = _batching()
+    x = values[0]
+    shape = b.example_shape(x, True)
+    try:
+        reps = tuple(int(r) for r in np.atleast_1d(params.get("reps")))
+    except (TypeError, ValueError):
+        reps = None
+    if reps is None or any(r < 0 for r in reps):
+        return b.loop(op, values, batched, params)  # numpy's own error
+    rank = max(len(shape), len(reps))
+    x = b.reshaped(x, (np.shape(x._value)[0],) + (1,) * (rank - len(shape)) + shape)
+    return apply(op, (x,), {"reps": (1,) * (1 + rank - len(reps)) + reps})
+
+
+def _flip_axis_batch(axis: int):
+    """fliplr (axis 1 of an example), flipud (axis 0) as flip one axis up."""
+    def rule(op, values, batched, params):
+        b = _batching()
+        if b.example_ndim(values[0], True) <= axis:
+            return b.loop(op, values, batched, params)  # numpy's error: too few axes
+        return apply(REGISTRY["flip"], (values[0],), {"axis": axis + 1})
+    return rule
+
+
+def _swapaxes_batch(op, values, batched, params):
+    """axis1, axis2 (not normalised by the table) made an example's, then moved up."""
+    b = _batching()
+    rank = b.example_ndim(values[0], True)
+    first = b.example_axis(params.get("axis1"), rank)
+    second = b.example_axis(params.get("axis2"), rank)
+    if first is None or second is None:
+        return b.loop(op, values, batched, params)  # numpy's error
+    return apply(op, (values[0],), {"axis1": first + 1, "axis2": second + 1})
+
+
+def _moveaxis_batch(op, values, batched, params):
+    """source and destination (ints or sequences) made an example's, then moved up."""
+    b = _batching()
+    rank = b.example_ndim(values[0], True)
+
+    def moved(axes):
+        many = isinstance(axes, (tuple, list, np.ndarray))
+        out = [b.example_axis(a, rank) for a in (axes if many else (axes,))]
+        if any(a is None for a in out):
+            return None
+        return tuple(a + 1 for a in out) if many else out[0] + 1
+    source, destination = moved(params.get("source")), moved(params.get("destination"))
+    if source is None or destination is None:
+        return b.loop(op, values, batched, params)  # numpy's error
+    return apply(op, (values[0],), {"source": source, "destination": destination})
+
+
+def _pad_batch(op, values, batched, params):
+    """numpy's forms of pad_width (n, (n,), (before, after), a pair per axis) written out
+    for each axis of an example, and no padding of the batch axis."""
+    b = _batching()
+    x = values[0]
+    rank = b.example_ndim(x, True)
+    p = b.example_params(op, params, rank)
+    try:
+        pairs = np.broadcast_to(np.asarray(p["pad_width"], dtype=np.int64), (rank, 2))
+        constant = p["constant_values"]
+        if np.ndim(constant):  # a pair of values per axis, as numpy allows
+            constant = ((0, 0),) + tuple(map(tuple, np.broadcast_to(
+                np.asarray(constant), (rank, 2)).tolist()))
+    except (TypeError, ValueError):
+        pairs = None
+    if pairs is None or np.any(pairs < 0):
+        return b.loop(op, values, batched, params)  # numpy's own error
+    widths = ((0, 0),) + tuple(map(tuple, pairs.tolist()))
+    return apply(op, (x,), {"pad_width": widths, "constant_values": constant})
+
+
+def _joined_batch(rank: int, axis_of):
+    """vstack/hstack/dstack: each example promoted as np.atleast_{rank}d promotes it (an
+    input shared by all examples, then given the batch axis), and one concatenation one
+    axis up. ``axis_of(promoted shape of the first)`` is the join axis of an example."""
+    def rule(op, values, batched, params):
+        b = _batching()
+        n = b.batch_size(op, values, batched)
+        shapes = [_at_least(b.example_shape(v, k), rank) for v, k in zip(values, batched)]
+        axis = axis_of(shapes[0])
+        rest = {s[:axis] + s[axis + 1:] for s in shapes}
+        if len(rest) != 1 or len({len(s) for s in shapes}) != 1:
+            return b.loop(op, values, batched, params)  # numpy's error: shapes differ
+        parts = [b.reshaped(v, (n, *s)) if k else b.with_batch(b.reshaped(v, s), n)
+                 for v, k, s in zip(values, batched, shapes)]
+        return apply(REGISTRY["concatenate"], parts, {"axis": axis + 1})
+    return rule
+
+
+def _split_batch(op, values, batched, params):
+    """Every example cut at once, one axis up: each piece has the batch on axis 0. (The
+    public gc.split cuts by getitem, batched as such; this serves the entry applied
+    itself.)"""
+    b = _batching()
+    x = values[0]
+    p = b.example_params(op, params, b.example_ndim(x, True))
+    p["axis"] = b.shift_axes(p["axis"])
+    return apply(op, (x,), p)
+
+
+def _take_batch(op, values, batched, params):
+    """take and gather. Indices shared by the examples: taken one axis up (axis=None:
+    from each flattened example). x shared: taken with the batched indices and the
+    batch axis moved first. Both batched: one integer index over the batch axis beside
+    the indices (numpy's advanced indexing), the taken axes then put in place."""
+    b = _batching()
+    (x, indices), (x_batched, i_batched) = values, batched
+    shape = b.example_shape(x, x_batched)
+    axis = b.example_params(op, params, len(shape))["axis"]
+    try:
+        idx = _int_indices(indices)
+    except IndexError:
+        idx = None
+    length = _count(shape, None) if axis is None else shape[axis]
+    if idx is None or (idx.size and (idx.min() < -length or idx.max() >= length)):
+        return b.loop(op, values, batched, params)  # take's own error, for one example
+    if not i_batched:
+        if axis is None:
+            return apply(op, (b.flat_examples(x), indices), {"axis": 1})
+        return apply(op, (x, indices), {"axis": axis + 1})
+    if not x_batched:
+        out = apply(op, (x, indices), {"axis": axis})  # x's axis became (batch, *indices)
+        if not axis:
+            return out
+        return apply(REGISTRY["moveaxis"], (out,), {"source": axis, "destination": 0})
+    n, k = idx.shape[0], idx.ndim - 1
+    rows = np.arange(n).reshape((n,) + (1,) * k)
+    if axis is None:
+        return apply(GETITEM, (b.flat_examples(x),), {"index": (rows, idx)})
+    out = apply(GETITEM, (x,), {"index": (rows,) + (slice(None),) * axis + (idx,)})
+    if axis == 0:
+        return out
+    # integer arrays apart put their axes first: (batch, *taken, *before, *after)
+    perm = ((0,) + tuple(range(1 + k, 1 + k + axis)) + tuple(range(1, 1 + k))
+            + tuple(range(1 + k + axis, np.ndim(out._value))))
+    return apply(REGISTRY["transpose"], (out,), {"axes": perm})
+
+
+def _take_along_axis_batch(op, values, batched, params):
+    """One axis up, indices shared by the examples given a unit batch axis (numpy and the
+    rule broadcast it); axis=None: from each flattened example (x shared: ``take``)."""
+    b = _batching()
+    (x, indices), (x_batched, i_batched) = values, batched
+    shape = b.example_shape(x, x_batched)
+    axis = b.example_params(op, params, len(shape))["axis"]
+    index_shape = b.example_shape(indices, i_batched)
+    if len(index_shape) != (1 if axis is None else len(shape)):
+        return b.loop(op, values, batched, params)  # numpy's error: ranks differ
+    if axis is None:
+        if not x_batched:
+            return apply(REGISTRY["take"], (x, indices), {"axis": None})
+        x, axis = b.flat_examples(x), 0
+    elif not x_batched:
+        # (a unit batch axis would do for numpy, but the rule's scatter needs x's shape)
+        x = b.with_batch(x, b.batch_size(op, values, batched))
+    if not i_batched:
+        indices = b.reshaped(indices, (1, *index_shape))
+    return apply(op, (x, indices), {"axis": axis + 1})
+
+
+def _average_batch(op, values, batched, params):
+    """sum(w x) / sum(w) for every example: 1-D weights along an integer axis aligned to
+    x as numpy aligns them, batched inputs lifted to one example rank (a shared x gets a
+    unit batch axis), and the axes moved up by one."""
+    b = _batching()
+    (x, w), (x_batched, w_batched) = values, batched
+    sx, sw = b.example_shape(x, x_batched), b.example_shape(w, w_batched)
+    p = b.example_params(op, params, len(sx))
+    axis = p["axis"]
+    if len(sw) == 1 and len(sx) > 1 and isinstance(axis, int):  # weights along the axis
+        along = tuple(sw[0] if i == axis else 1 for i in range(len(sx)))
+        lead = (b.batch_size(op, values, batched),) if w_batched else ()
+        w, sw = b.reshaped(w, lead + along), along
+    rank = max(len(sx), len(sw))
+    if w_batched:
+        w = b.lift(w, rank)
+    x = b.lift(x, rank) if x_batched else b.reshaped(x, (1,) * (1 + rank - len(sx)) + sx)
+    p["axis"] = tuple(range(1, rank + 1)) if axis is None else b.shift_axes(axis)
+    return apply(op, (x, w), p)
+
+
 def _add_aliases(name: str, *aliases: str) -> None:
     """TensorFlow spellings of existing entries (``reduce_sum`` is ``sum``): added to the
     entry's ``aliases`` and the registry, as ``register`` does for its own aliases."""
@@ -689,7 +965,8 @@ _entry("std", lambda x, axis=None, keepdims=False, ddof=0:
 _entry("average", _average, (_average_vjp_x, _average_vjp_w), ("x", "weights"),
        "weighted mean sum(w x) / sum(w) (1-D weights lie along an integer axis, as numpy)",
        "w / sum(w), (x - average) / sum(w)", params=(("axis", None), ("keepdims", False)),
-       sympy=_sympy_average, kind="statistics", sample=(0.5, 2.0), domain="sum(w) != 0")
+       sympy=_sympy_average, kind="statistics", sample=(0.5, 2.0), domain="sum(w) != 0",
+       batch=_average_batch)
 _entry("median", lambda x, axis=None, keepdims=False:
        np.median(x, axis=axis, keepdims=keepdims), (_median_vjp,), ("x",),
        "median (the mean of the two middle values for an even count)",
@@ -697,41 +974,41 @@ _entry("median", lambda x, axis=None, keepdims=False:
        params=(("axis", None), ("keepdims", False)), sympy=_sympy_median, kind="reduction")
 _entry("sort", lambda x, axis=-1: np.sort(x, axis=axis), (_sort_vjp,), ("x",),
        "sorted along an axis (axis=None: flattened)", "g put back through the permutation",
-       params=(("axis", -1),), sympy=_sympy_sort, kind="statistics")
+       params=(("axis", -1),), sympy=_sympy_sort, kind="statistics", batch=_axis_batch())
 _entry("argmax", lambda x, axis=None, keepdims=False:
        np.argmax(x, axis=axis, keepdims=keepdims), (None,), ("x",),
        "index of the largest element (the first, on ties); an integer usable as an index",
        "not differentiable", params=(("axis", None), ("keepdims", False)),
-       sympy=_sympy_arg(lambda sp, a, b: a >= b), kind="index")
+       sympy=_sympy_arg(lambda sp, a, b: a >= b), kind="index", batch=_axis_batch())
 _entry("argmin", lambda x, axis=None, keepdims=False:
        np.argmin(x, axis=axis, keepdims=keepdims), (None,), ("x",),
        "index of the smallest element (the first, on ties); an integer usable as an index",
        "not differentiable", params=(("axis", None), ("keepdims", False)),
-       sympy=_sympy_arg(lambda sp, a, b: a <= b), kind="index")
+       sympy=_sympy_arg(lambda sp, a, b: a <= b), kind="index", batch=_axis_batch())
 
 # --- scans -----------------------------------------------------------------------------
 _entry("cumsum", lambda x, axis=None: np.cumsum(x, axis=axis), (_cumsum_vjp,), ("x",),
        "cumulative sum along an axis (axis=None: of the flattened array)",
        "reversed cumulative sum of g", params=(("axis", None),),
        sympy=lambda sp, x, axis=None: np.cumsum(np.asarray(x, dtype=object), axis=axis),
-       kind="scan", saves="none")
+       kind="scan", saves="none", batch=_axis_batch())
 _entry("cumprod", lambda x, axis=None: np.cumprod(x, axis=axis), (_cumprod_vjp,), ("x",),
        "cumulative product along an axis (axis=None: of the flattened array)",
        "products of the others, exact with zeros", params=(("axis", None),),
        sympy=lambda sp, x, axis=None: np.cumprod(np.asarray(x, dtype=object), axis=axis),
-       kind="scan")
+       kind="scan", batch=_axis_batch())
 _entry("diff", _diff, (_diff_vjp,), ("x",),
        "n-th forward difference x[1:] - x[:-1] along an axis", "g(k-1) - g(k), n times",
        params=(("n", 1), ("axis", -1)),
        sympy=lambda sp, x, n=1, axis=-1: _diff(np.asarray(x, dtype=object), n=n, axis=axis),
-       kind="scan", saves="none")
+       kind="scan", saves="none", batch="axis")
 _entry("log_softmax", _log_softmax,
        (lambda m, g, ans, x, axis=-1: g - m.exp(ans) * m.sum(g, axis=axis, keepdims=True),),
        ("x",), "x - logsumexp(x) along an axis, computed stably",
        "g - softmax(x) sum(g)", params=(("axis", -1),), sympy=_sympy_log_softmax,
        jvps=(lambda m, t, ans, x, axis=-1:
              t - m.sum(m.exp(ans) * t, axis=axis, keepdims=True),),
-       kind="softmax", saves="ans")
+       kind="softmax", saves="ans", batch="axis")
 
 # --- elementwise -----------------------------------------------------------------------
 _entry("nan_to_num", lambda x, nan=0.0, posinf=None, neginf=None:
@@ -811,42 +1088,49 @@ _entry("fmin", np.fmin, (_fmax_rule(True, False), _fmax_rule(False, False)), ("x
 _entry("expand_dims", lambda x, axis: np.expand_dims(x, axis), (_reshape_back,), ("x",),
        "x with a new axis of length 1 at axis", "reshape back", params=(("axis", None),),
        sympy=_numpy_sympy(lambda x, axis: np.expand_dims(x, axis)), saves="none",
-       new_axis=True)
+       new_axis=True, batch=_expand_dims_batch)
 _entry("squeeze", lambda x, axis=None: np.squeeze(x, axis=axis), (_reshape_back,), ("x",),
        "x without its axes of length 1 (or only those named)", "reshape back",
        params=(("axis", None),),
-       sympy=_numpy_sympy(lambda x, axis=None: np.squeeze(x, axis=axis)), saves="none")
+       sympy=_numpy_sympy(lambda x, axis=None: np.squeeze(x, axis=axis)), saves="none",
+       batch=_squeeze_batch)
 _entry("ravel", lambda x: np.ravel(x), (_reshape_back,), ("x",),
        "the elements as a 1-D array, in C order", "reshape back",
-       sympy=_numpy_sympy(np.ravel), aliases=("flatten",), saves="none")
+       sympy=_numpy_sympy(np.ravel), aliases=("flatten",), saves="none", batch=_ravel_batch)
 _entry("atleast_1d", np.atleast_1d, (_reshape_back,), ("x",), "x with at least 1 axis",
-       "reshape back", sympy=_numpy_sympy(np.atleast_1d), saves="none")
+       "reshape back", sympy=_numpy_sympy(np.atleast_1d), saves="none",
+       batch=_at_least_batch(1))
 _entry("atleast_2d", np.atleast_2d, (_reshape_back,), ("x",), "x with at least 2 axes",
-       "reshape back", sympy=_numpy_sympy(np.atleast_2d), saves="none")
+       "reshape back", sympy=_numpy_sympy(np.atleast_2d), saves="none",
+       batch=_at_least_batch(2))
 _entry("atleast_3d", np.atleast_3d, (_reshape_back,), ("x",), "x with at least 3 axes",
-       "reshape back", sympy=_numpy_sympy(np.atleast_3d), saves="none")
+       "reshape back", sympy=_numpy_sympy(np.atleast_3d), saves="none",
+       batch=_at_least_batch(3))
 _entry("broadcast_to", ops._broadcast_to,
        (lambda m, g, ans, x, shape: m.sum_to(g, shape=_shape(x)),), ("x",),
        "x broadcast to a shape (numpy's rules)", "g summed back to x's shape",
        params=(("shape", None),),
-       sympy=_numpy_sympy(lambda x, shape: np.broadcast_to(x, shape)), saves="none")
+       sympy=_numpy_sympy(lambda x, shape: np.broadcast_to(x, shape)), saves="none",
+       batch="broadcast")
 _entry("repeat", _repeat, (_repeat_vjp,), ("x",),
        "each element repeated (an integer count; axis=None: flattened)",
        "sum of g over the copies", params=(("repeats", None), ("axis", None)),
-       sympy=_numpy_sympy(_repeat), saves="none")
+       sympy=_numpy_sympy(_repeat), saves="none", batch=_axis_batch())
 _entry("tile", lambda x, reps: np.tile(x, reps), (_tile_vjp,), ("x",),
        "x repeated reps times along each axis", "sum of g over the tiles",
        params=(("reps", None),), sympy=_numpy_sympy(lambda x, reps: np.tile(x, reps)),
-       saves="none")
+       saves="none", batch=_tile_batch)
 _entry("flip", lambda x, axis=None: np.flip(x, axis=axis),
        (lambda m, g, ans, x, axis=None: m.flip(g, axis=axis),), ("x",),
        "x reversed along an axis (axis=None: all axes)", "g reversed",
        params=(("axis", None),), sympy=_numpy_sympy(lambda x, axis=None: np.flip(x, axis)),
-       saves="none")
+       saves="none", batch=_axis_batch(flatten=False))
 _entry("fliplr", np.fliplr, (lambda m, g, ans, x: m.fliplr(g),), ("x",),
-       "x reversed along axis 1", "g reversed", sympy=_numpy_sympy(np.fliplr), saves="none")
+       "x reversed along axis 1", "g reversed", sympy=_numpy_sympy(np.fliplr), saves="none",
+       batch=_flip_axis_batch(1))
 _entry("flipud", np.flipud, (lambda m, g, ans, x: m.flipud(g),), ("x",),
-       "x reversed along axis 0", "g reversed", sympy=_numpy_sympy(np.flipud), saves="none")
+       "x reversed along axis 0", "g reversed", sympy=_numpy_sympy(np.flipud), saves="none",
+       batch=_flip_axis_batch(0))
 _entry("roll", lambda x, shift, axis=None: np.roll(x, shift, axis=axis),
        (lambda m, g, ans, x, shift, axis=None: m.roll(
            g, shift=tuple(-s for s in shift) if isinstance(shift, tuple) else -shift,
@@ -854,48 +1138,52 @@ _entry("roll", lambda x, shift, axis=None: np.roll(x, shift, axis=axis),
        "elements shifted cyclically along an axis (axis=None: flattened)", "g rolled back",
        params=(("shift", None), ("axis", None)),
        sympy=_numpy_sympy(lambda x, shift, axis=None: np.roll(x, shift, axis=axis)),
-       saves="none")
+       saves="none", batch=_axis_batch(unflatten=True))
 _entry("rot90", lambda x, k=1, axes=(0, 1): np.rot90(x, k, axes),
        (lambda m, g, ans, x, k=1, axes=(0, 1): m.rot90(g, k=-k, axes=axes),), ("x",),
        "x rotated by 90 degrees k times in the plane of two axes", "g rotated back",
        params=(("k", 1), ("axes", (0, 1))),
-       sympy=_numpy_sympy(lambda x, k=1, axes=(0, 1): np.rot90(x, k, axes)), saves="none")
+       sympy=_numpy_sympy(lambda x, k=1, axes=(0, 1): np.rot90(x, k, axes)), saves="none",
+       batch="axis")
 _entry("swapaxes", lambda x, axis1, axis2: np.swapaxes(x, axis1, axis2),
        (lambda m, g, ans, x, axis1, axis2: m.swapaxes(g, axis1=axis1, axis2=axis2),),
        ("x",), "x with two axes interchanged", "g with the axes swapped back",
        params=(("axis1", None), ("axis2", None)),
        sympy=_numpy_sympy(lambda x, axis1, axis2: np.swapaxes(x, axis1, axis2)),
-       saves="none")
+       saves="none", batch=_swapaxes_batch)
 _entry("moveaxis", lambda x, source, destination: np.moveaxis(x, source, destination),
        (lambda m, g, ans, x, source, destination:
         m.moveaxis(g, source=destination, destination=source),), ("x",),
        "x with axes moved to new places", "g with the axes moved back",
        params=(("source", None), ("destination", None)),
        sympy=_numpy_sympy(lambda x, source, destination: np.moveaxis(x, source, destination)),
-       saves="none")
+       saves="none", batch=_moveaxis_batch)
 _entry("pad", _pad, (_pad_vjp,), ("x",),
        "x padded with a constant (numpy's pad, constant mode)", "the middle of g",
        params=(("pad_width", None), ("constant_values", 0.0)), sympy=_sympy_pad,
        # linear in x once the constant is 0: the tangent padded with zeros
        jvps=(lambda m, t, ans, x, pad_width, constant_values=0.0:
              m.pad(t, pad_width=pad_width, constant_values=0.0),),
-       saves="none")
-_joined("vstack", np.atleast_2d, lambda x: 0, "arrays joined along axis 0 (1-D as rows)")
+       saves="none", batch=_pad_batch)
+_joined("vstack", np.atleast_2d, lambda x: 0, "arrays joined along axis 0 (1-D as rows)",
+        _joined_batch(2, lambda shape: 0))
 _joined("hstack", np.atleast_1d, lambda x: 0 if len(_shape(x)) <= 1 else 1,
-        "arrays joined along axis 1 (1-D: along axis 0)")
-_joined("dstack", np.atleast_3d, lambda x: 2, "arrays joined along axis 2 (depth)")
+        "arrays joined along axis 1 (1-D: along axis 0)",
+        _joined_batch(1, lambda shape: 0 if len(shape) == 1 else 1))
+_joined("dstack", np.atleast_3d, lambda x: 2, "arrays joined along axis 2 (depth)",
+        _joined_batch(3, lambda shape: 2))
 _SPLIT, _split_public = _splitter("split")
 _ARRAY_SPLIT, _array_split_public = _splitter("array_split")
 _entry("split", _SPLIT, (None,), ("x",),
        "x cut into equal pieces (a count) or at indices: a tuple of tensors",
        "each piece is a slice of x (gradients flow through getitem)",
-       params=(("indices_or_sections", None), ("axis", 0)), kind="multi",
+       params=(("indices_or_sections", None), ("axis", 0)), kind="multi", batch=_split_batch,
        sympy=_numpy_sympy(lambda x, indices_or_sections, axis=0:
                           tuple(np.split(x, indices_or_sections, axis=axis))))
 _entry("array_split", _ARRAY_SPLIT, (None,), ("x",),
        "x cut into pieces (a count need not divide the length): a tuple of tensors",
        "each piece is a slice of x (gradients flow through getitem)",
-       params=(("indices_or_sections", None), ("axis", 0)), kind="multi",
+       params=(("indices_or_sections", None), ("axis", 0)), kind="multi", batch=_split_batch,
        sympy=_numpy_sympy(lambda x, indices_or_sections, axis=0:
                           tuple(np.array_split(x, indices_or_sections, axis=axis))))
 #: Entries returning several tensors, and the functions that run them as slices
@@ -905,17 +1193,17 @@ MULTI_OUTPUT = {"split": _split_public, "array_split": _array_split_public}
 _entry("take", _take, (_take_vjp, None), ("x", "indices"),
        "elements at integer indices (along an axis; axis=None: of the flattened array)",
        "g added back at the indices", params=(("axis", None),), sympy=_sympy_take,
-       kind="index")
+       kind="index", batch=_take_batch)
 _entry("gather", lambda x, indices, axis=0: _take(x, indices, axis=axis), (
        lambda m, g, ans, x, indices, axis=0: _take_vjp(m, g, ans, x, indices, axis=axis),
        None), ("x", "indices"), "TensorFlow's gather: take along axis 0 by default",
        "g added back at the indices", params=(("axis", 0),),
        sympy=lambda sp, x, indices, axis=0: _sympy_take(sp, x, indices, axis=axis),
-       kind="index")
+       kind="index", batch=_take_batch)
 _entry("take_along_axis", _take_along_axis, (_take_along_axis_vjp, None), ("x", "indices"),
        "elements picked along an axis by an index array of the same rank",
        "g added back at the indices", params=(("axis", None),),
-       sympy=_sympy_take_along_axis, kind="index")
+       sympy=_sympy_take_along_axis, kind="index", batch=_take_along_axis_batch)
 
 # --- internal: the dtype cast behind Tensor.astype --------------------------------------
 _internal(Op(name="cast", forward=lambda x, dtype: np.asarray(x).astype(dtype)[()],
@@ -923,7 +1211,7 @@ _internal(Op(name="cast", forward=lambda x, dtype: np.asarray(x).astype(dtype)[(
                    m.cast(g, dtype=getattr(x, "dtype", np.dtype(np.float64))),),
              jvps=(lambda m, t, ans, x, dtype: m.cast(t, dtype=dtype),),
              inputs=("x",), params=(("dtype", None),), doc="x in another float dtype",
-             kind="shape", saves="none"))
+             kind="shape", saves="none", batch="elementwise"))
 
 # --- result sizes of the entries whose result may be much larger than their inputs -----
 def _prod(dims) -> int:
