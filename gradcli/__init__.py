@@ -54,11 +54,10 @@ def _resume_collector(was_running: bool) -> None:
 
 _collecting = _pause_collector()
 try:
-    from .engine import (CONSTANTS, FUNCTIONS, ForwardAccumulator, GradientTape, Tensor,
-                         Variable, constant, custom_gradient, gradients_function,
-                         hessian_vector_product, implicit_gradients,
-                         implicit_value_and_gradients, jvp, stop_gradient,
-                         value_and_gradients_function)
+    from .engine import (CONSTANTS, FUNCTIONS, GradientTape, Tensor, Variable, constant,
+                         custom_gradient, gradients_function, hessian_vector_product,
+                         implicit_gradients, implicit_value_and_gradients, jvp,
+                         stop_gradient, value_and_gradients_function)
     from .engine.table import REGISTRY as _REGISTRY
 finally:
     _resume_collector(_collecting)
@@ -70,7 +69,25 @@ globals().update({name: FUNCTIONS[name] for name in _REGISTRY if name in FUNCTIO
 # zeros_like/ones_like are Python API only (the language has no use for them).
 zeros_like, ones_like = FUNCTIONS["zeros_like"], FUNCTIONS["ones_like"]
 pi, e, inf = CONSTANTS["pi"], CONSTANTS["e"], CONSTANTS["inf"]
-from . import linalg  # noqa: E402  (gc.linalg.inv, numpy.linalg's names and signatures)
+
+
+def __getattr__(name: str):
+    """What a command-line start does not use is imported on first use (issue 14):
+    ``gc.linalg`` (numpy.linalg's names and signatures: ``gc.linalg.inv``) and
+    ``gc.ForwardAccumulator`` (forward mode)."""
+    if name == "linalg":  # (not "from . import linalg": that asks this function again)
+        import importlib
+        return importlib.import_module(f"{__name__}.linalg")
+    if name == "ForwardAccumulator":
+        from .engine.forward import ForwardAccumulator
+        globals()[name] = ForwardAccumulator
+        return ForwardAccumulator
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
+
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__all__})
+
 
 __all__ = ["Tensor", "Variable", "constant", "GradientTape", "gradients_function",
            "value_and_gradients_function", "implicit_gradients", "implicit_value_and_gradients",

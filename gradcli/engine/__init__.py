@@ -6,7 +6,6 @@ from . import methods, ops
 from .api import (custom_gradient, gradients_function, hessian_vector_product,
                   hessians_function, implicit_gradients, implicit_value_and_gradients, jvp,
                   stop_gradient, value_and_gradients_function)
-from .forward import ForwardAccumulator
 from .ops import CONSTANTS, FUNCTIONS, apply
 from .tape import GradientTape
 from .tensor import Tensor, Variable, as_value, constant
@@ -66,6 +65,17 @@ def _install_multi_output() -> None:
 
 _install_multi_output()
 methods.install()  # array methods, % and //, numpy's functions on tensors
+
+
+
+def __getattr__(name: str):
+    """Forward mode (forward.py) is imported when first used: ``ForwardAccumulator`` and
+    ``jvp`` are the way in, and a command-line start needs neither (issue 14)."""
+    if name == "ForwardAccumulator":
+        from .forward import ForwardAccumulator
+        return ForwardAccumulator
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["Tensor", "Variable", "constant", "as_value", "GradientTape", "gradients_function",
            "value_and_gradients_function", "hessians_function", "implicit_gradients",

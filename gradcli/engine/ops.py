@@ -1261,6 +1261,13 @@ globals().update({k: v for k, v in FUNCTIONS.items() if k not in ("sum", "max", 
 __all__ = ["apply", "CONSTANTS", "REGISTRY", "ORDER", "INTERNAL", "lookup", "FUNCTIONS",
            "NP", "ENGINE"]
 
-# Forward mode's bookkeeping (apply calls it only while an accumulator is active).
-from .forward import propagate as _propagate  # noqa: E402
+
+
+def _propagate(op, out, inputs, values, params) -> None:
+    """Forward mode's bookkeeping: apply calls it only while an accumulator is active, so
+    forward.py is imported then (the accumulator's own import), not at every start (issue
+    14); the first call puts forward.propagate here in its place."""
+    from .forward import propagate
+    globals()["_propagate"] = propagate
+    propagate(op, out, inputs, values, params)
 
