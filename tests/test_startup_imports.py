@@ -107,7 +107,8 @@ def test_heavy_modules_come_only_with_typer_or_numpy(module, json_run, baseline)
 
 
 # gradcli's own modules a --json run of the seed does not use, imported on first use.
-LAZY = ("gradcli.engine.forward", "gradcli.linalg")
+LAZY = ("gradcli.engine.forward", "gradcli.linalg", "gradcli.engine.linalg",
+        "gradcli.engine.more_ops")
 
 
 def test_the_gradcli_modules_of_a_json_run_are_the_ones_it_uses(json_run):

@@ -2,7 +2,7 @@
 of text, sympy or terminals."""
 from __future__ import annotations
 
-from . import methods, ops
+from . import methods, ops, table
 from .api import (custom_gradient, gradients_function, hessian_vector_product,
                   hessians_function, implicit_gradients, implicit_value_and_gradients, jvp,
                   stop_gradient, value_and_gradients_function)
@@ -63,7 +63,11 @@ def _install_multi_output() -> None:
         setattr(ops, name, fn)
 
 
-_install_multi_output()
+# after more_ops.py is loaded (on demand: table.LOADERS), or now if it already is
+if table.LOADERS:
+    table.LOADERS.append(_install_multi_output)
+else:
+    _install_multi_output()
 methods.install()  # array methods, % and //, numpy's functions on tensors
 
 
