@@ -71,7 +71,6 @@ else:
 methods.install()  # array methods, % and //, numpy's functions on tensors
 
 
-
 def __getattr__(name: str):
     """Forward mode (forward.py) is imported when first used: ``ForwardAccumulator`` and
     ``jvp`` are the way in, and a command-line start needs neither (issue 14)."""
