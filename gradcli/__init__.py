@@ -54,44 +54,64 @@ def _resume_collector(was_running: bool) -> None:
 
 _collecting = _pause_collector()
 try:
-    from .engine import (CONSTANTS, FUNCTIONS, ForwardAccumulator, GradientTape, Tensor,
-                         Variable, constant, custom_gradient, gradients_function,
-                         hessian_vector_product, implicit_gradients,
-                         implicit_value_and_gradients, jvp, stop_gradient,
-                         value_and_gradients_function)
+    from .engine import (  # noqa: F401  (re-exported: __all__ is built on demand)
+                         CONSTANTS, FUNCTIONS, GradientTape, Tensor, Variable, constant,
+                         custom_gradient, gradients_function, hessian_vector_product,
+                         implicit_gradients, implicit_value_and_gradients, jvp,
+                         stop_gradient, value_and_gradients_function)
     from .engine.table import REGISTRY as _REGISTRY
 finally:
     _resume_collector(_collecting)
 
 __version__ = "0.1.0"
 
-# Every table entry (and alias) as a module function: gc.sin, gc.sum, gc.asin, ...
-globals().update({name: FUNCTIONS[name] for name in _REGISTRY if name in FUNCTIONS})
+# Every table entry (and alias) as a module function: gc.sin, gc.sum, gc.asin, ...: those
+# loaded now, the ones loaded on demand (engine/table.py) by __getattr__ when asked for.
+globals().update({name: dict.__getitem__(FUNCTIONS, name) for name in dict.__iter__(_REGISTRY)
+                  if dict.__contains__(FUNCTIONS, name)})
 # zeros_like/ones_like are Python API only (the language has no use for them).
 zeros_like, ones_like = FUNCTIONS["zeros_like"], FUNCTIONS["ones_like"]
 pi, e, inf = CONSTANTS["pi"], CONSTANTS["e"], CONSTANTS["inf"]
-from . import linalg  # noqa: E402  (gc.linalg.inv, numpy.linalg's names and signatures)
-
-__all__ = ["Tensor", "Variable", "constant", "GradientTape", "gradients_function",
-           "value_and_gradients_function", "implicit_gradients", "implicit_value_and_gradients",
-           "custom_gradient", "stop_gradient", "zeros_like", "ones_like", "pi", "e", "inf",
-           "__version__", "linalg", "ForwardAccumulator", "jvp", "hessian_vector_product",
-           *sorted(_REGISTRY)]
-
-# Issue 11: the Hessian blocks, as gradients_function gives gradients.
-from .engine import hessians_function  # noqa: E402
-
-__all__.append("hessians_function")
-
-_sys.excepthook = _previous_hook  # the library leaves the process's hook as it was
 
 
 def __getattr__(name: str):
-    # Issue 12: the batching transform, imported on first use (off the CLI's start-up).
-    if name == "vectorized_map":
+    """What a command-line start does not use is imported on first use (issue 14):
+    ``gc.linalg`` (numpy.linalg's names and signatures: ``gc.linalg.inv``),
+    ``gc.ForwardAccumulator`` (forward mode), ``gc.vectorized_map`` (batching), the table's entries loaded on demand
+    (``gc.inv``, ``gc.std``, ...) and ``__all__``, which lists them all."""
+    if name in _REGISTRY and dict.__contains__(FUNCTIONS, name):  # (loads, if pending)
+        fn = globals()[name] = dict.__getitem__(FUNCTIONS, name)
+        return fn
+    if name == "__all__":
+        everything = globals()["__all__"] = [*_API, *sorted(_REGISTRY), "hessians_function"]
+        return everything
+    if name == "linalg":  # (not "from . import linalg": that asks this function again)
+        import importlib
+        return importlib.import_module(f"{__name__}.linalg")
+    if name == "ForwardAccumulator":
+        from .engine.forward import ForwardAccumulator
+        globals()[name] = ForwardAccumulator
+        return ForwardAccumulator
+    if name == "vectorized_map":  # issue 12: the batching transform
         from .engine.batching import vectorized_map
+        globals()[name] = vectorized_map
         return vectorized_map
-    raise AttributeError(f"module 'gradcli' has no attribute {name!r}")
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
-__all__.append("vectorized_map")
+def __dir__() -> list[str]:
+    return sorted({*globals(), *__getattr__("__all__")})
+
+
+# __all__: these, every table name, hessians_function (built by __getattr__ when asked for)
+_API = ["Tensor", "Variable", "constant", "GradientTape", "gradients_function",
+        "value_and_gradients_function", "implicit_gradients", "implicit_value_and_gradients",
+        "custom_gradient", "stop_gradient", "zeros_like", "ones_like", "pi", "e", "inf",
+        "__version__", "linalg", "ForwardAccumulator", "jvp", "hessian_vector_product",
+        "vectorized_map"]
+
+# Issue 11: the Hessian blocks, as gradients_function gives gradients.
+from .engine import hessians_function  # noqa: E402,F401
+
+_sys.excepthook = _previous_hook  # the library leaves the process's hook as it was
+

@@ -106,9 +106,15 @@ def test_heavy_modules_come_only_with_typer_or_numpy(module, json_run, baseline)
     assert module not in json_run or module in baseline["numpy"] | baseline["typer"]
 
 
+# gradcli's own modules a --json run of the seed does not use, imported on first use.
+LAZY = ("gradcli.engine.forward", "gradcli.linalg", "gradcli.engine.linalg",
+        "gradcli.engine.more_ops")
+
+
 def test_the_gradcli_modules_of_a_json_run_are_the_ones_it_uses(json_run):
     ours = {m for m in json_run if m.startswith("gradcli")}
     assert not {m for m in ours if m.startswith("gradcli.check")}
+    assert not set(LAZY) & ours
     assert {"gradcli.engine.ops", "gradcli.lang.parser", "gradcli.cli.app",
             "gradcli.cli.render", "gradcli.jsonvalue", "gradcli.modes"} <= ours
 
@@ -225,6 +231,30 @@ def test_user_work_runs_with_the_collector_on(monkeypatch, capsys):
     assert done.value.code in (0, None)
     assert seen == [True]
     assert '"value": 31.0' in capsys.readouterr().out
+
+
+def test_what_is_imported_on_first_use_is_there_when_used():
+    # a fresh process: gc.linalg and forward mode arrive on first use, as before
+    code = textwrap.dedent("""
+        import sys
+        import gradcli as gc
+        before = [m for m in ("gradcli.engine.forward", "gradcli.linalg") if m in sys.modules]
+        x = gc.constant(2.0)
+        with gc.ForwardAccumulator(x, 1.0) as acc:
+            y = x * x * x
+        determinant = round(float(gc.linalg.det([[2.0, 1.0], [1.0, 3.0]])), 12)
+        from gradcli import *  # noqa: F403  (also gradcli's own round, sum, ...)
+        from gradcli.engine import ForwardAccumulator as F
+        print(before, float(acc.jvp(y)), determinant, linalg is gc.linalg,
+              F is ForwardAccumulator is gc.ForwardAccumulator, "linalg" in dir(gc))
+    """)
+    run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert run.stdout.split() == ["[]", "12.0", "5.0", "True", "True", "True"]
+    with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
+        import gradcli
+        gradcli.no_such_name  # noqa: B018
 
 
 def test_the_full_app_is_built_on_demand_with_every_command():

@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import sys
 
-import numpy as np
 import typer
 
 from . import render
@@ -41,7 +40,7 @@ def _write(lines: list[str]) -> None:
 
 
 def _flat(value, precision) -> str:
-    return " ".join(render.number_text(v, precision) for v in np.ravel(value))
+    return " ".join(render.number_texts(value, precision))  # in C (issue 12)
 
 
 # ---------------------------------------------------------------------------------------

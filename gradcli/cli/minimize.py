@@ -167,7 +167,7 @@ def run(s: _Settings) -> None:
         render.print_json(result_json(result, s.optimizer, lr))
     elif s.plain:
         lines = [render.number_text(result.loss, s.precision)]
-        lines += [" ".join(render.number_text(v, s.precision) for v in _ravel(value))
+        lines += [" ".join(render.number_texts(_ravel(value), s.precision))
                   for value in result.values.values()]
         sys.stdout.write("".join(line + "\n" for line in lines))
     else:

@@ -200,8 +200,8 @@ def run(s: _Settings) -> None:
     header = result.names + result.labels
     if s.csv:
         rows = [",".join(header)]
-        rows += [",".join(render.number_text(v, s.precision) for v in row)
-                 for row in zip(*columns)]
+        rows += [",".join(row) for row in zip(*(render.number_texts(c, s.precision)
+                                                   for c in columns))]
         sys.stdout.write("".join(row + "\n" for row in rows))
     elif s.json_out:
         keys = ("kind", "x", "y", "f") if grid else ("kind", "x", "f")

@@ -2,11 +2,10 @@
 of text, sympy or terminals."""
 from __future__ import annotations
 
-from . import methods, ops
+from . import methods, ops, table
 from .api import (custom_gradient, gradients_function, hessian_vector_product,
                   hessians_function, implicit_gradients, implicit_value_and_gradients, jvp,
                   stop_gradient, value_and_gradients_function)
-from .forward import ForwardAccumulator
 from .ops import CONSTANTS, FUNCTIONS, apply
 from .tape import GradientTape
 from .tensor import Tensor, Variable, as_value, constant
@@ -64,8 +63,22 @@ def _install_multi_output() -> None:
         setattr(ops, name, fn)
 
 
-_install_multi_output()
+# after more_ops.py is loaded (on demand: table.LOADERS), or now if it already is
+if table.LOADERS:
+    table.LOADERS.append(_install_multi_output)
+else:
+    _install_multi_output()
 methods.install()  # array methods, % and //, numpy's functions on tensors
+
+
+def __getattr__(name: str):
+    """Forward mode (forward.py) is imported when first used: ``ForwardAccumulator`` and
+    ``jvp`` are the way in, and a command-line start needs neither (issue 14)."""
+    if name == "ForwardAccumulator":
+        from .forward import ForwardAccumulator
+        return ForwardAccumulator
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+
 
 __all__ = ["Tensor", "Variable", "constant", "as_value", "GradientTape", "gradients_function",
            "value_and_gradients_function", "hessians_function", "implicit_gradients",

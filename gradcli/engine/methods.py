@@ -168,11 +168,11 @@ def install() -> None:
     Tensor.flatten = Tensor.ravel = flatten
     Tensor.astype = astype
     Tensor.__index__ = _index
-    mod, floor_divide = reg["mod"], reg["floor_divide"]
-    Tensor.__mod__ = lambda self, other: apply(mod, (self, other))
-    Tensor.__rmod__ = lambda self, other: apply(mod, (other, self))
-    Tensor.__floordiv__ = lambda self, other: apply(floor_divide, (self, other))
-    Tensor.__rfloordiv__ = lambda self, other: apply(floor_divide, (other, self))
+    # (entries of more_ops.py, read at the call: loaded on first use, issue 14)
+    Tensor.__mod__ = lambda self, other: apply(reg["mod"], (self, other))
+    Tensor.__rmod__ = lambda self, other: apply(reg["mod"], (other, self))
+    Tensor.__floordiv__ = lambda self, other: apply(reg["floor_divide"], (self, other))
+    Tensor.__rfloordiv__ = lambda self, other: apply(reg["floor_divide"], (other, self))
     Tensor.__array_ufunc__ = _array_ufunc
     Tensor.__array_function__ = _array_function
     assert Variable.__array_ufunc__ is _array_ufunc

@@ -1,9 +1,10 @@
 """More entries of the function table: statistics and scans, more elementwise functions,
 and shape functions (issue 10, parts 3 and 4).
 
-Imported by ``ops.py`` at its end, before the namespaces ``NP`` and ``ENGINE`` are built,
-so every entry here is an ordinary entry: ``gc.NAME``, the language, ``gradcli
-functions``, the sympy check and the table-wide tests all read it. The rules follow
+Loaded by ``ops.py`` when one of its names is first needed (``table.LOADERS``, issue 14),
+then published in the namespaces ``NP`` and ``ENGINE``, so every entry here is an ordinary
+entry: ``gc.NAME``, the language, ``gradcli functions``, the sympy check and the
+table-wide tests all read it. The rules follow
 ``ops.py``: written against the namespace ``m`` (so second derivatives work through nested
 tapes), axes with numpy's semantics under the parameter names ``axis``/``axes``, and a
 zero local derivative as a hard zero (``where(mask, 0.0, ...)``, never ``0 * inf``).
@@ -34,6 +35,7 @@ import math
 
 import numpy as np
 
+from . import linalg as _linalg  # noqa: F401  (its entries come first in the table)
 from . import ops
 from .ops import (GETITEM, _count, _expand, _internal, _logsumexp, _norm_axes, _reduced,
                   _shape, _sympy_reduce, apply)

@@ -23,7 +23,8 @@ import numpy as np
 from ..errors import ArgumentError, ShapeError
 from . import state
 from .state import REFCOUNTS_EXACT
-from .table import INPLACE, ORDER, REGISTRY, Op, lookup, normalise_axes, register
+from .table import (INPLACE, LOADERS, ORDER, REGISTRY, LazyTable, Op, complete, lookup,
+                    normalise_axes, register)
 from .tensor import Batched, Node, NotBatchable, Shape, Tensor, Variable, as_value
 
 EMPTY: dict = {}
@@ -41,7 +42,7 @@ SHAPE_ONLY_ABOVE = 64
 
 # Internal entries serve the backward rules (broadcast_to, sum_to, getitem, scatter, ...);
 # they are differentiable like any entry but are not part of the language.
-INTERNAL: dict[str, Op] = {}
+INTERNAL: dict[str, Op] = LazyTable()
 
 
 # ---------------------------------------------------------------------------------------
@@ -1235,12 +1236,78 @@ for _name, _ufunc in (("add", np.add), ("subtract", np.subtract), ("negative", n
 # ---------------------------------------------------------------------------------------
 # Namespaces the rules compute in, and the public functions
 # ---------------------------------------------------------------------------------------
-from . import linalg as _linalg  # noqa: E402,F401  (registers the linear algebra entries)
-from . import more_ops  # noqa: E402,F401  (registers its entries here)
+# The entries of linalg.py and more_ops.py are registered when first needed (issue 14:
+# table.LOADERS); until then these stand for the two modules, loading them when read.
+class _OnDemand:
+    """A module of the table not loaded yet: reading an attribute loads it."""
 
-_ALL = {**{name: REGISTRY[name] for name in ORDER}, **INTERNAL}
-NP = SimpleNamespace(**{name: op.forward for name, op in _ALL.items()})
-FUNCTIONS = {name: _function(op) for name, op in _ALL.items()}
+    def __init__(self, name: str) -> None:
+        self.module = f"{__package__}.{name}"
+
+    def __getattr__(self, attr):
+        complete()
+        return getattr(sys.modules[self.module], attr)
+
+
+_linalg, more_ops = _OnDemand("linalg"), _OnDemand("more_ops")
+
+
+class _Namespace(SimpleNamespace):
+    """``NP`` and ``ENGINE``: a name not there yet (an entry loaded on demand) loads the
+    pending entries first; a name there costs nothing more (``__getattr__`` runs only on
+    a miss)."""
+
+    def __getattr__(self, name: str):
+        if LOADERS and not name.startswith("__"):
+            complete()
+            return object.__getattribute__(self, name)
+        raise AttributeError(f"no table function {name!r}")
+
+
+NP = _Namespace()
+FUNCTIONS: dict = LazyTable()
+ENGINE = _Namespace()
+_PUBLISHED: dict = {}  # name -> the entry NP, FUNCTIONS and ENGINE were made from
+
+
+def _publish() -> None:
+    """NP (each entry's raw forward), FUNCTIONS and ENGINE (its public function) and this
+    module's names for every entry registered since the last call (an internal entry
+    registered again, as more_ops's cast, replaces the earlier one); then the aliases."""
+    entries = {name: dict.__getitem__(REGISTRY, name) for name in list.__iter__(ORDER)}
+    entries.update(dict.items(INTERNAL))
+    fresh = {}
+    for name, op in entries.items():
+        if _PUBLISHED.get(name) is not op:
+            _PUBLISHED[name] = op
+            setattr(NP, name, op.forward)
+            fresh[name] = _function(op)
+    dict.update(FUNCTIONS, fresh)
+    if "full" in fresh:  # (the first call)
+        for name, inputs, twin in (("full", ("fill_value",), FILL),
+                                   ("linspace", ("start", "stop"), LINSPACE)):
+            fresh[name] = FUNCTIONS[name] = _tensor_constructor(name, inputs, twin)
+    for name, fn in fresh.items():
+        setattr(ENGINE, name, fn)
+    for op in dict.values(REGISTRY):
+        for alias in op.aliases:
+            dict.setdefault(FUNCTIONS, alias, dict.__getitem__(FUNCTIONS, op.name))
+    globals().update({k: v for k, v in dict.items(FUNCTIONS)
+                      if k not in ("sum", "max", "min", "abs", "pow")})
+
+
+def _load_on_demand() -> bool:
+    """Register the entries of linalg.py, then more_ops.py (the table's order), and
+    publish them; False (not yet) while one of them is being imported by itself."""
+    global _linalg, more_ops
+    for name in ("linalg", "more_ops"):
+        module = sys.modules.get(f"{__package__}.{name}")
+        if module is not None and getattr(module.__spec__, "_initializing", False):
+            return False
+    from . import linalg as _linalg  # noqa: F811
+    from . import more_ops  # noqa: F811
+    _publish()
+    return True
 
 
 def _tensor_constructor(name, inputs, twin):
@@ -1265,17 +1332,18 @@ def _tensor_constructor(name, inputs, twin):
     return fn
 
 
-FUNCTIONS["full"] = _tensor_constructor("full", ("fill_value",), FILL)
-FUNCTIONS["linspace"] = _tensor_constructor("linspace", ("start", "stop"), LINSPACE)
-ENGINE = SimpleNamespace(**FUNCTIONS)
-for _op in list(REGISTRY.values()):
-    for _alias in _op.aliases:
-        FUNCTIONS.setdefault(_alias, FUNCTIONS[_op.name])
-globals().update({k: v for k, v in FUNCTIONS.items() if k not in ("sum", "max", "min", "abs", "pow")})
+_publish()
+LOADERS.append(_load_on_demand)
 
 __all__ = ["apply", "CONSTANTS", "REGISTRY", "ORDER", "INTERNAL", "lookup", "FUNCTIONS",
            "NP", "ENGINE"]
 
-# Forward mode's bookkeeping (apply calls it only while an accumulator is active).
-from .forward import propagate as _propagate  # noqa: E402
+
+def _propagate(op, out, inputs, values, params) -> None:
+    """Forward mode's bookkeeping: apply calls it only while an accumulator is active, so
+    forward.py is imported then (the accumulator's own import), not at every start (issue
+    14); the first call puts forward.propagate here in its place."""
+    from .forward import propagate
+    globals()["_propagate"] = propagate
+    propagate(op, out, inputs, values, params)
 

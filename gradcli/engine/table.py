@@ -237,15 +237,185 @@ def _normalising_sympy(op: Op, sympy: Callable) -> Callable:
 # entry made with other rules (Op.replace) has no twins. Filled by ops.py.
 INPLACE: dict = {}
 
+
+# ---------------------------------------------------------------------------------------
+# Entries loaded on demand (issue 14): engine/linalg.py and engine/more_ops.py register
+# their entries (about 2 ms of bytecode and table building) the first time a name they
+# define is needed, not at every start. The containers below look complete to every
+# reader: a name they do not hold, or a read of the whole (iteration, len, keys, items,
+# ...), first loads what is pending; a hit costs nothing more (dict's own __getitem__;
+# __missing__ runs only on a miss).
+# ---------------------------------------------------------------------------------------
+#: Callables that register the pending entries, run once each, in order (ops.py adds the
+#: import of linalg.py and more_ops.py, engine/__init__.py what it installs after them).
+LOADERS: list = []
+
+#: Every name and alias the pending modules define (checked against them by
+#: tests/test_table_on_demand.py): whether a name is a function name is answered from
+#: here without loading them (the language asks it of every name a program declares).
+ON_DEMAND_NAMES = frozenset("""
+    argmax argmin array_split atleast_1d atleast_2d atleast_3d average broadcast_to
+    cholesky cross cumprod cumsum deg2rad degrees det diag diagonal diff dstack eigh
+    einsum erf erfc exp2 expand_dims fabs fix flatten flip fliplr flipud floor_divide fmax
+    fmin fmod gather hstack inner inv kron log_softmax logaddexp logaddexp2 median mod
+    moveaxis nan_to_num outer pad pinv rad2deg radians ravel reduce_logsumexp reduce_max
+    reduce_mean reduce_min reduce_prod reduce_sum remainder repeat roll rot90 sinc slogdet
+    solve sort split squeeze std svd swapaxes take take_along_axis tensordot tile trace
+    tril triu trunc var vstack
+""".split())
+
+
+_LOADING: list = []  # not empty while complete() runs: the loaders' own reads wait
+
+
+def complete() -> None:
+    """Register every pending entry (a no-op once done, and while it runs). A loader that
+    returns False cannot run yet (a module it loads is being imported) and stays pending."""
+    if _LOADING:
+        return
+    _LOADING.append(True)
+    try:
+        while LOADERS:
+            if LOADERS[0]() is False:
+                return
+            LOADERS.pop(0)
+    finally:
+        _LOADING.clear()
+
+
+class LazyTable(dict):
+    """A dict of the table (``REGISTRY``, ``ops.FUNCTIONS``, ``ops.INTERNAL``) that
+    completes the table before it answers a miss of a pending name or a read of the
+    whole."""
+    __slots__ = ()
+
+    def __missing__(self, key):
+        if LOADERS:
+            complete()
+            if dict.__contains__(self, key):
+                return dict.__getitem__(self, key)
+        raise KeyError(key)
+
+    def get(self, key, default=None):
+        if LOADERS and not dict.__contains__(self, key):
+            complete()
+        return dict.get(self, key, default)
+
+    def __contains__(self, key) -> bool:
+        # Asked of every name a program declares or reads: answered from the names the
+        # pending modules define, so that a variable's name loads nothing.
+        if dict.__contains__(self, key):
+            return True
+        if LOADERS and key in ON_DEMAND_NAMES:
+            complete()
+            return dict.__contains__(self, key)
+        return False
+
+    def __bool__(self) -> bool:
+        return dict.__len__(self) > 0  # (the loaded entries alone answer this)
+
+    def __iter__(self):
+        complete()
+        return dict.__iter__(self)
+
+    def __len__(self) -> int:
+        complete()
+        return dict.__len__(self)
+
+    def __reversed__(self):
+        complete()
+        return dict.__reversed__(self)
+
+    def keys(self):
+        complete()
+        return dict.keys(self)
+
+    def values(self):
+        complete()
+        return dict.values(self)
+
+    def items(self):
+        complete()
+        return dict.items(self)
+
+    def copy(self) -> dict:
+        complete()
+        return dict(dict.items(self))
+
+    def __eq__(self, other) -> bool:
+        complete()
+        return dict.__eq__(self, other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        complete()
+        return dict.__repr__(self)
+
+
+class LazyOrder(list):
+    """``ORDER``: the canonical names in table order, completed before any read."""
+    __slots__ = ()
+
+    def __iter__(self):
+        complete()
+        return list.__iter__(self)
+
+    def __len__(self) -> int:
+        complete()
+        return list.__len__(self)
+
+    def __getitem__(self, index):
+        complete()
+        return list.__getitem__(self, index)
+
+    def __contains__(self, item) -> bool:
+        complete()
+        return list.__contains__(self, item)
+
+    def __reversed__(self):
+        complete()
+        return list.__reversed__(self)
+
+    def __bool__(self) -> bool:
+        return list.__len__(self) > 0
+
+    def index(self, *args):
+        complete()
+        return list.index(self, *args)
+
+    def count(self, item) -> int:
+        complete()
+        return list.count(self, item)
+
+    def copy(self) -> list:
+        complete()
+        return list(list.__iter__(self))
+
+    def __add__(self, other) -> list:
+        complete()
+        return list(list.__iter__(self)) + other
+
+    def __eq__(self, other) -> bool:
+        complete()
+        return list.__eq__(self, other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        complete()
+        return list.__repr__(self)
+
+
 # name or alias -> Op; filled by ops.py at import time.
-REGISTRY: dict[str, Op] = {}
+REGISTRY: dict[str, Op] = LazyTable()
 # canonical names in table order (what `gradcli functions` lists).
-ORDER: list[str] = []
+ORDER: list[str] = LazyOrder()
 
 
 def register(op: Op) -> Op:
     for key in (op.name, *op.aliases):
-        if key in REGISTRY:
+        if dict.__contains__(REGISTRY, key):  # (not `in`: that would load what is pending)
             raise RuntimeError(f"function table: {key!r} defined twice")
         REGISTRY[key] = op
     ORDER.append(op.name)
@@ -255,3 +425,4 @@ def register(op: Op) -> Op:
 def lookup(name: str) -> Op | None:
     """The entry for a name or alias, or None."""
     return REGISTRY.get(name)
+

@@ -23,6 +23,7 @@ from __future__ import annotations
 
 import inspect
 import math
+import sys
 import warnings
 from collections.abc import Callable
 from typing import Any
@@ -361,6 +362,8 @@ class _Plan:
             resolved = self.resolved[id(node)] = resolve_call(node, self.source, self.shadowed)
         if resolved.op.kind == "multi":  # split, array_split: as many as the call asks
             return True
+        if not resolved.op.outputs:  # (linalg.py, loaded on demand, has the others)
+            return False
         from ..engine.linalg import several_outputs
         return several_outputs(resolved.op, resolved.params)
 
@@ -432,7 +435,9 @@ class _Plan:
         apply, out = self.ops.apply, self.register()
         check = _check_linalg_sizes if op.kind == "linalg" else _check_sizes
         regs_in = [i for i in inputs if isinstance(i, int)]
-        result_size = self.ops.more_ops.RESULT_SIZE.get(op.name)
+        # (only more_ops's entries have one: not loaded, none of them is used; issue 14)
+        more = sys.modules.get("gradcli.engine.more_ops")
+        result_size = more.RESULT_SIZE.get(op.name) if more is not None else None
         if result_size is not None:  # repeat, tile, pad...: the result may dwarf the inputs
             def step(r, env, used, out=out):
                 values = [r[i] if isinstance(i, int) else i for i in inputs]
