@@ -77,8 +77,9 @@ pi, e, inf = CONSTANTS["pi"], CONSTANTS["e"], CONSTANTS["inf"]
 def __getattr__(name: str):
     """What a command-line start does not use is imported on first use (issue 14):
     ``gc.linalg`` (numpy.linalg's names and signatures: ``gc.linalg.inv``),
-    ``gc.ForwardAccumulator`` (forward mode), ``gc.vectorized_map`` (batching), the table's entries loaded on demand
-    (``gc.inv``, ``gc.std``, ...) and ``__all__``, which lists them all."""
+    ``gc.ForwardAccumulator`` (forward mode), ``gc.vectorized_map`` (batching), the
+    table's entries loaded on demand (``gc.inv``, ``gc.std``, ...) and ``__all__``, which
+    lists them all."""
     if name in _REGISTRY and dict.__contains__(FUNCTIONS, name):  # (loads, if pending)
         fn = globals()[name] = dict.__getitem__(FUNCTIONS, name)
         return fn
