@@ -18,6 +18,7 @@ import numpy as np
 
 from . import engine as gc
 from .engine.api import NO_VARIABLES
+from .engine.tensor import Batched
 from .errors import InputError, ModeError, UnknownNameError, did_you_mean
 
 MODES = ("tape", "grad", "implicit", "value-grad")
@@ -92,7 +93,11 @@ def run_mode(mode: str, model, options: ModeOptions | None = None) -> Outcome:
 
 
 def _numpy(t):
-    return None if t is None else np.asarray(t.numpy())
+    if t is None:
+        return None
+    if t.__class__ is Batched:  # inside vectorized_map (--at): stays batched, one per row
+        return t
+    return np.asarray(t.numpy())
 
 
 def _kind(model, name: str) -> str:

@@ -256,6 +256,35 @@ TAPE = [
         help="Gradient of a source the target does not reach: null, or zeros.")], "none"),
 ]
 
+BATCH = [
+    _opt("at", Annotated[Optional[str], typer.Option(
+        "--at", metavar="SOURCE", show_default=False,
+        help="Many points: run at every row of @points.csv (a header names what each "
+             "column sets: x, W[0,1]), @x.npy, @p.npz, @p.jsonl, or - (standard input, "
+             "CSV or JSON Lines). One output per row, in order; rows count from 0.")], None),
+    _opt("csv", Annotated[bool, typer.Option(
+        "--csv", help="With --at: a CSV table (row, the point's columns, value, d_x...).")],
+        False),
+    _opt("output", Annotated[Optional[str], typer.Option(
+        "--output", metavar="PATH", show_default=False,
+        help="With --at: write the rows to PATH (format from .jsonl, .csv or .txt).")],
+        None),
+    _opt("chunk", Annotated[Optional[int], typer.Option(
+        "--chunk", min=1, max=10_000_000, metavar="N", show_default=False,
+        help="With --at: rows read, computed and written at a time (default: by size, up "
+             "to 65536).")], None),
+    _opt("skip_bad_rows", Annotated[bool, typer.Option(
+        "--skip-bad-rows", help="With --at: record a row that cannot be read or computed "
+                                "as an error in its output and carry on (default: stop, "
+                                "exit 2).")], False),
+    _opt("check_rows", Annotated[Optional[int], typer.Option(
+        "--check-rows", min=1, max=10_000, metavar="N", show_default=False,
+        help="With --at --check: how many random rows to cross-check (default 5).")], None),
+    _opt("seed", Annotated[Optional[int], typer.Option(
+        "--seed", metavar="N", show_default=False,
+        help="With --at --check: the seed of the random choice of rows.")], None),
+]
+
 GRAD = [
     _opt("params", Annotated[Optional[List[str]], typer.Option(
         "--params", metavar="NAME[,NAME...]", show_default=False,
@@ -290,8 +319,8 @@ HELP = {
 
 class _Settings:
     """A command's options by name (the options a command lacks take these defaults)."""
-    check = symbolic = no_watch_accessed = False
-    rtol = atol = wrt = watch = params = None
+    check = symbolic = no_watch_accessed = csv = skip_bad_rows = False
+    rtol = atol = wrt = watch = params = at = output = chunk = check_rows = seed = None
     check_timeout = 5.0
     unconnected = "none"
 
@@ -350,6 +379,13 @@ def _guarded(work):
 
 def _run_mode(mode: str, s: _Settings) -> None:
     from ..modes import run_mode
+    if s.at is not None:  # many points (issue 12): cli/batch.py, imported only then
+        from . import batch
+        return batch.run(mode, s, _prepare, _mode_options)
+    if s.output is not None or s.csv or s.chunk is not None or s.skip_bad_rows \
+            or s.check_rows is not None or s.seed is not None:
+        from .batch import check_options
+        _guarded(lambda: check_options(s))
 
     def work():
         model = _prepare(s)
@@ -464,7 +500,7 @@ def _command(name: str, extra: list, runner):
 
 
 for _mode, _extra in (("tape", TAPE), ("grad", GRAD), ("implicit", []), ("value-grad", [])):
-    _command(_mode, _extra + CHECK, (lambda m: lambda s: _run_mode(m, s))(_mode))
+    _command(_mode, _extra + CHECK + BATCH, (lambda m: lambda s: _run_mode(m, s))(_mode))
 _command("compare", TAPE + GRAD + CHECK, _run_compare)
 
 
@@ -504,8 +540,21 @@ EXAMPLES.update({
 _command("jacobian", SOURCES + JACOBIAN_MODE + HIGHER_CHECK, _higher("run_jacobian"))
 _command("hessian", SOURCES + HIGHER_CHECK, _higher("run_hessian"))
 # grad gains --order N (without it, grad runs as before).
-_command("grad", GRAD + ORDER + CHECK, lambda s: _run_mode("grad", s) if s.order is None
-         else _higher("run_grad_order")(s))
+def _grad_or_order(s: _Settings) -> None:
+    if s.order is None:
+        return _run_mode("grad", s)
+    if s.at is not None:
+        _guarded(lambda: _refuse("--order and --at cannot be used together yet"))
+    from .batch import check_options
+    _guarded(lambda: check_options(s))
+    return _higher("run_grad_order")(s)
+
+
+def _refuse(message: str) -> None:
+    raise GradcliError(message)
+
+
+_command("grad", GRAD + ORDER + CHECK + BATCH, _grad_or_order)
 
 
 def functions(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False

@@ -1,0 +1,761 @@
+"""``--at SOURCE``: one mode at many points, a chunk of rows per ``vectorized_map`` call.
+
+The program is parsed and built once. Each chunk of rows the source gives (see
+``gradcli.points``) is evaluated by ONE call of ``gc.vectorized_map`` whose function binds
+the chunk's values to the model (``Model.bind``) and runs the mode exactly as the
+single-point command does (``gradcli.modes.run_mode``), so a row's result is the
+single-point result at that row by construction. Where the engine cannot batch the mode
+yet, ``vectorized_map`` runs the function once per row (same results, slower) and one
+note says so.
+
+Output, per row in input order, rows numbered from 0 (the first data row is row 0):
+
+- ``--json``: JSON Lines, each line the single-point JSON object plus ``"row"``; a row
+  that could not be read or computed (``--skip-bad-rows``) is ``{"row": N, "error": ...}``;
+  with ``--check``, one last line ``{"check": {...}}``.
+- ``--plain``: one line per row: the value (where the mode gives one), then every
+  gradient flattened, space-separated (``null`` for an unconnected one; ``error: ...``
+  for a skipped row).
+- ``--csv``: a header (``row``, the point's columns, ``value``, ``d_x``, ``d_W[0,1]``...)
+  and a line per row (a skipped row has empty fields).
+- human: a table of the first rows and a summary (count, min/max of the value and of the
+  gradient norm, the rows with non-finite results).
+
+Everything is streamed: a chunk is read, computed, written and flushed before the next
+is read, so memory does not grow with the number of rows, and what was written before a
+bad row or Ctrl-C is complete. Numbers are written a chunk at a time from ``tolist()``
+(C speed), with the same text as the single-point output.
+"""
+from __future__ import annotations
+
+import os
+import sys
+import time
+import warnings
+
+import numpy as np
+import typer
+
+from ..errors import GradcliError, InputError, LimitError
+from ..modes import Gradient, Outcome, run_mode
+from ..points import BadRow, Chunk, Slot, element_labels, open_source
+
+#: Rows the human output shows in its table.
+HEAD_ROWS = 10
+#: Row numbers listed for non-finite results in the human summary.
+LISTED_ROWS = 10
+FORMATS = {".jsonl": "json", ".json": "json", ".ndjson": "json", ".csv": "csv",
+           ".txt": "plain"}
+_FALLBACK_NOTE = ("the engine cannot batch this program yet, so each row was computed on "
+                  "its own (vectorized_map's loop fallback): the results are the same, only "
+                  "slower")
+
+
+# ---------------------------------------------------------------------------------------
+# Evaluating a chunk
+# ---------------------------------------------------------------------------------------
+class Evaluator:
+    """One mode on a built model at the rows of a chunk: ``__call__(values)`` ->
+    ``(value, gradients)`` arrays with a leading row axis (None where the mode gives no
+    value, or for an unconnected gradient). ``meta`` is the Outcome of the last run (the
+    gradients' names, kinds and notes); ``fell_back`` whether vectorized_map had to loop."""
+
+    def __init__(self, model, mode: str, options):
+        self.model, self.mode, self.options = model, mode, options
+        self.meta: Outcome | None = None
+        self.fell_back = False
+
+    def run_one(self, values: dict) -> Outcome:
+        """The single-point command at one row (plain arrays): for ``--check``."""
+        self.model.bind(values)
+        return run_mode(self.mode, self.model, self.options)
+
+    def __call__(self, values: dict):
+        from ..engine.batching import vectorized_map
+        from ..engine.tensor import Batched, NotBatchable, constant
+        dtype = self.model.dtype
+        elems = {name: constant(v, dtype=dtype) for name, v in values.items()}
+
+        def fn(example):
+            try:
+                out = self.run_one(example)
+            except Exception as err:
+                if not any(v.__class__ is Batched for v in example.values()):
+                    raise
+                # Whatever fails on the whole batch at once (an engine path that does not
+                # take batched values yet, or one row's error) is run row by row, where a
+                # row's own error is its own.
+                raise NotBatchable(f"{type(err).__name__}: {err}") from err
+            self.meta = out
+            return {"value": out.value, "gradients": [g.gradient for g in out.gradients]}
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            result = vectorized_map(fn, elems)
+        if any("vectorized_map" in str(w.message) for w in caught):
+            self.fell_back = True
+        value = result["value"]
+        value = None if value is None else np.asarray(_numpy(value))
+        grads = [None if g is None else np.asarray(_numpy(g)) for g in result["gradients"]]
+        return value, grads
+
+
+def _numpy(t):
+    return t.numpy() if hasattr(t, "numpy") else t
+
+
+class Result:
+    """Rows ``start`` .. ``start + n - 1`` computed: the point's columns, the value and
+    the gradients, each with a leading row axis."""
+    __slots__ = ("start", "columns", "value", "grads")
+
+    def __init__(self, start: int, columns: np.ndarray, value, grads: list):
+        self.start, self.columns, self.value, self.grads = start, columns, value, grads
+
+    @property
+    def n(self) -> int:
+        return len(self.columns)
+
+
+def _computed(evaluate: Evaluator, chunk: Chunk) -> list:
+    """The chunk's results, in order: one Result, or (when some row's computation fails)
+    Results and BadRows row by row. A failure of every row is the program's, not a row's:
+    it is raised."""
+    try:
+        value, grads = evaluate(chunk.values)
+        return [Result(chunk.start, chunk.columns, value, grads)]
+    except (GradcliError, ArithmeticError, ValueError, TypeError, IndexError) as err:
+        if chunk.n == 1 and chunk.start == 0:
+            raise _as_error(err) from None
+    out, failures = [], []
+    for i in range(chunk.n):
+        row = {name: v[i:i + 1] for name, v in chunk.values.items()}
+        try:
+            value, grads = evaluate(row)
+        except (GradcliError, ArithmeticError, ValueError, TypeError, IndexError) as err:
+            error = _as_error(err)
+            failures.append(error)
+            out.append(BadRow(chunk.start + i, f"row {chunk.start + i}: {error.message}"))
+            continue
+        out.append(Result(chunk.start + i, chunk.columns[i:i + 1], value, grads))
+    if len(failures) == chunk.n and len({f.message for f in failures}) == 1:
+        raise failures[0]  # the same failure at every row: the program's error
+    return out
+
+
+def _as_error(err: Exception) -> GradcliError:
+    if isinstance(err, GradcliError):
+        return err
+    return GradcliError(f"could not evaluate the program: {type(err).__name__}: {err}")
+
+
+# ---------------------------------------------------------------------------------------
+# Number text, a chunk at a time
+# ---------------------------------------------------------------------------------------
+def _ready(arr: np.ndarray) -> np.ndarray:
+    """An output array whose float64 repr is the single-point output's text: a float32's
+    shortest decimal, as the single-point output writes it; booleans as they are."""
+    if arr.dtype.kind == "f" and arr.dtype != np.float64:
+        return arr.astype(str).astype(np.float64)
+    return arr
+
+
+def _spec(arr, precision: int | None) -> str:
+    if arr is not None and arr.dtype == np.bool_:
+        return "%d"
+    return "%r" if precision is None else f"%.{precision}g"
+
+
+def _lines(template: str, table: np.ndarray) -> str:
+    """``template`` (one row's line, one %-field per column of ``table``) filled with
+    every row of ``table`` in one C-level formatting."""
+    n = len(table)
+    if n == 0:
+        return ""
+    return (template * n) % tuple(table.ravel().tolist())
+
+
+# ---------------------------------------------------------------------------------------
+# Writers: one per format
+# ---------------------------------------------------------------------------------------
+class _Writer:
+    def __init__(self, out, precision: int | None, meta_of, labels: list):
+        self.out, self.precision, self.meta_of, self.labels = out, precision, meta_of, labels
+        self.rows = 0
+        self.bad_rows = 0
+
+    def flush(self) -> None:
+        self.out.flush()
+
+    def finish(self) -> None:
+        pass
+
+
+class JsonLinesWriter(_Writer):
+    """Each row the single-point JSON object plus ``"row"``."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.template = None
+
+    def _template(self, meta: Outcome) -> str:
+        from .. import jsonvalue
+        parts = ['{"row": %d, "mode": ' + jsonvalue.dumps(meta.mode).replace("%", "%%")]
+        if meta.mode in ("tape", "value-grad"):
+            parts.append(', "value": %r')
+        grads = []
+        for g in meta.gradients:
+            name = jsonvalue.dumps(g.name).replace("%", "%%")
+            grads.append('{"name": ' + name + ', "gradient": %r}')
+        parts.append(', "gradients": [' + ", ".join(grads) + "]")
+        if meta.notes:
+            parts.append(', "notes": ' + jsonvalue.dumps(list(meta.notes)).replace("%", "%%"))
+        return "".join(parts) + "}\n"
+
+    def write(self, res: Result) -> None:
+        from .. import jsonvalue
+        from . import render
+        meta = self.meta_of()
+        fields = ([res.value] if meta.mode in ("tape", "value-grad") else []) + \
+            [g for g in res.grads]
+        if self.template is None:
+            self.template = self._template(meta)
+        n = res.n
+        ready = [None if f is None else _ready(f) for f in fields]
+        fast = all(f is None or f.dtype == np.float64 for f in ready)
+        finite = np.ones(n, dtype=bool)
+        for f in ready:
+            if f is not None and fast:
+                finite &= np.isfinite(f.reshape(n, -1)).all(axis=1)
+        if any(f is None for f in ready):
+            fast = False  # (an unconnected gradient: null, written by the general path)
+        rows = range(res.start, res.start + n)
+        if fast and finite.all():
+            lists = [f.tolist() for f in ready]
+            text = "".join(map(self.template.__mod__, zip(rows, *lists)))
+        else:
+            lines = []
+            lists = [None if f is None else f.tolist() for f in ready]
+            for i, row in enumerate(rows):
+                if fast and finite[i]:
+                    lines.append(self.template % ((row,) + tuple(x[i] for x in lists)))
+                    continue
+                value = res.value[i] if res.value is not None else None
+                outcome = Outcome(meta.mode, value, [
+                    Gradient(g.name, None if a is None else a[i]) for g, a in
+                    zip(meta.gradients, res.grads)], list(meta.notes))
+                obj = {"row": row, **render.outcome_json(outcome)}
+                lines.append(jsonvalue.dumps(obj, allow_nan=False) + "\n")
+            text = "".join(lines)
+        self.out.write(text)
+        self.rows += n
+
+    def bad(self, row: BadRow) -> None:
+        from .. import jsonvalue
+        self.out.write(jsonvalue.dumps({"row": row.row, "error": row.message}) + "\n")
+        self.bad_rows += 1
+
+    def check(self, report: dict) -> None:
+        from .. import jsonvalue
+        self.out.write(jsonvalue.dumps({"check": report}, allow_nan=False) + "\n")
+
+
+class PlainWriter(_Writer):
+    """One line per row: the value, then every gradient flattened."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.template = None
+
+    def write(self, res: Result) -> None:
+        meta = self.meta_of()
+        n = res.n
+        fields = ([res.value] if meta.mode in ("tape", "value-grad") else []) + list(res.grads)
+        pieces, arrays = [], []
+        for f in fields:
+            if f is None:
+                pieces.append("null")
+                continue
+            f = _ready(f)
+            width = f.reshape(n, -1).shape[1]
+            pieces.append(" ".join([_spec(f, self.precision)] * width))
+            arrays.append(f.reshape(n, -1).astype(np.float64))
+        template = " ".join(p for p in pieces if p).replace("%r", "%r") + "\n"
+        table = np.concatenate(arrays, axis=1) if arrays else np.zeros((n, 0))
+        self.out.write(_lines(template, table) if arrays else template * n)
+        self.rows += n
+
+    def bad(self, row: BadRow) -> None:
+        self.out.write(f"error: {row.message}\n")
+        self.bad_rows += 1
+
+
+class CsvWriter(_Writer):
+    """A header, then a line per row: row, the point's columns, value, gradients."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.header_done = False
+        self.widths = None
+        self.pending: list = []
+
+    def _header(self, meta: Outcome | None, res: Result | None) -> None:
+        header = ["row"] + list(self.labels)
+        widths = [len(self.labels)]
+        if meta is not None:
+            if meta.mode in ("tape", "value-grad"):
+                shape = np.shape(res.value)[1:]
+                header += element_labels("value", shape)
+                widths.append(max(1, int(np.prod(shape))))
+            for g, a in zip(meta.gradients, res.grads):
+                shape = np.shape(a)[1:] if a is not None else tuple(
+                    getattr(g.source, "shape", ()) or ())
+                header += element_labels(f"d_{g.name}", shape)
+                widths.append(max(1, int(np.prod(shape))))
+        self.out.write(",".join(_csv_field(h) for h in header) + "\n")
+        self.width = len(header)
+        self.header_done = True
+        for row in self.pending:
+            self._bad(row)
+        self.pending = []
+
+    def write(self, res: Result) -> None:
+        meta = self.meta_of()
+        if not self.header_done:
+            self._header(meta, res)
+        n = res.n
+        specs = ["%d"] + ["%r" if self.precision is None else f"%.{self.precision}g"] * \
+            res.columns.shape[1]
+        arrays = [np.arange(res.start, res.start + n, dtype=np.float64)[:, None], res.columns]
+        fields = ([res.value] if meta.mode in ("tape", "value-grad") else []) + \
+            list(res.grads)
+        for f, g in zip(fields, ([None] if len(fields) > len(meta.gradients) else [])
+                        + list(meta.gradients)):
+            if f is None:
+                width = max(1, int(np.prod(getattr(g.source, "shape", ()) or ())))
+                specs += [""] * width
+                continue
+            f = _ready(f)
+            flat = f.reshape(n, -1)
+            specs += [_spec(f, self.precision)] * flat.shape[1]
+            arrays.append(flat.astype(np.float64))
+        template = ",".join(specs) + "\n"
+        table = np.concatenate(arrays, axis=1)
+        self.out.write(_lines(template, table))
+        self.rows += n
+
+    def bad(self, row: BadRow) -> None:
+        self.bad_rows += 1
+        if not self.header_done:
+            self.pending.append(row)
+            if len(self.pending) < 100_000:
+                return
+            self._header(None, None)
+            return
+        self._bad(row)
+
+    def _bad(self, row: BadRow) -> None:
+        self.out.write(str(row.row) + "," * (self.width - 1) + "\n")
+
+    def finish(self) -> None:
+        if not self.header_done:
+            self._header(None, None)
+
+
+def _csv_field(text: str) -> str:
+    return '"' + text.replace('"', '""') + '"' if ("," in text or '"' in text) else text
+
+
+class HumanWriter(_Writer):
+    """The first rows as a table, and a summary of all of them."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.head: list = []   # (row, columns, value, [gradients]) or (row, message)
+        self.value_min = self.value_max = None
+        self.norm_min = self.norm_max = None
+        self.non_finite = 0
+        self.non_finite_rows: list = []
+
+    def write(self, res: Result) -> None:
+        meta = self.meta_of()
+        n = res.n
+        for i in range(min(n, HEAD_ROWS - len(self.head))):
+            self.head.append((res.start + i, res.columns[i],
+                              None if res.value is None else res.value[i],
+                              [None if g is None else g[i] for g in res.grads]))
+        finite = np.ones(n, dtype=bool)
+        if meta.mode in ("tape", "value-grad") and res.value is not None:
+            v = res.value.reshape(n, -1).astype(np.float64)
+            finite &= np.isfinite(v).all(axis=1)
+            self.value_min = _extreme(self.value_min, v, finite, res.start, min)
+            self.value_max = _extreme(self.value_max, v, finite, res.start, max)
+        squares = np.zeros(n)
+        for g in res.grads:
+            if g is not None:
+                flat = g.reshape(n, -1).astype(np.float64)
+                finite &= np.isfinite(flat).all(axis=1)
+                squares += (flat * flat).sum(axis=1)
+        if any(g is not None for g in res.grads):
+            norms = np.sqrt(squares)[:, None]
+            self.norm_min = _extreme(self.norm_min, norms, finite, res.start, min)
+            self.norm_max = _extreme(self.norm_max, norms, finite, res.start, max)
+        bad = np.flatnonzero(~finite)
+        self.non_finite += len(bad)
+        room = LISTED_ROWS - len(self.non_finite_rows)
+        self.non_finite_rows += [int(res.start + i) for i in bad[:max(room, 0)]]
+        self.rows += n
+
+    def bad(self, row: BadRow) -> None:
+        if len(self.head) < HEAD_ROWS:
+            self.head.append((row.row, row.message))
+        self.bad_rows += 1
+
+    def finish(self) -> None:
+        from . import render
+        out = render.console()
+        meta = self.meta_of()
+        precision = self.precision
+        labels = list(self.labels)
+        show_point = len(labels) <= 6
+        headers = ["row"] + (labels if show_point else ["point"])
+        with_value = meta is not None and meta.mode in ("tape", "value-grad")
+        if with_value:
+            headers.append("value")
+        names = [g.name for g in meta.gradients] if meta is not None else []
+        headers += [f"d_{name}" for name in names]
+        rows = []
+        for item in self.head:
+            if len(item) == 2:
+                rows.append([str(item[0]), f"error: {item[1]}"] + [""] * (len(headers) - 2))
+                continue
+            row, columns, value, grads = item
+            texts = [render.number_text(x, precision) for x in columns.tolist()]
+            cells = [str(row)] + (texts if show_point else [", ".join(
+                f"{k}={t}" for k, t in zip(labels[:4], texts[:4])) + (
+                ", ..." if len(labels) > 4 else "")])
+            if with_value:
+                cells.append(render.array_text(value, precision))
+            cells += [render.array_text(g, precision) if g is not None else "None"
+                      for g in grads]
+            rows.append(cells)
+        total = self.rows + self.bad_rows
+        title = (f"{meta.mode if meta else 'rows'}: the first {len(rows)} of {total} rows"
+                 if total > len(rows) else f"{meta.mode if meta else 'rows'}: {total} rows")
+        if rows:
+            render._show(out, headers, rows, title=title)
+        lines = [f"rows: {total:,}" + (f" ({self.bad_rows:,} could not be read or computed)"
+                                        if self.bad_rows else "")]
+        if self.value_min is not None:
+            what = "value" if meta.value is None or np.ndim(meta.value) == 0 \
+                else "value (elements)"
+            lines.append(f"{what}: min {render.number_text(self.value_min[0], precision)} "
+                         f"(row {self.value_min[1]}), max "
+                         f"{render.number_text(self.value_max[0], precision)} "
+                         f"(row {self.value_max[1]})")
+        if self.norm_min is not None:
+            lines.append(f"gradient norm: min {render.number_text(self.norm_min[0], precision)}"
+                         f" (row {self.norm_min[1]}), max "
+                         f"{render.number_text(self.norm_max[0], precision)} "
+                         f"(row {self.norm_max[1]})")
+        if self.non_finite:
+            listed = ", ".join(map(str, self.non_finite_rows))
+            more = ", ..." if self.non_finite > len(self.non_finite_rows) else ""
+            lines.append(f"non-finite results (nan or inf): {self.non_finite:,} row"
+                         f"{'s' if self.non_finite != 1 else ''} ({listed}{more})")
+        else:
+            lines.append("non-finite results: none")
+        for line in lines:
+            render._emit(out, line)
+
+
+def render_console(stderr: bool = False):
+    from . import render
+    return render.console(stderr=stderr)
+
+
+def _extreme(current, values: np.ndarray, finite: np.ndarray, start: int, pick):
+    """The running min or max of the finite rows' elements: (number, row)."""
+    if not finite.any():
+        return current
+    rows = np.flatnonzero(finite)
+    per_row = (values[rows].min(axis=1) if pick is min else values[rows].max(axis=1))
+    k = int(np.argmin(per_row) if pick is min else np.argmax(per_row))
+    candidate = (float(per_row[k]), int(start + rows[k]))
+    if current is None:
+        return candidate
+    return pick(current, candidate, key=lambda c: c[0])
+
+
+def _print_check(out, report: dict, precision) -> None:
+    from . import render
+    for entry in report["rows"]:
+        render.print_check(out, entry, precision, title=f"cross-check of row {entry['row']}")
+    checked = ", ".join(str(e["row"]) for e in report["rows"]) or "none"
+    render._emit(out, f"check at {len(report['rows'])} sampled row"
+                      f"{'s' if len(report['rows']) != 1 else ''} ({checked}): "
+                      f"{report['verdict']}")
+
+
+# ---------------------------------------------------------------------------------------
+# The sample of rows --check looks at
+# ---------------------------------------------------------------------------------------
+class Sample:
+    """A uniform random sample of ``size`` rows of a stream of unknown length (reservoir
+    sampling), reproducible with ``seed``: (row, {name: its value}) pairs."""
+
+    def __init__(self, size: int, seed: int | None):
+        self.size = size
+        self.rng = np.random.default_rng(seed)
+        self.kept: list = []
+        self.seen = 0
+
+    def offer(self, chunk: Chunk, keep) -> None:
+        n = chunk.n
+        for i in range(n):
+            if not keep(chunk.start + i):
+                continue
+            if len(self.kept) < self.size:
+                self.kept.append(self._row(chunk, i))
+            else:
+                j = int(self.rng.integers(0, self.seen + 1))
+                if j < self.size:
+                    self.kept[j] = self._row(chunk, i)
+            self.seen += 1
+
+    @staticmethod
+    def _row(chunk: Chunk, i: int):
+        return chunk.start + i, {name: v[i].copy() for name, v in chunk.values.items()}
+
+    def rows(self) -> list:
+        return sorted(self.kept, key=lambda item: item[0])
+
+
+# ---------------------------------------------------------------------------------------
+# Progress on standard error
+# ---------------------------------------------------------------------------------------
+class Progress:
+    """A rich progress bar on standard error (rows, rows/s, ETA), shown only when standard
+    error is a terminal and the run has lasted more than a second."""
+
+    def __init__(self, source, enabled: bool):
+        self.source = source
+        self.enabled = enabled
+        self.started = time.monotonic()
+        self.bar = None
+        self.task = None
+
+    def update(self, rows: int) -> None:
+        if not self.enabled:
+            return
+        elapsed = time.monotonic() - self.started
+        if self.bar is None:
+            if elapsed < 1.0:
+                return
+            from rich.progress import (BarColumn, Progress as Bar, TextColumn,
+                                       TimeRemainingColumn)
+            from . import render
+            self.bar = Bar(TextColumn("{task.fields[rows]} rows"), BarColumn(),
+                           TextColumn("{task.fields[speed]} rows/s"), TimeRemainingColumn(),
+                           console=render.console(stderr=True), transient=True)
+            total = self.source.total if self.source.total is not None else self.source.size
+            self.task = self.bar.add_task("", total=total, rows="0", speed="-")
+            self.bar.start()
+        done = rows if self.source.total is not None else self.source.position
+        self.bar.update(self.task, completed=done, rows=f"{rows:,}",
+                        speed=f"{rows / max(elapsed, 1e-9):,.0f}")
+
+    def stop(self) -> None:
+        if self.bar is not None:
+            self.bar.stop()
+            self.bar = None
+
+
+# ---------------------------------------------------------------------------------------
+# The command
+# ---------------------------------------------------------------------------------------
+def _format(s) -> str:
+    flags = [name for name, on in (("json", s.json_out), ("plain", s.plain),
+                                   ("csv", s.csv)) if on]
+    if len(flags) > 1:
+        raise InputError(f"--{flags[0]} and --{flags[1]} cannot be used together")
+    if s.output:
+        extension = os.path.splitext(s.output)[1].lower()
+        by_name = FORMATS.get(extension)
+        if flags and by_name and flags[0] != by_name:
+            raise InputError(f"--{flags[0]} conflicts with --output {s.output} (a "
+                             f"{extension} file is written as {by_name})")
+        if not flags and by_name is None:
+            raise InputError(f"--output {s.output}: cannot tell the format from "
+                             f"{extension or 'a name without extension'!r}; use .jsonl, "
+                             ".csv or .txt, or give --json, --csv or --plain")
+        return flags[0] if flags else by_name
+    return flags[0] if flags else "human"
+
+
+def check_options(s) -> None:
+    """Refuse the batch options without --at, and what --at cannot be combined with."""
+    if s.at is None:
+        for name, given in (("--output", s.output is not None), ("--csv", s.csv),
+                            ("--chunk", s.chunk is not None),
+                            ("--skip-bad-rows", s.skip_bad_rows),
+                            ("--check-rows", s.check_rows is not None),
+                            ("--seed", s.seed is not None)):
+            if given:
+                raise InputError(f"{name} works with --at SOURCE (many points)")
+
+
+def run(mode: str, s, prepare, mode_options) -> None:
+    """``gradcli MODE PROGRAM --at SOURCE``: see the module doc."""
+    from .app import _guarded
+
+    if getattr(s, "symbolic", False):
+        _guarded(lambda: _raise(InputError("--symbolic shows one point's derivative; it "
+                                           "does not work with --at")))
+
+    def setup():
+        if s.at.strip() == "-" and s.program.strip() == "-":
+            raise InputError("the program and --at cannot both be read from standard input")
+        fmt = _format(s)
+        model = prepare(s)
+        slots = {}
+        for decl in model.declarations:
+            slots[decl.name] = Slot(decl.kind, decl.value if decl.has_value else None)
+        source = open_source(s.at, slots, chunk=s.chunk)
+        out = _open_output(s.output)
+        return fmt, model, source, out
+
+    fmt, model, source, out = _guarded(setup)
+    evaluate = Evaluator(model, mode, mode_options(s))
+    writer_class = {"json": JsonLinesWriter, "plain": PlainWriter, "csv": CsvWriter,
+                    "human": HumanWriter}[fmt]
+    writer = writer_class(out, s.precision, lambda: evaluate.meta, source.labels)
+    sample = Sample(s.check_rows if s.check_rows is not None else 5, s.seed) \
+        if s.check else None
+    progress = Progress(source, enabled=_is_terminal(sys.stderr))
+    try:
+        with np.errstate(all="ignore"):
+            _stream(source, evaluate, writer, sample, progress, s.skip_bad_rows)
+    except KeyboardInterrupt:
+        progress.stop()
+        _flush_quietly(writer)
+        sys.stderr.write(f"interrupted: {writer.rows + writer.bad_rows:,} rows were "
+                         "written completely\n")
+        raise typer.Exit(130) from None
+    except GradcliError as err:
+        progress.stop()
+        _flush_quietly(writer)
+        sys.stderr.write(err.render() + "\n")
+        raise typer.Exit(2) from None
+    except (MemoryError, RecursionError) as err:
+        progress.stop()
+        _flush_quietly(writer)
+        sys.stderr.write(LimitError(f"the program is too large to evaluate "
+                                    f"({type(err).__name__})").render() + "\n")
+        raise typer.Exit(2) from None
+    progress.stop()
+    if writer.rows + writer.bad_rows == 0:
+        writer.finish()
+        _flush_quietly(writer)
+        sys.stderr.write(InputError(f"{source.shown}: no rows (the source is empty)")
+                         .render() + "\n")
+        raise typer.Exit(2)
+    writer.finish()
+    notes = list(evaluate.meta.notes) if evaluate.meta is not None and fmt in (
+        "plain", "csv", "human") else []
+    if evaluate.fell_back:
+        notes.append(_FALLBACK_NOTE)
+    if notes:
+        writer.flush()
+        target = sys.stdout if fmt == "human" and s.output is None else sys.stderr
+        target.write("".join(f"note: {note}\n" for note in notes))
+    report = None
+    if sample is not None:
+        report = _guarded(lambda: _check_rows(evaluate, sample, s))
+        if fmt == "json":
+            writer.check(report)
+        else:
+            writer.flush()
+            _print_check(render_console(stderr=fmt != "human" or s.output is not None),
+                         report, s.precision)
+    writer.flush()
+    if s.output is not None:
+        out.close()
+        if _is_terminal(sys.stderr):
+            sys.stderr.write(f"wrote {writer.rows + writer.bad_rows:,} rows to {s.output}\n")
+    if report is not None and report["verdict"] == "mismatch":
+        raise typer.Exit(1)
+
+
+def _raise(err):
+    raise err
+
+
+def _is_terminal(stream) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+def _flush_quietly(writer) -> None:
+    try:
+        writer.flush()
+    except OSError:
+        pass
+
+
+def _open_output(path: str | None):
+    if path is None:
+        return sys.stdout
+    try:
+        return open(os.path.expanduser(path), "w", encoding="utf-8", newline="\n")
+    except OSError as err:
+        raise InputError(f"--output {path}: cannot write the file "
+                         f"({err.strerror or err})") from None
+
+
+def _stream(source, evaluate, writer, sample, progress, skip: bool) -> None:
+    """Read, compute, write and flush, a chunk at a time."""
+    skipped: set = set()
+    for item in source.items():
+        if isinstance(item, BadRow):
+            if not skip:
+                raise InputError(item.message + " (--skip-bad-rows records such rows and "
+                                 "carries on)")
+            writer.bad(item)
+            writer.flush()
+            continue
+        if item.n == 0:
+            continue
+        for part in _computed(evaluate, item):
+            if isinstance(part, BadRow):
+                if not skip:
+                    writer.flush()
+                    raise InputError(part.message + " (--skip-bad-rows records such rows "
+                                     "and carries on)")
+                skipped.add(part.row)
+                writer.bad(part)
+            else:
+                writer.write(part)
+        if sample is not None:
+            sample.offer(item, lambda row: row not in skipped)
+        writer.flush()
+        progress.update(writer.rows + writer.bad_rows)
+
+
+def _check_rows(evaluate: Evaluator, sample: Sample, s) -> dict:
+    """The single-point cross-check at each sampled row: {"rows": [{"row": N, ...the
+    check object...}], "verdict", "passed"}."""
+    from ..check.compare import check_outcome
+    rows = []
+    for row, values in sample.rows():
+        outcome = evaluate.run_one(values)
+        check = check_outcome(evaluate.model, outcome, rtol=s.rtol, atol=s.atol,
+                              timeout=s.check_timeout)
+        rows.append({"row": row, **check})
+    verdicts = [r["verdict"] for r in rows]
+    verdict = ("mismatch" if "mismatch" in verdicts else
+               "passed" if "passed" in verdicts else "nothing to check")
+    return {"rows": rows, "checked": [r["row"] for r in rows], "verdict": verdict,
+            "passed": verdict != "mismatch"}
