@@ -312,7 +312,7 @@ def _open_csv(shown: str, where: str, lines, slots: dict, chunk: int | None,
             break
     if header is None:
         raise InputError(f"{shown}: no rows (the source is empty)")
-    fields = [f.strip() for f in header.split(",")]
+    fields = _header_fields(header)
     if all(_is_number(f) for f in fields):
         raise InputError(f"{where}:{line_no}: the first line must be a header naming what "
                          "each column sets (x,y or W[0,0],W[0,1]...), not numbers")
@@ -358,6 +358,33 @@ def _open_csv(shown: str, where: str, lines, slots: dict, chunk: int | None,
                 row += len(table)
 
     return Source(shown, layout.names, layout.shapes, labels, reader, None, size)
+
+
+def _header_fields(line: str) -> list[str]:
+    """The header's fields: split at commas outside brackets and quotes, so that
+    ``x,W[0,1]`` and ``x,"W[0,1]"`` are both two columns."""
+    fields, current, depth, quote = [], [], 0, None
+    for ch in line:
+        if quote:
+            if ch == quote:
+                quote = None
+            else:
+                current.append(ch)
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "[":
+            depth += 1
+            current.append(ch)
+        elif ch == "]":
+            depth -= 1
+            current.append(ch)
+        elif ch == "," and depth <= 0:
+            fields.append("".join(current).strip())
+            current = []
+        else:
+            current.append(ch)
+    fields.append("".join(current).strip())
+    return fields
 
 
 def _parse_block(block: list, width: int) -> np.ndarray | None:

@@ -654,9 +654,7 @@ def run(mode: str, s, prepare, mode_options) -> None:
                                     f"({type(err).__name__})").render() + "\n")
         raise typer.Exit(2) from None
     progress.stop()
-    if writer.rows + writer.bad_rows == 0:
-        writer.finish()
-        _flush_quietly(writer)
+    if writer.rows + writer.bad_rows == 0:  # (nothing was written: nothing to finish)
         sys.stderr.write(InputError(f"{source.shown}: no rows (the source is empty)")
                          .render() + "\n")
         raise typer.Exit(2)
