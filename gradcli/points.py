@@ -141,7 +141,7 @@ def open_source(spec: str, slots: dict, chunk: int | None = None, stdin=None) ->
         if extension == ".npz":
             return _open_npz(path, shown, slots, chunk)
         f = open(path, encoding="utf-8-sig", errors="strict", newline=None)
-        lines = _counted(f)
+        lines = iter(f)
         opener = _open_csv if extension == ".csv" else _open_jsonl
         return opener(shown, shown, lines, slots, chunk, size)
     except GradcliError:
@@ -161,11 +161,6 @@ def _check_file(path: str, shown: str) -> int:
     if not stat.S_ISREG(info.st_mode):
         raise InputError(f"{shown}: not a regular file (use - to read standard input)")
     return info.st_size
-
-
-def _counted(f):
-    """The file's lines (a generator), counting bytes for the progress bar."""
-    return f
 
 
 def _peek(stream) -> tuple:
