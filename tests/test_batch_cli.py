@@ -419,14 +419,15 @@ def test_streaming_memory_does_not_grow_with_the_rows(tmp_path, monkeypatch):
 
 
 def test_ctrl_c_flushes_complete_rows_and_exits_130(tmp_path):
-    rows = 200_000
+    # --chunk 1: a vectorized_map call per row, so the run lasts minutes however fast the
+    # engine gets; it is interrupted after its first rows.
+    rows = 2_000_000
     (tmp_path / "p.csv").write_text("x,y\n" + "1.5,2.5\n" * rows)
+    out = tmp_path / "out.txt"
     process = subprocess.Popen(COMMAND + ["value-grad", ROSEN, "--var", "x", "--var", "y",
                                           "--at", f"@{tmp_path / 'p.csv'}", "--plain",
-                                          "--chunk", "100", "--output",
-                                          str(tmp_path / "out.txt")],
+                                          "--chunk", "1", "--output", str(out)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
-    out = tmp_path / "out.txt"
     deadline = time.monotonic() + 60
     while time.monotonic() < deadline and (not out.exists() or out.stat().st_size < 1000):
         time.sleep(0.05)
@@ -434,8 +435,10 @@ def test_ctrl_c_flushes_complete_rows_and_exits_130(tmp_path):
     _, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
     assert "Traceback" not in stderr and "interrupted" in stderr
-    lines = out.read_text().splitlines()
-    assert 0 < len(lines) < rows and len(lines) % 100 == 0  # whole chunks only
+    text = out.read_text()
+    assert text.endswith("\n")  # whole rows only
+    lines = text.splitlines()
+    assert 0 < len(lines) < rows
     value, dx, dy = rosenbrock(1.5, 2.5)
     assert set(lines) == {f"{float(value)!r} {float(dx)!r} {float(dy)!r}"}
 
@@ -449,3 +452,36 @@ def test_no_progress_bar_when_standard_error_is_not_a_terminal(tmp_path):
     assert result.returncode == 0, result.stderr
     assert len(result.stdout.splitlines()) == 5
     assert "rows/s" not in result.stderr and "rows/s" not in result.stdout
+
+
+def test_progress_bar_on_a_terminal_goes_to_standard_error_only(tmp_path):
+    import pty
+    import select
+    rows = 20_000  # --chunk 1: a few seconds at least, so the bar appears after 1 s
+    (tmp_path / "p.csv").write_text("x,y\n" + "1.5,2.5\n" * rows)
+    master, slave = pty.openpty()
+    with open(tmp_path / "stdout.txt", "w") as stdout:
+        process = subprocess.Popen(COMMAND + ["value-grad", ROSEN, "--var", "x", "--var", "y",
+                                              "--at", f"@{tmp_path / 'p.csv'}", "--plain",
+                                              "--chunk", "1"],
+                                   stdout=stdout, stderr=slave, stdin=subprocess.DEVNULL,
+                                   env=dict(os.environ, COLUMNS="100", TERM="xterm"))
+        os.close(slave)
+        seen = b""
+        deadline = time.monotonic() + 60
+        while b"rows/s" not in seen and time.monotonic() < deadline \
+                and process.poll() is None:
+            ready, _, _ = select.select([master], [], [], 0.1)
+            if ready:
+                try:
+                    seen += os.read(master, 65536)
+                except OSError:
+                    break
+        process.send_signal(signal.SIGINT)
+        process.wait(timeout=60)
+    os.close(master)
+    assert b"rows/s" in seen and b" rows" in seen
+    value, dx, dy = rosenbrock(1.5, 2.5)
+    text = (tmp_path / "stdout.txt").read_text()
+    assert "rows/s" not in text
+    assert set(text.splitlines()) == {f"{float(value)!r} {float(dx)!r} {float(dy)!r}"}

@@ -117,3 +117,41 @@ def test_other_modes_at_rows_equal_the_single_point_command(mode, extra, name, t
     text = TABLE_PROGRAMS[name][0]
     compare(mode, text, rows_of(sample_point(name), count=3), extra=extra,
             tmp_path=tmp_path)
+
+
+SOME = ["multiply", "matmul", "softmax", "norm", "sum", "sin", "where", "stack", "reshape"]
+
+
+@pytest.mark.parametrize("name", SOME)
+def test_jacobian_at_rows_equals_the_single_point_command(name, tmp_path):
+    compare("jacobian", TABLE_PROGRAMS[name][0], rows_of(sample_point(name)), kind="arg",
+            tmp_path=tmp_path)
+
+
+@pytest.mark.parametrize("name", SOME)
+def test_jvp_at_rows_equals_the_single_point_command(name, tmp_path):
+    point = sample_point(name)
+    tangents = [a for n in point for a in ("--tangent", f"{n}=1")]
+    compare("jvp", TABLE_PROGRAMS[name][0], rows_of(point), kind="arg", extra=tangents,
+            tmp_path=tmp_path)
+
+
+@pytest.mark.parametrize("name", ["multiply", "sin", "softmax", "matmul"])
+def test_float32_rows_equal_the_single_point_command(name, tmp_path):
+    compare("value-grad", TABLE_PROGRAMS[name][0], rows_of(sample_point(name)),
+            extra=("--dtype", "float32"), tmp_path=tmp_path)
+
+
+def test_plain_and_precision_rows_equal_the_single_point_plain(tmp_path):
+    rows = rows_of({"v": np.array([0.3, -1.7, 2.2]), "x": np.array(0.9)}, count=3)
+    (tmp_path / "p.csv").write_text(csv_text(rows))
+    text = "sum(sin(v) * x) / 3"
+    for extra in ((), ("--precision", "4"), ("--dtype", "float32")):
+        batch = invoke("value-grad", text, "--var", "v", "--var", "x", "--at",
+                       f"@{tmp_path / 'p.csv'}", "--plain", *extra)
+        assert batch.exit_code == 0, batch.output
+        for k, row in enumerate(rows):
+            single = invoke("value-grad", text, "--var", f"v={literal(row['v'])}", "--var",
+                            f"x={literal(row['x'])}", "--plain", *extra)
+            # one line per row: the single point's lines, joined
+            assert batch.stdout.splitlines()[k] == " ".join(single.stdout.splitlines())

@@ -381,7 +381,8 @@ def _run_mode(mode: str, s: _Settings) -> None:
     from ..modes import run_mode
     if s.at is not None:  # many points (issue 12): cli/batch.py, imported only then
         from . import batch
-        return batch.run(mode, s, _prepare, _mode_options)
+        return batch.run(batch.ModeKind(mode, _guarded(lambda: _mode_options(s))), s,
+                         _prepare)
     if s.output is not None or s.csv or s.chunk is not None or s.skip_bad_rows \
             or s.check_rows is not None or s.seed is not None:
         from .batch import check_options
@@ -537,7 +538,20 @@ HELP.update({
 EXAMPLES.update({
     "jacobian": "gradcli jacobian '[x*y, sin(x)]' --arg x=1 --arg y=2 --json",
     "hessian": "gradcli hessian '(1-x)^2 + 100*(y-x^2)^2' --arg x=1 --arg y=1   # minimum"})
-_command("jacobian", SOURCES + JACOBIAN_MODE + HIGHER_CHECK, _higher("run_jacobian"))
+def _many_or_one(kind: str, arguments, one):
+    """A command with ``--at`` (many points: ``cli/batch.py``'s ``kind`` made from
+    ``arguments(s)``) or without (``one``)."""
+    def run(s: _Settings) -> None:
+        from . import batch
+        if s.at is None:
+            _guarded(lambda: batch.check_options(s))
+            return one(s)
+        return batch.run(getattr(batch, kind)(*arguments(s)), s, _prepare)
+    return run
+
+
+_command("jacobian", SOURCES + JACOBIAN_MODE + HIGHER_CHECK + BATCH, _many_or_one(
+    "JacobianKind", lambda s: (_split(s.wrt), s.mode), _higher("run_jacobian")))
 _command("hessian", SOURCES + HIGHER_CHECK, _higher("run_hessian"))
 # grad gains --order N (without it, grad runs as before).
 def _grad_or_order(s: _Settings) -> None:
@@ -597,7 +611,8 @@ TANGENTS = [_opt("tangent", Annotated[Optional[List[str]], typer.Option(
 HELP["jvp"] = ("tf.autodiff.ForwardAccumulator: the directional derivative of the target "
                "along the --tangent values (forward mode, one pass), with the value.")
 EXAMPLES["jvp"] = "gradcli jvp 'x^2 * y' --arg x=3 --arg y=2 --tangent x=1 --json"
-_command("jvp", TANGENTS + [o for o in CHECK if o.name != "symbolic"], _forward("run_jvp"))
+_command("jvp", TANGENTS + [o for o in CHECK if o.name != "symbolic"] + BATCH, _many_or_one(
+    "JvpKind", lambda s: (s.tangent,), _forward("run_jvp")))
 # compare gains a jvp row when --tangent is given (without it, compare runs as before).
 _command("compare", TAPE + GRAD + CHECK + TANGENTS, lambda s: _run_compare(s) if not s.tangent
          else _forward("run_compare")(s))

@@ -46,29 +46,173 @@ HEAD_ROWS = 10
 LISTED_ROWS = 10
 FORMATS = {".jsonl": "json", ".json": "json", ".ndjson": "json", ".csv": "csv",
            ".txt": "plain"}
-_FALLBACK_NOTE = ("the engine cannot batch this program yet, so each row was computed on "
-                  "its own (vectorized_map's loop fallback): the results are the same, only "
-                  "slower")
+_FALLBACK_NOTE = ("rows were computed one at a time (vectorized_map's loop fallback: the "
+                  "engine does not batch all of this command yet, or a row failed); the "
+                  "results are the same, only slower")
 
 
 # ---------------------------------------------------------------------------------------
 # Evaluating a chunk
 # ---------------------------------------------------------------------------------------
-class Evaluator:
-    """One mode on a built model at the rows of a chunk: ``__call__(values)`` ->
-    ``(value, gradients)`` arrays with a leading row axis (None where the mode gives no
-    value, or for an unconnected gradient). ``meta`` is the Outcome of the last run (the
-    gradients' names, kinds and notes); ``fell_back`` whether vectorized_map had to loop."""
+class ModeKind:
+    """What a command computes at one point, for ``--at``: here the four modes
+    (``gradcli.modes.run_mode``); ``JacobianKind`` and ``JvpKind`` below. ``run(model)``
+    gives the command's result object (the "meta"), whose value and outputs (gradients)
+    are arrays; the rest of it (names, notes) is the same at every row."""
+    prefix = "d_"
+    norm = "gradient norm"
 
-    def __init__(self, model, mode: str, options):
-        self.model, self.mode, self.options = model, mode, options
-        self.meta: Outcome | None = None
+    def __init__(self, mode: str, options):
+        self.mode, self.options = mode, options
+
+    def run(self, model):
+        return run_mode(self.mode, model, self.options)
+
+    def value(self, meta):
+        return meta.value
+
+    def outputs(self, meta) -> list:
+        return [g.gradient for g in meta.gradients]
+
+    def has_value(self, meta) -> bool:
+        return meta.mode in ("tape", "value-grad")
+
+    def names(self, meta) -> list:
+        return [g.name for g in meta.gradients]
+
+    def missing_shape(self, meta, k: int) -> tuple:
+        """The shape of output ``k`` where it is None (an unconnected gradient)."""
+        return tuple(getattr(meta.gradients[k].source, "shape", ()) or ())
+
+    def notes(self, meta) -> list:
+        return list(meta.notes)
+
+    def title(self, meta) -> str:
+        return meta.mode
+
+    def row_json(self, meta, value, outputs) -> dict:
+        """The single-point JSON object of the row (value and outputs: the row's arrays)."""
+        from . import render
+        outcome = Outcome(meta.mode, value, [Gradient(g.name, out) for g, out in
+                                             zip(meta.gradients, outputs)], list(meta.notes))
+        return render.outcome_json(outcome)
+
+    def template(self, meta) -> str | None:
+        """One row's JSON line as a %-template (row, value, gradients), or None."""
+        from .. import jsonvalue
+        parts = ['{"row": %d, "mode": ' + jsonvalue.dumps(meta.mode).replace("%", "%%")]
+        if self.has_value(meta):
+            parts.append(', "value": %r')
+        grads = []
+        for g in meta.gradients:
+            name = jsonvalue.dumps(g.name).replace("%", "%%")
+            grads.append('{"name": ' + name + ', "gradient": %r}')
+        parts.append(', "gradients": [' + ", ".join(grads) + "]")
+        if meta.notes:
+            parts.append(', "notes": ' + jsonvalue.dumps(list(meta.notes)).replace("%", "%%"))
+        return "".join(parts) + "}\n"
+
+    def check(self, model, meta, s) -> dict:
+        from ..check.compare import check_outcome
+        return check_outcome(model, meta, rtol=s.rtol, atol=s.atol, timeout=s.check_timeout)
+
+
+class JacobianKind(ModeKind):
+    """``gradcli jacobian --at``: the value and one Jacobian per source (CSV: d_x[i,j])."""
+    norm = "Jacobian norm (Frobenius, all sources)"
+
+    def __init__(self, wrt, mode: str):
+        self.wrt, self.mode = wrt, mode
+
+    def run(self, model):
+        from ..derivatives import jacobian
+        return jacobian(model, self.wrt, self.mode)
+
+    def outputs(self, meta) -> list:
+        return [j.jacobian for j in meta.jacobians]
+
+    def has_value(self, meta) -> bool:
+        return True
+
+    def names(self, meta) -> list:
+        return [j.name for j in meta.jacobians]
+
+    def notes(self, meta) -> list:
+        return []
+
+    def title(self, meta) -> str:
+        return "jacobian"
+
+    def row_json(self, meta, value, outputs) -> dict:
+        from ..derivatives import Jacobian, JacobianResult
+        from .higher import jacobian_json
+        return jacobian_json(JacobianResult(value, [
+            Jacobian(j.name, out, j.connected, j.source) for j, out in
+            zip(meta.jacobians, outputs)], meta.computed_by, meta.mode))
+
+    def template(self, meta):
+        return None
+
+    def check(self, model, meta, s) -> dict:
+        from ..check.higher import check_jacobian
+        return check_jacobian(model, meta, rtol=s.rtol, atol=s.atol, timeout=s.check_timeout)
+
+
+class JvpKind(ModeKind):
+    """``gradcli jvp --at``: the value and the directional derivative (CSV: jvp)."""
+    prefix = ""
+    norm = "jvp norm"
+
+    def __init__(self, tangents):
+        self.tangents = tangents
+
+    def run(self, model):
+        from ..directional import parse_tangents, run_jvp
+        return run_jvp(model, parse_tangents(model, self.tangents))
+
+    def outputs(self, meta) -> list:
+        return [meta.jvp]
+
+    def has_value(self, meta) -> bool:
+        return True
+
+    def names(self, meta) -> list:
+        return ["jvp"]
+
+    def notes(self, meta) -> list:
+        return []
+
+    def title(self, meta) -> str:
+        return "jvp"
+
+    def row_json(self, meta, value, outputs) -> dict:
+        from ..directional import JvpOutcome
+        from .jvp import outcome_json
+        return outcome_json(JvpOutcome(value, outputs[0], meta.tangents))
+
+    def template(self, meta):
+        return None
+
+    def check(self, model, meta, s) -> dict:
+        from ..check.directional import check_jvp
+        return check_jvp(model, meta, rtol=s.rtol, atol=s.atol, timeout=s.check_timeout)
+
+
+class Evaluator:
+    """A command (``kind``) on a built model at the rows of a chunk: ``__call__(values)``
+    -> ``(value, outputs)`` arrays with a leading row axis (None where the command gives
+    no value, or for an unconnected gradient). ``meta`` is the result of the last run (the
+    outputs' names and notes); ``fell_back`` whether vectorized_map had to loop."""
+
+    def __init__(self, model, kind):
+        self.model, self.kind = model, kind
+        self.meta = None
         self.fell_back = False
 
-    def run_one(self, values: dict) -> Outcome:
+    def run_one(self, values: dict):
         """The single-point command at one row (plain arrays): for ``--check``."""
         self.model.bind(values)
-        return run_mode(self.mode, self.model, self.options)
+        return self.kind.run(self.model)
 
     def __call__(self, values: dict):
         from ..engine.batching import vectorized_map
@@ -87,7 +231,7 @@ class Evaluator:
                 # row's own error is its own.
                 raise NotBatchable(f"{type(err).__name__}: {err}") from err
             self.meta = out
-            return {"value": out.value, "gradients": [g.gradient for g in out.gradients]}
+            return {"value": self.kind.value(out), "gradients": self.kind.outputs(out)}
 
         with warnings.catch_warnings(record=True) as caught:
             warnings.simplefilter("always")
@@ -179,8 +323,9 @@ def _lines(template: str, table: np.ndarray) -> str:
 # Writers: one per format
 # ---------------------------------------------------------------------------------------
 class _Writer:
-    def __init__(self, out, precision: int | None, meta_of, labels: list):
+    def __init__(self, out, precision: int | None, meta_of, labels: list, kind):
         self.out, self.precision, self.meta_of, self.labels = out, precision, meta_of, labels
+        self.kind = kind
         self.rows = 0
         self.bad_rows = 0
 
@@ -198,28 +343,13 @@ class JsonLinesWriter(_Writer):
         super().__init__(*args)
         self.template = None
 
-    def _template(self, meta: Outcome) -> str:
-        from .. import jsonvalue
-        parts = ['{"row": %d, "mode": ' + jsonvalue.dumps(meta.mode).replace("%", "%%")]
-        if meta.mode in ("tape", "value-grad"):
-            parts.append(', "value": %r')
-        grads = []
-        for g in meta.gradients:
-            name = jsonvalue.dumps(g.name).replace("%", "%%")
-            grads.append('{"name": ' + name + ', "gradient": %r}')
-        parts.append(', "gradients": [' + ", ".join(grads) + "]")
-        if meta.notes:
-            parts.append(', "notes": ' + jsonvalue.dumps(list(meta.notes)).replace("%", "%%"))
-        return "".join(parts) + "}\n"
-
     def write(self, res: Result) -> None:
         from .. import jsonvalue
-        from . import render
         meta = self.meta_of()
-        fields = ([res.value] if meta.mode in ("tape", "value-grad") else []) + \
-            [g for g in res.grads]
+        kind = self.kind
+        fields = ([res.value] if kind.has_value(meta) else []) + list(res.grads)
         if self.template is None:
-            self.template = self._template(meta)
+            self.template = kind.template(meta) or ""
         n = res.n
         ready = [None if f is None else _ready(f) for f in fields]
         fast = all(f is None or f.dtype == np.float64 for f in ready)
@@ -227,7 +357,7 @@ class JsonLinesWriter(_Writer):
         for f in ready:
             if f is not None and fast:
                 finite &= np.isfinite(f.reshape(n, -1)).all(axis=1)
-        if any(f is None for f in ready):
+        if any(f is None for f in ready) or not self.template:
             fast = False  # (an unconnected gradient: null, written by the general path)
         rows = range(res.start, res.start + n)
         if fast and finite.all():
@@ -241,10 +371,8 @@ class JsonLinesWriter(_Writer):
                     lines.append(self.template % ((row,) + tuple(x[i] for x in lists)))
                     continue
                 value = res.value[i] if res.value is not None else None
-                outcome = Outcome(meta.mode, value, [
-                    Gradient(g.name, None if a is None else a[i]) for g, a in
-                    zip(meta.gradients, res.grads)], list(meta.notes))
-                obj = {"row": row, **render.outcome_json(outcome)}
+                obj = {"row": row, **kind.row_json(meta, value, [
+                    None if a is None else a[i] for a in res.grads])}
                 lines.append(jsonvalue.dumps(obj, allow_nan=False) + "\n")
             text = "".join(lines)
         self.out.write(text)
@@ -270,7 +398,7 @@ class PlainWriter(_Writer):
     def write(self, res: Result) -> None:
         meta = self.meta_of()
         n = res.n
-        fields = ([res.value] if meta.mode in ("tape", "value-grad") else []) + list(res.grads)
+        fields = ([res.value] if self.kind.has_value(meta) else []) + list(res.grads)
         pieces, arrays = [], []
         for f in fields:
             if f is None:
@@ -303,14 +431,14 @@ class CsvWriter(_Writer):
         header = ["row"] + list(self.labels)
         widths = [len(self.labels)]
         if meta is not None:
-            if meta.mode in ("tape", "value-grad"):
+            if self.kind.has_value(meta):
                 shape = np.shape(res.value)[1:]
                 header += element_labels("value", shape)
                 widths.append(max(1, int(np.prod(shape))))
-            for g, a in zip(meta.gradients, res.grads):
-                shape = np.shape(a)[1:] if a is not None else tuple(
-                    getattr(g.source, "shape", ()) or ())
-                header += element_labels(f"d_{g.name}", shape)
+            for k, (name, a) in enumerate(zip(self.kind.names(meta), res.grads)):
+                shape = np.shape(a)[1:] if a is not None else \
+                    self.kind.missing_shape(meta, k)
+                header += element_labels(f"{self.kind.prefix}{name}", shape)
                 widths.append(max(1, int(np.prod(shape))))
         self.out.write(",".join(_csv_field(h) for h in header) + "\n")
         self.width = len(header)
@@ -327,13 +455,12 @@ class CsvWriter(_Writer):
         specs = ["%d"] + ["%r" if self.precision is None else f"%.{self.precision}g"] * \
             res.columns.shape[1]
         arrays = [np.arange(res.start, res.start + n, dtype=np.float64)[:, None], res.columns]
-        fields = ([res.value] if meta.mode in ("tape", "value-grad") else []) + \
-            list(res.grads)
-        for f, g in zip(fields, ([None] if len(fields) > len(meta.gradients) else [])
-                        + list(meta.gradients)):
+        with_value = self.kind.has_value(meta)
+        fields = ([res.value] if with_value else []) + list(res.grads)
+        for k, f in enumerate(fields):
             if f is None:
-                width = max(1, int(np.prod(getattr(g.source, "shape", ()) or ())))
-                specs += [""] * width
+                shape = self.kind.missing_shape(meta, k - with_value)
+                specs += [""] * max(1, int(np.prod(shape)))
                 continue
             f = _ready(f)
             flat = f.reshape(n, -1)
@@ -385,7 +512,7 @@ class HumanWriter(_Writer):
                               None if res.value is None else res.value[i],
                               [None if g is None else g[i] for g in res.grads]))
         finite = np.ones(n, dtype=bool)
-        if meta.mode in ("tape", "value-grad") and res.value is not None:
+        if self.kind.has_value(meta) and res.value is not None:
             v = res.value.reshape(n, -1).astype(np.float64)
             finite &= np.isfinite(v).all(axis=1)
             self.value_min = _extreme(self.value_min, v, finite, res.start, min)
@@ -419,11 +546,11 @@ class HumanWriter(_Writer):
         labels = list(self.labels)
         show_point = len(labels) <= 6
         headers = ["row"] + (labels if show_point else ["point"])
-        with_value = meta is not None and meta.mode in ("tape", "value-grad")
+        with_value = meta is not None and self.kind.has_value(meta)
         if with_value:
             headers.append("value")
-        names = [g.name for g in meta.gradients] if meta is not None else []
-        headers += [f"d_{name}" for name in names]
+        names = self.kind.names(meta) if meta is not None else []
+        headers += [f"{self.kind.prefix}{name}" for name in names]
         rows = []
         for item in self.head:
             if len(item) == 2:
@@ -440,21 +567,21 @@ class HumanWriter(_Writer):
                       for g in grads]
             rows.append(cells)
         total = self.rows + self.bad_rows
-        title = (f"{meta.mode if meta else 'rows'}: the first {len(rows)} of {total} rows"
-                 if total > len(rows) else f"{meta.mode if meta else 'rows'}: {total} rows")
+        what = self.kind.title(meta) if meta is not None else "rows"
+        title = (f"{what}: the first {len(rows)} of {total} rows" if total > len(rows)
+                 else f"{what}: {total} rows")
         if rows:
             render._show(out, headers, rows, title=title)
         lines = [f"rows: {total:,}" + (f" ({self.bad_rows:,} could not be read or computed)"
                                         if self.bad_rows else "")]
         if self.value_min is not None:
-            what = "value" if meta.value is None or np.ndim(meta.value) == 0 \
-                else "value (elements)"
+            what = "value" if np.ndim(self.kind.value(meta)) == 0 else "value (elements)"
             lines.append(f"{what}: min {render.number_text(self.value_min[0], precision)} "
                          f"(row {self.value_min[1]}), max "
                          f"{render.number_text(self.value_max[0], precision)} "
                          f"(row {self.value_max[1]})")
         if self.norm_min is not None:
-            lines.append(f"gradient norm: min {render.number_text(self.norm_min[0], precision)}"
+            lines.append(f"{self.kind.norm}: min {render.number_text(self.norm_min[0], precision)}"
                          f" (row {self.norm_min[1]}), max "
                          f"{render.number_text(self.norm_max[0], precision)} "
                          f"(row {self.norm_max[1]})")
@@ -605,8 +732,9 @@ def check_options(s) -> None:
                 raise InputError(f"{name} works with --at SOURCE (many points)")
 
 
-def run(mode: str, s, prepare, mode_options) -> None:
-    """``gradcli MODE PROGRAM --at SOURCE``: see the module doc."""
+def run(kind, s, prepare) -> None:
+    """``gradcli COMMAND PROGRAM --at SOURCE`` for the command ``kind`` (a ModeKind,
+    JacobianKind or JvpKind): see the module doc."""
     from .app import _guarded
 
     if getattr(s, "symbolic", False):
@@ -626,10 +754,10 @@ def run(mode: str, s, prepare, mode_options) -> None:
         return fmt, model, source, out
 
     fmt, model, source, out = _guarded(setup)
-    evaluate = Evaluator(model, mode, mode_options(s))
+    evaluate = Evaluator(model, kind)
     writer_class = {"json": JsonLinesWriter, "plain": PlainWriter, "csv": CsvWriter,
                     "human": HumanWriter}[fmt]
-    writer = writer_class(out, s.precision, lambda: evaluate.meta, source.labels)
+    writer = writer_class(out, s.precision, lambda: evaluate.meta, source.labels, kind)
     sample = Sample(s.check_rows if s.check_rows is not None else 5, s.seed) \
         if s.check else None
     progress = Progress(source, enabled=_is_terminal(sys.stderr))
@@ -659,7 +787,7 @@ def run(mode: str, s, prepare, mode_options) -> None:
                          .render() + "\n")
         raise typer.Exit(2)
     writer.finish()
-    notes = list(evaluate.meta.notes) if evaluate.meta is not None and fmt in (
+    notes = kind.notes(evaluate.meta) if evaluate.meta is not None and fmt in (
         "plain", "csv", "human") else []
     if evaluate.fell_back:
         notes.append(_FALLBACK_NOTE)
@@ -745,13 +873,10 @@ def _stream(source, evaluate, writer, sample, progress, skip: bool) -> None:
 def _check_rows(evaluate: Evaluator, sample: Sample, s) -> dict:
     """The single-point cross-check at each sampled row: {"rows": [{"row": N, ...the
     check object...}], "verdict", "passed"}."""
-    from ..check.compare import check_outcome
     rows = []
     for row, values in sample.rows():
-        outcome = evaluate.run_one(values)
-        check = check_outcome(evaluate.model, outcome, rtol=s.rtol, atol=s.atol,
-                              timeout=s.check_timeout)
-        rows.append({"row": row, **check})
+        meta = evaluate.run_one(values)
+        rows.append({"row": row, **evaluate.kind.check(evaluate.model, meta, s)})
     verdicts = [r["verdict"] for r in rows]
     verdict = ("mismatch" if "mismatch" in verdicts else
                "passed" if "passed" in verdicts else "nothing to check")
