@@ -75,11 +75,12 @@ class Chunk:
 
 
 class BadRow:
-    """Row ``row`` could not be read; ``message`` says why and where (file:line)."""
-    __slots__ = ("row", "message")
+    """Row ``row`` could not be read (or computed); ``message`` says why and where
+    (file:line, or the row); ``error`` the computation's own error, if any."""
+    __slots__ = ("row", "message", "error")
 
-    def __init__(self, row: int, message: str):
-        self.row, self.message = row, message
+    def __init__(self, row: int, message: str, error=None):
+        self.row, self.message, self.error = row, message, error
 
 
 def element_labels(name: str, shape: tuple) -> list[str]:

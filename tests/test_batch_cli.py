@@ -485,3 +485,16 @@ def test_progress_bar_on_a_terminal_goes_to_standard_error_only(tmp_path):
     text = (tmp_path / "stdout.txt").read_text()
     assert "rows/s" not in text
     assert set(text.splitlines()) == {f"{float(value)!r} {float(dx)!r} {float(dy)!r}"}
+
+
+def test_what_the_mode_refuses_whatever_the_values_is_one_message(tmp_path):
+    source = points_csv(tmp_path)
+    result = invoke("implicit", "x * y", "--arg", "x", "--arg", "y", "--at", source,
+                    "--json", "--skip-bad-rows")
+    assert result.exit_code == 2 and result.stdout == ""
+    assert "No trainable variables" in result.stderr and "row" not in result.stderr
+
+
+def test_program_and_source_cannot_both_be_standard_input():
+    result = invoke("value-grad", "-", "--var", "x", "--at", "-", stdin="x\n1\n")
+    assert result.exit_code == 2 and "both be read from standard input" in result.stderr

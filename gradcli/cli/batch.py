@@ -36,7 +36,7 @@ import warnings
 import numpy as np
 import typer
 
-from ..errors import GradcliError, InputError, LimitError
+from ..errors import GradcliError, InputError, LimitError, ModeError, UnknownNameError
 from ..modes import Gradient, Outcome, run_mode
 from ..points import BadRow, Chunk, Slot, element_labels, open_source
 
@@ -263,28 +263,34 @@ class Result:
 
 def _computed(evaluate: Evaluator, chunk: Chunk) -> list:
     """The chunk's results, in order: one Result, or (when some row's computation fails)
-    Results and BadRows row by row. A failure of every row is the program's, not a row's:
-    it is raised."""
+    Results and BadRows row by row. What the command refuses whatever the values (no
+    trainable variable, an unknown --wrt name) is the program's error: it is raised."""
     try:
         value, grads = evaluate(chunk.values)
         return [Result(chunk.start, chunk.columns, value, grads)]
-    except (GradcliError, ArithmeticError, ValueError, TypeError, IndexError) as err:
-        if chunk.n == 1 and chunk.start == 0:
-            raise _as_error(err) from None
-    out, failures = [], []
+    except _PROGRAM_ERRORS:
+        raise
+    except _ROW_ERRORS:
+        pass
+    out = []
     for i in range(chunk.n):
         row = {name: v[i:i + 1] for name, v in chunk.values.items()}
         try:
             value, grads = evaluate(row)
-        except (GradcliError, ArithmeticError, ValueError, TypeError, IndexError) as err:
+        except _PROGRAM_ERRORS:
+            raise
+        except _ROW_ERRORS as err:
             error = _as_error(err)
-            failures.append(error)
-            out.append(BadRow(chunk.start + i, f"row {chunk.start + i}: {error.message}"))
+            out.append(BadRow(chunk.start + i, f"row {chunk.start + i}: {error.message}",
+                              error))
             continue
         out.append(Result(chunk.start + i, chunk.columns[i:i + 1], value, grads))
-    if len(failures) == chunk.n and len({f.message for f in failures}) == 1:
-        raise failures[0]  # the same failure at every row: the program's error
     return out
+
+
+# Refusals that do not depend on the values (the mode's, the options'): the program's.
+_PROGRAM_ERRORS = (ModeError, UnknownNameError)
+_ROW_ERRORS = (GradcliError, ArithmeticError, ValueError, TypeError, IndexError)
 
 
 def _as_error(err: Exception) -> GradcliError:
@@ -858,8 +864,11 @@ def _stream(source, evaluate, writer, sample, progress, skip: bool) -> None:
             if isinstance(part, BadRow):
                 if not skip:
                     writer.flush()
-                    raise InputError(part.message + " (--skip-bad-rows records such rows "
+                    error = part.error
+                    error.message = (part.message + " (--skip-bad-rows records such rows "
                                      "and carries on)")
+                    error.args = (error.message,)
+                    raise error
                 skipped.add(part.row)
                 writer.bad(part)
             else:
