@@ -302,11 +302,13 @@ def _as_error(err: Exception) -> GradcliError:
 # ---------------------------------------------------------------------------------------
 # Number text, a chunk at a time
 # ---------------------------------------------------------------------------------------
-def _ready(arr: np.ndarray) -> np.ndarray:
-    """An output array whose float64 repr is the single-point output's text: a float32's
-    shortest decimal, as the single-point output writes it; booleans as they are."""
+def _ready(arr: np.ndarray, precision: int | None = None) -> np.ndarray:
+    """An output array whose float64 text is the single-point output's: a float32's
+    shortest decimal (or, with ``precision``, its exact value, which ``number_text``
+    rounds); booleans as they are."""
     if arr.dtype.kind == "f" and arr.dtype != np.float64:
-        return arr.astype(str).astype(np.float64)
+        return arr.astype(np.float64) if precision is not None else \
+            arr.astype(str).astype(np.float64)
     return arr
 
 
@@ -397,10 +399,6 @@ class JsonLinesWriter(_Writer):
 class PlainWriter(_Writer):
     """One line per row: the value, then every gradient flattened."""
 
-    def __init__(self, *args):
-        super().__init__(*args)
-        self.template = None
-
     def write(self, res: Result) -> None:
         meta = self.meta_of()
         n = res.n
@@ -410,11 +408,11 @@ class PlainWriter(_Writer):
             if f is None:
                 pieces.append("null")
                 continue
-            f = _ready(f)
+            f = _ready(f, self.precision)
             width = f.reshape(n, -1).shape[1]
             pieces.append(" ".join([_spec(f, self.precision)] * width))
             arrays.append(f.reshape(n, -1).astype(np.float64))
-        template = " ".join(p for p in pieces if p).replace("%r", "%r") + "\n"
+        template = " ".join(pieces) + "\n"
         table = np.concatenate(arrays, axis=1) if arrays else np.zeros((n, 0))
         self.out.write(_lines(template, table) if arrays else template * n)
         self.rows += n
@@ -468,7 +466,7 @@ class CsvWriter(_Writer):
                 shape = self.kind.missing_shape(meta, k - with_value)
                 specs += [""] * max(1, int(np.prod(shape)))
                 continue
-            f = _ready(f)
+            f = _ready(f, self.precision)
             flat = f.reshape(n, -1)
             specs += [_spec(f, self.precision)] * flat.shape[1]
             arrays.append(flat.astype(np.float64))
