@@ -194,6 +194,10 @@ def test_names_of_the_program_are_typed_into_the_csv_output_header(tmp_path):
                                "--output", "{}/out.jsonl"], "conflicts with --output"),
     ({"p.csv": "x,y\n1,2\n"}, ["--var", "x", "--var", "y", "--at", "@{}/p.csv", "--output",
                                "{}/no/such/dir/out.csv"], "cannot write the file"),
+    ({"p.csv": "x,y\n1,2\n"}, ["--var", "x", "--var", "y", "--at", "@{}/p.csv", "--output",
+                               "{}/p.csv"], "is the source itself"),
+    ({"p.csv": "x,y\n1,2\n"}, ["--var", "x", "--var", "y", "--at", "@{}/p.csv", "--check",
+                               "--seed", "-1"], "--seed"),
 ])
 def test_bad_sources_and_options_are_one_message_and_exit_2(files, args, words, tmp_path):
     for name, text in files.items():

@@ -281,7 +281,7 @@ BATCH = [
         "--check-rows", min=1, max=10_000, metavar="N", show_default=False,
         help="With --at --check: how many random rows to cross-check (default 5).")], None),
     _opt("seed", Annotated[Optional[int], typer.Option(
-        "--seed", metavar="N", show_default=False,
+        "--seed", min=0, max=2**63 - 1, metavar="N", show_default=False,
         help="With --at --check: the seed of the random choice of rows.")], None),
 ]
 

@@ -753,6 +753,9 @@ def run(kind, s, prepare) -> None:
         slots = {}
         for decl in model.declarations:
             slots[decl.name] = Slot(decl.kind, decl.value if decl.has_value else None)
+        if s.output is not None and s.at.strip().startswith("@") and _same_file(
+                s.at.strip()[1:], s.output):
+            raise InputError(f"--output {s.output} is the source itself: write elsewhere")
         source = open_source(s.at, slots, chunk=s.chunk)
         out = _open_output(s.output)
         return fmt, model, source, out
@@ -833,6 +836,13 @@ def _flush_quietly(writer) -> None:
         writer.flush()
     except OSError:
         pass
+
+
+def _same_file(a: str, b: str) -> bool:
+    try:
+        return os.path.samefile(os.path.expanduser(a), os.path.expanduser(b))
+    except OSError:
+        return False
 
 
 def _open_output(path: str | None):
