@@ -155,3 +155,23 @@ def test_plain_and_precision_rows_equal_the_single_point_plain(tmp_path):
                             f"x={literal(row['x'])}", "--plain", *extra)
             # one line per row: the single point's lines, joined
             assert batch.stdout.splitlines()[k] == " ".join(single.stdout.splitlines())
+
+
+@pytest.mark.parametrize("name", ["multiply", "sin", "softmax", "matmul", "norm", "exp"])
+def test_hessian_at_rows_equals_the_single_point_command(name, tmp_path):
+    compare("hessian", f"sum({TABLE_PROGRAMS[name][0]})", rows_of(sample_point(name)),
+            kind="arg", tmp_path=tmp_path)
+
+
+def test_hessian_plain_rows_are_the_single_point_lines_and_verdict(tmp_path):
+    rows = [{"x": np.array(1.0), "y": np.array(1.0)}, {"x": np.array(2.0), "y": np.array(3.0)}]
+    (tmp_path / "p.csv").write_text(csv_text(rows))
+    text = "(1 - x)^2 + 100*(y - x^2)^2"
+    batch = invoke("hessian", text, "--arg", "x", "--arg", "y", "--at",
+                   f"@{tmp_path / 'p.csv'}", "--plain")
+    assert batch.exit_code == 0, batch.output
+    for k, row in enumerate(rows):
+        single = invoke("hessian", text, "--arg", f"x={literal(row['x'])}", "--arg",
+                        f"y={literal(row['y'])}", "--plain")
+        assert batch.stdout.splitlines()[k] == " ".join(single.stdout.splitlines())
+    assert batch.stdout.splitlines()[0].endswith(" minimum")

@@ -552,7 +552,8 @@ def _many_or_one(kind: str, arguments, one):
 
 _command("jacobian", SOURCES + JACOBIAN_MODE + HIGHER_CHECK + BATCH, _many_or_one(
     "JacobianKind", lambda s: (_split(s.wrt), s.mode), _higher("run_jacobian")))
-_command("hessian", SOURCES + HIGHER_CHECK, _higher("run_hessian"))
+_command("hessian", SOURCES + HIGHER_CHECK + BATCH, _many_or_one(
+    "HessianKind", lambda s: (_split(s.wrt),), _higher("run_hessian")))
 # grad gains --order N (without it, grad runs as before).
 def _grad_or_order(s: _Settings) -> None:
     if s.order is None:

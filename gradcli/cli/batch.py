@@ -61,6 +61,8 @@ class ModeKind:
     are arrays; the rest of it (names, notes) is the same at every row."""
     prefix = "d_"
     norm = "gradient norm"
+    norm_of = None   # the outputs the norm is over (None: all)
+    word = None      # the name of a word per row (hessian's verdict), if any
 
     def __init__(self, mode: str, options):
         self.mode, self.options = mode, options
@@ -76,6 +78,10 @@ class ModeKind:
 
     def has_value(self, meta) -> bool:
         return meta.mode in ("tape", "value-grad")
+
+    def shown(self, meta, value, raw: list):
+        """What the rows show, from what vectorized_map returned: (outputs, words)."""
+        return raw, None
 
     def names(self, meta) -> list:
         return [g.name for g in meta.gradients]
@@ -198,6 +204,68 @@ class JvpKind(ModeKind):
         return check_jvp(model, meta, rtol=s.rtol, atol=s.atol, timeout=s.check_timeout)
 
 
+class HessianKind(ModeKind):
+    """``gradcli hessian --at``: the value, gradient, Hessian, eigenvalues and verdict at
+    each row. vectorized_map returns the gradient, the Hessian and the point; each row's
+    verdict is then ``derivatives.classify`` of them, as the single-point command does."""
+    prefix = ""
+    norm_of = (0,)
+    word = "verdict"
+
+    def __init__(self, wrt):
+        self.wrt = wrt
+
+    def run(self, model):
+        from ..derivatives import hessian
+        return hessian(model, self.wrt)
+
+    def outputs(self, meta) -> list:
+        return [meta.gradient, meta.hessian, meta.point]
+
+    def has_value(self, meta) -> bool:
+        return True
+
+    def names(self, meta) -> list:
+        return ["gradient", "hessian", "eigenvalues"]
+
+    def notes(self, meta) -> list:
+        return []
+
+    def title(self, meta) -> str:
+        return "hessian"
+
+    def result_at(self, meta, value, raw: list):
+        """The single-point HessianResult of a row."""
+        from ..derivatives import HessianResult, classify
+        gradient, matrix, point = raw
+        return HessianResult(value=value, names=meta.names, shapes=meta.shapes,
+                             labels=meta.labels, gradient=gradient, hessian=matrix,
+                             dtype=meta.dtype, point=point,
+                             **classify(gradient, matrix, point, meta.dtype))
+
+    def shown(self, meta, value, raw: list):
+        n = len(raw[0])
+        eigenvalues = np.full(raw[0].shape, np.nan)
+        words = []
+        for i in range(n):
+            result = self.result_at(meta, value[i], [r[i] for r in raw])
+            if result.eigenvalues is not None:
+                eigenvalues[i] = result.eigenvalues
+            words.append(result.verdict)
+        return [raw[0], raw[1], eigenvalues], words
+
+    def row_json(self, meta, value, raw) -> dict:
+        from .higher import hessian_json
+        return hessian_json(self.result_at(meta, value, raw))
+
+    def template(self, meta):
+        return None
+
+    def check(self, model, meta, s) -> dict:
+        from ..check.higher import check_hessian
+        return check_hessian(model, meta, rtol=s.rtol, atol=s.atol, timeout=s.check_timeout)
+
+
 class Evaluator:
     """A command (``kind``) on a built model at the rows of a chunk: ``__call__(values)``
     -> ``(value, outputs)`` arrays with a leading row axis (None where the command gives
@@ -250,11 +318,13 @@ def _numpy(t):
 
 class Result:
     """Rows ``start`` .. ``start + n - 1`` computed: the point's columns, the value and
-    the gradients, each with a leading row axis."""
-    __slots__ = ("start", "columns", "value", "grads")
+    the outputs shown (``grads``), each with a leading row axis; ``raw`` the outputs as
+    vectorized_map returned them, ``words`` a word per row (hessian's verdict) or None."""
+    __slots__ = ("start", "columns", "value", "grads", "raw", "words")
 
-    def __init__(self, start: int, columns: np.ndarray, value, grads: list):
-        self.start, self.columns, self.value, self.grads = start, columns, value, grads
+    def __init__(self, start: int, columns: np.ndarray, value, raw: list, kind, meta):
+        self.start, self.columns, self.value, self.raw = start, columns, value, raw
+        self.grads, self.words = kind.shown(meta, value, raw)
 
     @property
     def n(self) -> int:
@@ -267,7 +337,8 @@ def _computed(evaluate: Evaluator, chunk: Chunk) -> list:
     trainable variable, an unknown --wrt name) is the program's error: it is raised."""
     try:
         value, grads = evaluate(chunk.values)
-        return [Result(chunk.start, chunk.columns, value, grads)]
+        return [Result(chunk.start, chunk.columns, value, grads, evaluate.kind,
+                       evaluate.meta)]
     except _PROGRAM_ERRORS:
         raise
     except _ROW_ERRORS:
@@ -284,7 +355,8 @@ def _computed(evaluate: Evaluator, chunk: Chunk) -> list:
             out.append(BadRow(chunk.start + i, f"row {chunk.start + i}: {error.message}",
                               error))
             continue
-        out.append(Result(chunk.start + i, chunk.columns[i:i + 1], value, grads))
+        out.append(Result(chunk.start + i, chunk.columns[i:i + 1], value, grads,
+                          evaluate.kind, evaluate.meta))
     return out
 
 
@@ -380,7 +452,7 @@ class JsonLinesWriter(_Writer):
                     continue
                 value = res.value[i] if res.value is not None else None
                 obj = {"row": row, **kind.row_json(meta, value, [
-                    None if a is None else a[i] for a in res.grads])}
+                    None if a is None else a[i] for a in res.raw])}
                 lines.append(jsonvalue.dumps(obj, allow_nan=False) + "\n")
             text = "".join(lines)
         self.out.write(text)
@@ -414,7 +486,11 @@ class PlainWriter(_Writer):
             arrays.append(f.reshape(n, -1).astype(np.float64))
         template = " ".join(pieces) + "\n"
         table = np.concatenate(arrays, axis=1) if arrays else np.zeros((n, 0))
-        self.out.write(_lines(template, table) if arrays else template * n)
+        text = _lines(template, table) if arrays else template * n
+        if res.words is not None:
+            text = "".join(f"{line} {word}\n" for line, word in
+                           zip(text.splitlines(), res.words))
+        self.out.write(text)
         self.rows += n
 
     def bad(self, row: BadRow) -> None:
@@ -443,6 +519,8 @@ class CsvWriter(_Writer):
                 shape = np.shape(a)[1:] if a is not None else \
                     self.kind.missing_shape(meta, k)
                 header += element_labels(f"{self.kind.prefix}{name}", shape)
+            if self.kind.word:
+                header.append(self.kind.word)
                 widths.append(max(1, int(np.prod(shape))))
         self.out.write(",".join(_csv_field(h) for h in header) + "\n")
         self.width = len(header)
@@ -472,7 +550,11 @@ class CsvWriter(_Writer):
             arrays.append(flat.astype(np.float64))
         template = ",".join(specs) + "\n"
         table = np.concatenate(arrays, axis=1)
-        self.out.write(_lines(template, table))
+        text = _lines(template, table)
+        if res.words is not None:
+            text = "".join(f"{line},{_csv_field(word)}\n" for line, word in
+                           zip(text.splitlines(), res.words))
+        self.out.write(text)
         self.rows += n
 
     def bad(self, row: BadRow) -> None:
@@ -507,6 +589,7 @@ class HumanWriter(_Writer):
         self.norm_min = self.norm_max = None
         self.non_finite = 0
         self.non_finite_rows: list = []
+        self.words: dict = {}   # hessian's verdicts: word -> rows
 
     def write(self, res: Result) -> None:
         meta = self.meta_of()
@@ -514,7 +597,11 @@ class HumanWriter(_Writer):
         for i in range(min(n, HEAD_ROWS - len(self.head))):
             self.head.append((res.start + i, res.columns[i],
                               None if res.value is None else res.value[i],
-                              [None if g is None else g[i] for g in res.grads]))
+                              [None if g is None else g[i] for g in res.grads]
+                              + ([res.words[i]] if res.words is not None else [])))
+        if res.words is not None:
+            for word in res.words:
+                self.words[word] = self.words.get(word, 0) + 1
         finite = np.ones(n, dtype=bool)
         if self.kind.has_value(meta) and res.value is not None:
             v = res.value.reshape(n, -1).astype(np.float64)
@@ -522,12 +609,14 @@ class HumanWriter(_Writer):
             self.value_min = _extreme(self.value_min, v, finite, res.start, min)
             self.value_max = _extreme(self.value_max, v, finite, res.start, max)
         squares = np.zeros(n)
-        for g in res.grads:
+        normed = res.grads if self.kind.norm_of is None else [res.grads[k] for k in
+                                                                self.kind.norm_of]
+        for g in normed:
             if g is not None:
                 flat = g.reshape(n, -1).astype(np.float64)
                 finite &= np.isfinite(flat).all(axis=1)
                 squares += (flat * flat).sum(axis=1)
-        if any(g is not None for g in res.grads):
+        if any(g is not None for g in normed):
             norms = np.sqrt(squares)[:, None]
             self.norm_min = _extreme(self.norm_min, norms, finite, res.start, min)
             self.norm_max = _extreme(self.norm_max, norms, finite, res.start, max)
@@ -555,6 +644,8 @@ class HumanWriter(_Writer):
             headers.append("value")
         names = self.kind.names(meta) if meta is not None else []
         headers += [f"{self.kind.prefix}{name}" for name in names]
+        if self.kind.word:
+            headers.append(self.kind.word)
         rows = []
         for item in self.head:
             if len(item) == 2:
@@ -567,8 +658,8 @@ class HumanWriter(_Writer):
                 ", ..." if len(labels) > 4 else "")])
             if with_value:
                 cells.append(render.array_text(value, precision))
-            cells += [render.array_text(g, precision) if g is not None else "None"
-                      for g in grads]
+            cells += [g if isinstance(g, str) else render.array_text(g, precision)
+                      if g is not None else "None" for g in grads]
             rows.append(cells)
         total = self.rows + self.bad_rows
         what = self.kind.title(meta) if meta is not None else "rows"
@@ -589,6 +680,9 @@ class HumanWriter(_Writer):
                          f" (row {self.norm_min[1]}), max "
                          f"{render.number_text(self.norm_max[0], precision)} "
                          f"(row {self.norm_max[1]})")
+        if self.words:
+            lines.append(f"{self.kind.word}: " + ", ".join(
+                f"{word} {count:,}" for word, count in sorted(self.words.items())))
         if self.non_finite:
             listed = ", ".join(map(str, self.non_finite_rows))
             more = ", ..." if self.non_finite > len(self.non_finite_rows) else ""
