@@ -1,10 +1,11 @@
-"""``--at SOURCE``: one mode at many points, a chunk of rows per ``vectorized_map`` call.
+"""``--at SOURCE``: a command at many points, a chunk of rows per ``vectorized_map`` call.
 
 The program is parsed and built once. Each chunk of rows the source gives (see
 ``gradcli.points``) is evaluated by ONE call of ``gc.vectorized_map`` whose function binds
-the chunk's values to the model (``Model.bind``) and runs the mode exactly as the
-single-point command does (``gradcli.modes.run_mode``), so a row's result is the
-single-point result at that row by construction. Where the engine cannot batch the mode
+the chunk's values to the model (``Model.bind``) and runs the command exactly as the
+single-point command does (``gradcli.modes.run_mode`` for the four modes; ``jacobian``,
+``hessian`` and ``run_jvp`` for the others: a "kind" below says which), so a row's result
+is the single-point result at that row by construction. Where the engine cannot batch the mode
 yet, ``vectorized_map`` runs the function once per row (same results, slower) and one
 note says so.
 
