@@ -103,7 +103,21 @@ class Source:
         self.position = 0   # bytes read so far (text sources), for the progress bar
 
     def items(self) -> Iterator[Chunk | BadRow]:
-        return self._reader(self)
+        """The chunks and bad rows in input order. A source that cannot be read further
+        (a byte that is not UTF-8 on line 70,000, a truncated .npz) is an InputError
+        naming it."""
+        reader = self._reader(self)
+        while True:
+            try:
+                item = next(reader)
+            except StopIteration:
+                return
+            except (GradcliError, MemoryError):
+                raise
+            except Exception as err:  # noqa: BLE001 - OSError, UnicodeDecodeError, zip errors
+                detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+                raise InputError(f"{self.shown}: cannot read further ({detail})") from None
+            yield item
 
 
 # ---------------------------------------------------------------------------------------

@@ -502,3 +502,13 @@ def test_what_the_mode_refuses_whatever_the_values_is_one_message(tmp_path):
 def test_program_and_source_cannot_both_be_standard_input():
     result = invoke("value-grad", "-", "--var", "x", "--at", "-", stdin="x\n1\n")
     assert result.exit_code == 2 and "both be read from standard input" in result.stderr
+
+
+def test_a_source_that_cannot_be_read_further_stops_after_the_rows_before(tmp_path):
+    (tmp_path / "p.csv").write_bytes(b"x,y\n1,1\n2,3\n\xff\xfe,1\n")
+    result = invoke("value-grad", ROSEN, "--var", "x", "--var", "y", "--at",
+                    f"@{tmp_path / 'p.csv'}", "--json", "--chunk", "2")
+    assert result.exit_code == 2
+    assert "cannot read further" in result.stderr and "Traceback" not in result.output
+    assert_rosenbrock_rows([json.loads(line) for line in result.stdout.splitlines()],
+                           POINTS[:2])
