@@ -93,11 +93,9 @@ def run_mode(mode: str, model, options: ModeOptions | None = None) -> Outcome:
 
 
 def _numpy(t):
-    if t is None:
-        return None
-    if t.__class__ is Batched:  # inside vectorized_map (--at): stays batched, one per row
-        return t
-    return np.asarray(t.numpy())
+    # Inside vectorized_map (many points at once) a batched value stays one: the map
+    # stacks it per example.
+    return None if t is None else t if isinstance(t, Batched) else np.asarray(t.numpy())
 
 
 def _kind(model, name: str) -> str:
