@@ -272,7 +272,7 @@ BATCH = [
     _opt("chunk", Annotated[Optional[int], typer.Option(
         "--chunk", min=1, max=10_000_000, metavar="N", show_default=False,
         help="With --at: rows read, computed and written at a time (default: by size, up "
-             "to 65536).")], None),
+             "to 16384).")], None),
     _opt("skip_bad_rows", Annotated[bool, typer.Option(
         "--skip-bad-rows", help="With --at: record a row that cannot be read or computed "
                                 "as an error in its output and carry on (default: stop, "

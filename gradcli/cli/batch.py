@@ -41,6 +41,8 @@ from ..errors import GradcliError, InputError, LimitError, ModeError, UnknownNam
 from ..modes import Gradient, Outcome, run_mode
 from ..points import BadRow, Chunk, Slot, element_labels, open_source
 
+#: Rows whose output text is made at once (a chunk's rows are written in such pieces).
+WRITE_ROWS = 8192
 #: Rows the human output shows in its table.
 HEAD_ROWS = 10
 #: Row numbers listed for non-finite results in the human summary.
@@ -326,6 +328,22 @@ class Result:
     def __init__(self, start: int, columns: np.ndarray, value, raw: list, kind, meta):
         self.start, self.columns, self.value, self.raw = start, columns, value, raw
         self.grads, self.words = kind.shown(meta, value, raw)
+
+    def pieces(self, size: int):
+        """The rows ``size`` at a time (the output's text is made a piece at a time: a
+        few MB of strings, whatever the chunk, keep the process's memory flat)."""
+        if self.n <= size:
+            yield self
+            return
+        for at in range(0, self.n, size):
+            piece = object.__new__(Result)
+            cut = slice(at, at + size)
+            piece.start, piece.columns = self.start + at, self.columns[cut]
+            piece.value = None if self.value is None else self.value[cut]
+            piece.raw = [None if r is None else r[cut] for r in self.raw]
+            piece.grads = [None if g is None else g[cut] for g in self.grads]
+            piece.words = None if self.words is None else self.words[cut]
+            yield piece
 
     @property
     def n(self) -> int:
@@ -975,7 +993,8 @@ def _stream(source, evaluate, writer, sample, progress, skip: bool) -> None:
                 skipped.add(part.row)
                 writer.bad(part)
             else:
-                writer.write(part)
+                for piece in part.pieces(WRITE_ROWS):
+                    writer.write(piece)
         if sample is not None:
             sample.offer(item, lambda row: row not in skipped)
         writer.flush()
