@@ -59,7 +59,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 IMPLS = ("numpy", "gradcli", "autograd", "torch")
-WORKLOADS = ("weighted", "chain", "big", "mlp", "deep", "cli", "hessian")
+WORKLOADS = ("weighted", "chain", "big", "mlp", "deep", "cli", "hessian", "batch")
 
 # ---------------------------------------------------------------------------------------
 # optional libraries
@@ -802,6 +802,180 @@ def run_cli(runs, results):
         entry["median"][key] = statistics.median(ts)
 
 
+# ---------------------------------------------------------------------------------------
+# batch (issue 12): gradcli value-grad --at, many points in one process
+BATCH_N = 10**6
+BATCH_BIG_N = 10**7
+BATCH_PROGRAM = "(1 - p[0])^2 + 100*(p[1] - p[0]^2)^2"
+# The hand-vectorised numpy the CLI is held against: the same file read, the same maths
+# and the same CSV text (row, the point's columns, value, gradient), written the fastest
+# way numpy offers (tolist and one %-formatting per chunk, as gradcli does).
+BATCH_NUMPY = """
+import sys
+import numpy as np
+p = np.load(sys.argv[1], mmap_mode="r")
+with open(sys.argv[2], "w") as out:
+    out.write('row,"p[0]","p[1]",value,"d_p[0]","d_p[1]"\\n')
+    for start in range(0, len(p), 65536):
+        x, y = np.asarray(p[start:start + 65536], dtype=np.float64).T
+        r = y - x * x
+        value = (1 - x) ** 2 + 100 * r * r
+        table = np.column_stack([np.arange(start, start + len(x), dtype=np.float64), x, y,
+                                 value, -2 * (1 - x) - 400 * x * r, 200 * r])
+        out.write(("%d,%r,%r,%r,%r,%r\\n" * len(x)) % tuple(table.ravel().tolist()))
+"""
+
+
+def _batch_cli(args: list, cwd, timeout: float) -> tuple[float | None, int | None, str]:
+    """One ``gradcli`` process: (seconds, peak RSS in bytes (wait4), error or "ok")."""
+    script = gradcli_command()
+    base = script[0] if script else [sys.executable, "-m", "gradcli"]
+    env = dict(os.environ)
+    env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
+    return _timed_process(base + args, cwd, timeout, env)
+
+
+# The command runs under a small launcher, which reports its peak RSS: measured from this
+# process, a forked child's peak would start at this (large) process's size.
+BATCH_LAUNCHER = """
+import resource, subprocess, sys
+code = subprocess.call(sys.argv[2:], stdin=subprocess.DEVNULL, stdout=subprocess.DEVNULL)
+with open(sys.argv[1], "w") as f:
+    f.write(str(resource.getrusage(resource.RUSAGE_CHILDREN).ru_maxrss * 1024))
+sys.exit(code)
+"""
+
+
+def _timed_process(cmd: list, cwd, timeout: float, env=None):
+    import tempfile
+    report = tempfile.NamedTemporaryFile(suffix=".rss", delete=False)
+    report.close()
+    t0 = time.perf_counter()
+    proc = subprocess.Popen([sys.executable, "-c", BATCH_LAUNCHER, report.name] + cmd, cwd=cwd,
+                            env=env, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE,
+                            stdin=subprocess.DEVNULL)
+    deadline = t0 + timeout
+    try:
+        _, err = proc.communicate(timeout=max(deadline - time.perf_counter(), 1))
+    except subprocess.TimeoutExpired:
+        proc.kill()  # (the launcher; its child ends with the pipe)
+        proc.communicate()
+        return None, None, f"n/a (over {timeout:.0f} s)"
+    elapsed = time.perf_counter() - t0
+    err = err.decode(errors="replace").strip()
+    try:
+        rss = int(Path(report.name).read_text() or 0) or None
+    except (OSError, ValueError):
+        rss = None
+    finally:
+        Path(report.name).unlink(missing_ok=True)
+    if proc.returncode != 0:
+        return None, None, (f"n/a (exit {proc.returncode}: "
+                            f"{(err.splitlines() or ['?'])[-1][:120]})")
+    return elapsed, rss, "ok" if "loop fallback" not in err else \
+        "ok (loop fallback: the engine does not batch the mode yet)"
+
+
+def run_batch(results, quick: bool) -> None:
+    """``value-grad --at``: 10^6 Rosenbrock gradients from a .npy through the CLI against
+    hand-vectorised numpy (whole processes, same I/O) and against a per-point loop of the
+    library in one process (timed on 2,000 points, scaled); peak RSS of 10^7 rows
+    streamed; a 10^6-row CSV (rows/s of the whole command and of the reader alone)."""
+    import tempfile
+
+    n = BATCH_N // 10 if quick else BATCH_N
+    big = BATCH_BIG_N // 10 if quick else BATCH_BIG_N
+    entry: dict[str, Any] = {"median": {}, "samples": {}, "check": {}, "n": n, "big_n": big}
+    results["batch"] = entry
+    rng = np.random.default_rng(0)
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        points = rng.uniform(-2, 2, size=(n, 2))
+        np.save(tmp / "p.npy", points)
+        at = ["value-grad", BATCH_PROGRAM, "--var", "p", "--at"]
+        runs = 1 if quick else 3
+        for key, cmd, env in (
+                ("cli", at + [f"@{tmp / 'p.npy'}", "--csv", "--output", str(tmp / "g.csv")],
+                 None),
+                ("numpy", [sys.executable, "-c", BATCH_NUMPY, str(tmp / "p.npy"),
+                           str(tmp / "h.csv")], "numpy")):
+            times = []
+            for _ in range(runs):
+                if env is None:
+                    t, _, status = _batch_cli(cmd, tmp, timeout=900)
+                else:
+                    t, _, status = _timed_process(cmd, tmp, timeout=900)
+                entry["check"][key] = status
+                if t is None:
+                    break
+                times.append(t)
+            if times:
+                entry["samples"][key] = times
+                entry["median"][key] = statistics.median(times)
+        if "cli" in entry["median"] and "numpy" in entry["median"]:
+            ours = np.loadtxt(tmp / "g.csv", delimiter=",", skiprows=1)
+            hand = np.loadtxt(tmp / "h.csv", delimiter=",", skiprows=1)
+            if ours.shape != hand.shape or not np.allclose(ours, hand, rtol=1e-12, atol=1e-12):
+                entry["check"]["cli"] = "MISMATCH (the CSV differs from numpy's)"
+        # A per-point loop in one process with the library (the way without --at).
+        gc, _ = _import_gradcli()
+        if gc is not None:
+            sample = points[:2000]
+            x = gc.Variable(0.0)
+            y = gc.Variable(0.0)
+            fn = gc.implicit_value_and_gradients(
+                lambda: (1 - x) ** 2 + 100 * (y - x ** 2) ** 2)
+            t0 = time.perf_counter()
+            for a, b in sample.tolist():
+                x.assign(a)
+                y.assign(b)
+                fn()
+            entry["median"]["loop"] = (time.perf_counter() - t0) / len(sample) * n
+            entry["check"]["loop"] = f"ok (timed on {len(sample)} points, scaled to {n})"
+        # The computation alone, in process and without text (each chunk one
+        # vectorized_map call, as --at makes it): what the batching transform gives.
+        if gc is not None:
+            from gradcli.cli.batch import Evaluator, ModeKind
+            from gradcli.lang import Declarations, build, parse_program
+            from gradcli.modes import ModeOptions
+            from gradcli.points import Slot, open_source
+            model = build(parse_program(BATCH_PROGRAM), Declarations.from_options(var=["p"]))
+            evaluate = Evaluator(model, ModeKind("value-grad", ModeOptions()))
+            t0 = time.perf_counter()
+            for item in open_source(f"@{tmp / 'p.npy'}", {"p": Slot("var", None)}).items():
+                evaluate(item.values)
+            entry["median"]["compute"] = time.perf_counter() - t0
+            entry["check"]["compute"] = "ok" if not evaluate.fell_back else \
+                "ok (loop fallback: the engine does not batch the mode yet)"
+        # 10^7 rows streamed: peak resident memory of the whole process.
+        np.save(tmp / "big.npy", rng.uniform(-2, 2, size=(big, 2)))  # (freed at once)
+        t, rss, status = _batch_cli(at + [f"@{tmp / 'big.npy'}", "--csv", "--output",
+                                          os.devnull], tmp, timeout=3600)
+        entry["check"]["stream"] = status
+        if rss is not None:
+            entry["peak_rss"] = rss
+            entry["median"]["stream"] = t
+        (tmp / "big.npy").unlink()
+        # A CSV input of 10^6 rows: the whole command, and the reader alone.
+        with open(tmp / "p.csv", "w") as f:
+            f.write("x,y\n")
+            f.write(("%r,%r\n" * n) % tuple(points.ravel().tolist()))
+        t, _, status = _batch_cli(["value-grad", "(1 - x)^2 + 100*(y - x^2)^2", "--var", "x",
+                                   "--var", "y", "--at", f"@{tmp / 'p.csv'}", "--csv",
+                                   "--output", os.devnull], tmp, timeout=900)
+        entry["check"]["csv"] = status
+        if t is not None:
+            entry["median"]["csv"] = t
+        if gc is not None:
+            from gradcli.points import Slot, open_source
+            t0 = time.perf_counter()
+            source = open_source(f"@{tmp / 'p.csv'}", {"x": Slot("var", None),
+                                                      "y": Slot("var", None)})
+            rows = sum(item.n for item in source.items())
+            entry["median"]["csv_reader"] = time.perf_counter() - t0
+            entry["check"]["csv_reader"] = "ok" if rows == n else f"MISMATCH ({rows} rows)"
+
+
 MEMORY_CHILD_FLAG = "--_memory-child"
 
 
@@ -910,6 +1084,22 @@ def targets(results) -> list[tuple[str, str, str, str]]:
                      "PASS" if ok else ("n/a" if "error" in d else "FAIL")))
         r = paired(d, big_key, f"gradcli_{DEEP_SIZES[0]}")
         rows.append(("deep: time(10^5) / time(10^4)", fmt_ratio(r), "<= 12x", verdict(r, 12.0)))
+    if "batch" in results:
+        b = results["batch"]
+        r = ratio(b["median"].get("cli"), b["median"].get("numpy"))
+        rows.append((f"batch: --at {b['n']:.0e} points from .npy / hand numpy", fmt_ratio(r),
+                     "<= 3x", verdict(r, 3.0)))
+        r = ratio(b["median"].get("loop"), b["median"].get("cli"))
+        rows.append((f"batch: per-point library loop / --at ({b['n']:.0e} points)",
+                     fmt_ratio(r), ">= 50x", "n/a" if r is None else
+                     ("PASS" if r >= 50 else "FAIL")))
+        r = ratio(b["median"].get("loop"), b["median"].get("compute"))
+        rows.append(("batch: the same, computation only (in process, no I/O)", fmt_ratio(r),
+                     ">= 50x", "n/a" if r is None else ("PASS" if r >= 50 else "FAIL")))
+        rss = b.get("peak_rss")
+        rows.append((f"batch: peak RSS, {b['big_n']:.0e} rows streamed",
+                     "n/a" if rss is None else fmt_bytes(rss), "<= 300 MB",
+                     verdict(None if rss is None else rss / 2**20, 300)))
     if "cli" in results:
         base = med("cli", "import numpy")
         for key, limit in CLI_LIMITS.items():
@@ -1032,6 +1222,26 @@ def report(results, meta):
         print(f"  fwd-over-rev / rev-over-rev: "
               f"{fmt_ratio(paired(e, 'gradcli fwd-over-rev', 'gradcli rev-over-rev'))};  "
               f"fwd-over-rev / torch: {fmt_ratio(paired(e, 'gradcli fwd-over-rev', 'torch'))}")
+        print()
+
+    if "batch" in results:
+        b = results["batch"]
+        m = b["median"]
+        print(f"batch (gradcli value-grad --at, Rosenbrock, {b['n']:,} points; whole "
+              f"processes):")
+        for key, label in (("cli", "--at @p.npy --csv --output"),
+                           ("numpy", "hand numpy, same I/O"),
+                           ("loop", "per-point loop of the library"),
+                           ("compute", "--at's computation alone (in process)"),
+                           ("stream", f"--at {b['big_n']:,} rows, output discarded"),
+                           ("csv", "--at @p.csv (CSV input)"),
+                           ("csv_reader", "CSV reader alone (in process)")):
+            t = m.get(key)
+            rate = "" if t is None else \
+                f"  {(b['big_n'] if key == 'stream' else b['n']) / t:,.0f} rows/s"
+            print(f"  {label:40s} {fmt_time(t):>10s}{rate}   {b['check'].get(key, 'n/a')}")
+        if b.get("peak_rss") is not None:
+            print(f"  peak RSS of the {b['big_n']:,}-row run: {fmt_bytes(b['peak_rss'])}")
         print()
 
     rows = targets(results)
@@ -1168,6 +1378,8 @@ def main(argv=None) -> int:
             run_deep(libs, deep_repeat, results)
         elif work == "cli":
             run_cli(cli_runs, results)
+        elif work == "batch":
+            run_batch(results, args.quick)
         results[work]["other_load"] = load.stop()
         if work == "big":
             run_memory(results)

@@ -256,6 +256,35 @@ TAPE = [
         help="Gradient of a source the target does not reach: null, or zeros.")], "none"),
 ]
 
+BATCH = [
+    _opt("at", Annotated[Optional[str], typer.Option(
+        "--at", metavar="SOURCE", show_default=False,
+        help="Many points: run at every row of @points.csv (a header names what each "
+             "column sets: x, W[0,1]), @x.npy, @p.npz, @p.jsonl, or - (standard input, "
+             "CSV or JSON Lines). One output per row, in order; rows count from 0.")], None),
+    _opt("csv", Annotated[bool, typer.Option(
+        "--csv", help="With --at: a CSV table (row, the point's columns, value, d_x...).")],
+        False),
+    _opt("output", Annotated[Optional[str], typer.Option(
+        "--output", metavar="PATH", show_default=False,
+        help="With --at: write the rows to PATH (format from .jsonl, .csv or .txt).")],
+        None),
+    _opt("chunk", Annotated[Optional[int], typer.Option(
+        "--chunk", min=1, max=10_000_000, metavar="N", show_default=False,
+        help="With --at: rows read, computed and written at a time (default: by size, up "
+             "to 16384).")], None),
+    _opt("skip_bad_rows", Annotated[bool, typer.Option(
+        "--skip-bad-rows", help="With --at: record a row that cannot be read or computed "
+                                "as an error in its output and carry on (default: stop, "
+                                "exit 2).")], False),
+    _opt("check_rows", Annotated[Optional[int], typer.Option(
+        "--check-rows", min=1, max=10_000, metavar="N", show_default=False,
+        help="With --at --check: how many random rows to cross-check (default 5).")], None),
+    _opt("seed", Annotated[Optional[int], typer.Option(
+        "--seed", min=0, max=2**63 - 1, metavar="N", show_default=False,
+        help="With --at --check: the seed of the random choice of rows.")], None),
+]
+
 GRAD = [
     _opt("params", Annotated[Optional[List[str]], typer.Option(
         "--params", metavar="NAME[,NAME...]", show_default=False,
@@ -290,8 +319,8 @@ HELP = {
 
 class _Settings:
     """A command's options by name (the options a command lacks take these defaults)."""
-    check = symbolic = no_watch_accessed = False
-    rtol = atol = wrt = watch = params = None
+    check = symbolic = no_watch_accessed = csv = skip_bad_rows = False
+    rtol = atol = wrt = watch = params = at = output = chunk = check_rows = seed = None
     check_timeout = 5.0
     unconnected = "none"
 
@@ -350,6 +379,14 @@ def _guarded(work):
 
 def _run_mode(mode: str, s: _Settings) -> None:
     from ..modes import run_mode
+    if s.at is not None:  # many points (issue 12): cli/batch.py, imported only then
+        from . import batch
+        return batch.run(batch.ModeKind(mode, _guarded(lambda: _mode_options(s))), s,
+                         _prepare)
+    if s.output is not None or s.csv or s.chunk is not None or s.skip_bad_rows \
+            or s.check_rows is not None or s.seed is not None:
+        from .batch import check_options
+        _guarded(lambda: check_options(s))
 
     def work():
         model = _prepare(s)
@@ -464,7 +501,7 @@ def _command(name: str, extra: list, runner):
 
 
 for _mode, _extra in (("tape", TAPE), ("grad", GRAD), ("implicit", []), ("value-grad", [])):
-    _command(_mode, _extra + CHECK, (lambda m: lambda s: _run_mode(m, s))(_mode))
+    _command(_mode, _extra + CHECK + BATCH, (lambda m: lambda s: _run_mode(m, s))(_mode))
 _command("compare", TAPE + GRAD + CHECK, _run_compare)
 
 
@@ -501,11 +538,38 @@ HELP.update({
 EXAMPLES.update({
     "jacobian": "gradcli jacobian '[x*y, sin(x)]' --arg x=1 --arg y=2 --json",
     "hessian": "gradcli hessian '(1-x)^2 + 100*(y-x^2)^2' --arg x=1 --arg y=1   # minimum"})
-_command("jacobian", SOURCES + JACOBIAN_MODE + HIGHER_CHECK, _higher("run_jacobian"))
-_command("hessian", SOURCES + HIGHER_CHECK, _higher("run_hessian"))
+def _many_or_one(kind: str, arguments, one):
+    """A command with ``--at`` (many points: ``cli/batch.py``'s ``kind`` made from
+    ``arguments(s)``) or without (``one``)."""
+    def run(s: _Settings) -> None:
+        from . import batch
+        if s.at is None:
+            _guarded(lambda: batch.check_options(s))
+            return one(s)
+        return batch.run(getattr(batch, kind)(*arguments(s)), s, _prepare)
+    return run
+
+
+_command("jacobian", SOURCES + JACOBIAN_MODE + HIGHER_CHECK + BATCH, _many_or_one(
+    "JacobianKind", lambda s: (_split(s.wrt), s.mode), _higher("run_jacobian")))
+_command("hessian", SOURCES + HIGHER_CHECK + BATCH, _many_or_one(
+    "HessianKind", lambda s: (_split(s.wrt),), _higher("run_hessian")))
 # grad gains --order N (without it, grad runs as before).
-_command("grad", GRAD + ORDER + CHECK, lambda s: _run_mode("grad", s) if s.order is None
-         else _higher("run_grad_order")(s))
+def _grad_or_order(s: _Settings) -> None:
+    if s.order is None:
+        return _run_mode("grad", s)
+    if s.at is not None:
+        _guarded(lambda: _refuse("--order and --at cannot be used together yet"))
+    from .batch import check_options
+    _guarded(lambda: check_options(s))
+    return _higher("run_grad_order")(s)
+
+
+def _refuse(message: str) -> None:
+    raise GradcliError(message)
+
+
+_command("grad", GRAD + ORDER + CHECK + BATCH, _grad_or_order)
 
 
 def functions(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False
@@ -548,7 +612,8 @@ TANGENTS = [_opt("tangent", Annotated[Optional[List[str]], typer.Option(
 HELP["jvp"] = ("tf.autodiff.ForwardAccumulator: the directional derivative of the target "
                "along the --tangent values (forward mode, one pass), with the value.")
 EXAMPLES["jvp"] = "gradcli jvp 'x^2 * y' --arg x=3 --arg y=2 --tangent x=1 --json"
-_command("jvp", TANGENTS + [o for o in CHECK if o.name != "symbolic"], _forward("run_jvp"))
+_command("jvp", TANGENTS + [o for o in CHECK if o.name != "symbolic"] + BATCH, _many_or_one(
+    "JvpKind", lambda s: (s.tangent,), _forward("run_jvp")))
 # compare gains a jvp row when --tangent is given (without it, compare runs as before).
 _command("compare", TAPE + GRAD + CHECK + TANGENTS, lambda s: _run_compare(s) if not s.tangent
          else _forward("run_compare")(s))

@@ -131,6 +131,8 @@ class Model:
         self._base_env: dict[str, Any] = {}   # the outside variables, bound at every call
         self._loaders: list[Callable[[], None]] = []
         self._loaded = False
+        self._bound: dict[str, Any] = {}     # bind(): declared name -> value for this run
+        self._outside: list = []              # the --var/--frozen/--arg declarations
 
     @property
     def names(self) -> list[str]:
@@ -151,6 +153,43 @@ class Model:
         for loader in self._loaders:
             loader()
         self._loaded = True
+
+    @property
+    def declarations(self) -> list:
+        """The ``--var``/``--frozen``/``--arg`` declarations, in order (``Declaration``s;
+        ``has_value`` is False for a name declared without a value)."""
+        return list(self._outside)
+
+    def bind(self, values: dict[str, Any]) -> Model:
+        """Evaluate the same compiled program at other values of the ``--var``,
+        ``--frozen`` and ``--arg`` names: ``values`` maps a declared name to its value for
+        the next runs (an array, a tensor, or a batched value inside ``vectorized_map``);
+        names not in ``values`` keep their declared value, and ``bind({})`` restores
+        them all. Nothing is parsed or compiled again: the variables are made anew from
+        the values (``Variable(value, trainable=..., name=...)``, as ``load`` makes them),
+        and so are the program's own ``Variable(...)`` and ``constant(...)``, which may
+        read them. Returns the model. This is how ``--at`` evaluates a chunk of rows.
+
+        >>> from gradcli.lang import parse_program, Declarations
+        >>> model = build(parse_program("x * w"), Declarations.from_options(
+        ...     var=["w=2"], arg=["x"]))
+        >>> float(model.bind({"x": 5.0}).function(*model.arg_values))
+        10.0
+        """
+        outside = {decl.name for decl in self._outside}
+        for name in values:
+            if name not in outside:
+                if self.is_declared(name):
+                    raise InputError(f"'{name}' is declared in the program; declare it with "
+                                     f"--var, --frozen or --arg to set it from outside")
+                raise UnknownNameError(f"'{name}' is not a declared name"
+                                       f"{did_you_mean(name, sorted(outside))}; declared: "
+                                       f"{', '.join(d.name for d in self._outside) or 'none'}")
+        self._bound = dict(values)
+        self._loaded = False
+        self.values = {}
+        self.load()
+        return self
 
     @property
     def variables(self) -> dict[str, Any]:
@@ -612,13 +651,20 @@ def build(program: Program, declarations=None, *, dtype: str = "float64",
         defined[decl.name] = decl.kind
         outside.append(decl)
 
+    model._outside = outside
+
     def load_outside():
-        # decl.value reads the file or evaluates the value text on first access.
+        # decl.value reads the file or evaluates the value text on first access; a value
+        # given to Model.bind replaces it (a tensor or batched value is used as it is).
+        bound = model._bound
         for decl in outside:
+            value = bound[decl.name] if decl.name in bound else decl.value
             if decl.kind == "arg":
-                model._arg_values.append(tensor.constant(decl.value, dtype=dtype))
+                model._arg_values.append(
+                    value if isinstance(value, tensor.Tensor) or value.__class__ is
+                    tensor.Batched else tensor.constant(value, dtype=dtype))
             else:
-                variable = tensor.Variable(decl.value, trainable=decl.kind == "var",
+                variable = tensor.Variable(value, trainable=decl.kind == "var",
                                            name=decl.name, dtype=dtype)
                 model._variables[decl.name] = variable
                 model._base_env[decl.name] = variable

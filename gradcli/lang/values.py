@@ -66,9 +66,18 @@ class Declaration:
     @property
     def value(self) -> np.ndarray:
         if self._value is None:
+            if self._load is None:
+                raise InputError(f"{KINDS[self.kind]} {self.name} has no value: give one "
+                                 f"({KINDS[self.kind]} {self.name}=VALUE), or read it for "
+                                 "every row from a source (--at @points.csv)")
             self._value, self._columns = self._load()
             self._load = None
         return self._value
+
+    @property
+    def has_value(self) -> bool:
+        """False for a name declared without a value (``--arg x``): ``--at`` sets it."""
+        return self._value is not None or self._load is not None
 
     @property
     def columns(self) -> tuple[str, ...] | None:
@@ -384,18 +393,25 @@ class Declarations:
         return decls
 
     def add_option(self, kind: str, option: str) -> Declaration:
-        """Add one ``NAME=VALUE`` option of the given kind."""
+        """Add one ``NAME=VALUE`` option of the given kind, or a bare ``NAME``: a name
+        declared without a value, which a batch source (``--at``) sets for every row
+        (reading its value without one is an ``InputError`` that says so)."""
+        if isinstance(option, str) and "=" not in option and option.strip():
+            return self.add(kind, option.strip(), None)
         name, value = parse_declaration(option)
         return self.add(kind, name, value)
 
     def add(self, kind: str, name: str, value: Any) -> Declaration:
-        """Declare ``name``: ``value`` is expression text, ``@path``, or a number/array."""
+        """Declare ``name``: ``value`` is expression text, ``@path``, a number/array, or
+        None (no value: ``--at`` gives one per row)."""
         if kind not in KINDS:
             raise InputError(f"unknown declaration kind {kind!r}; use one of "
                              f"{', '.join(KINDS)}")
         check_name(name)
         label = f"{KINDS[kind]} {name}"
-        if isinstance(value, str):
+        if value is None:
+            declaration = Declaration(kind, name, None, "")
+        elif isinstance(value, str):
             load = _labelled(label, prepare_value, value)
             declaration = Declaration(kind, name, None, value,
                                       load=lambda: _labelled(label, load))

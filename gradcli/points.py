@@ -1,0 +1,699 @@
+"""Sources of many points for ``--at``: the rows of a file or of standard input, read in
+chunks, each chunk a dict of arrays with a leading row axis, one per declared name the
+source sets.
+
+SOURCE is ``@points.csv`` (a header row names what each column sets: a declared name of
+shape ``()``, or one element ``W[0,1]`` of an array), ``@x.npy`` (one declared name: the
+file's stem, or else the one name declared without a value; axis 0 is the row), ``@p.npz``
+(arrays by name, axis 0 the row), ``@p.jsonl`` (one JSON object of named values per line)
+or ``-`` (standard input: JSON Lines when its first non-blank character is ``{``, CSV
+otherwise). Memory never grows with the number of rows: text is read a chunk of lines at
+a time and parsed by numpy's C reader, ``.npy`` and ``.npz`` arrays a chunk of rows at a
+time from the file.
+
+Rows are numbered from 0 in input order (the header, blank and ``#`` comment lines are
+not rows); messages about a row name the file and its line (``points.csv:7``), 1-based as
+editors count. A row that cannot be read is a ``BadRow`` item between the chunks, so that
+the rows before it are computed and written first.
+
+>>> import numpy as np, io
+>>> src = open_source("-", {"x": Slot("arg", None)}, chunk=2, stdin=io.StringIO("x\\n1\\n2\\n3\\n"))
+>>> [(c.start, c.values["x"].tolist()) for c in src.items()]
+[(0, [1.0, 2.0]), (2, [3.0])]
+"""
+from __future__ import annotations
+
+import itertools
+import os
+import re
+import stat
+import sys
+import warnings
+from collections.abc import Iterator
+
+import numpy as np
+
+from .errors import GradcliError, InputError
+
+__all__ = ["Slot", "Chunk", "BadRow", "Source", "open_source", "element_labels",
+           "DEFAULT_CHUNK_ELEMENTS", "MAX_CHUNK"]
+
+#: The default chunk holds about this many input numbers (and at most MAX_CHUNK rows):
+#: its arrays stay in the CPU's caches (16,384 rows of the Rosenbrock gradient ran 10^7
+#: rows in 30 s where 65,536 took 42 s) and far below memory.
+DEFAULT_CHUNK_ELEMENTS = 1 << 15
+MAX_CHUNK = 1 << 14
+
+_HEADER = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[\s*([0-9]+(?:\s*,\s*[0-9]+)*)\s*\])?"
+                     r"\s*\Z")
+
+
+class Slot:
+    """What the program declares for a name: its kind ("var", "frozen", "arg") and its
+    declared value (a float64 array), or None when it is declared without one."""
+    __slots__ = ("kind", "value")
+
+    def __init__(self, kind: str, value: np.ndarray | None):
+        self.kind, self.value = kind, value
+
+    @property
+    def shape(self) -> tuple | None:
+        return None if self.value is None else np.shape(self.value)
+
+
+class Chunk:
+    """Rows ``start`` .. ``start + n - 1``: ``values`` maps each name the source sets to
+    a float64 array of shape ``(n, *shape)``; ``columns`` the point's columns as the
+    source gave them, a float64 array ``(n, len(Source.labels))``."""
+    __slots__ = ("start", "values", "columns")
+
+    def __init__(self, start: int, values: dict, columns: np.ndarray):
+        self.start, self.values, self.columns = start, values, columns
+
+    @property
+    def n(self) -> int:
+        return len(self.columns)
+
+
+class BadRow:
+    """Row ``row`` could not be read (or computed); ``message`` says why and where
+    (file:line, or the row); ``error`` the computation's own error, if any."""
+    __slots__ = ("row", "message", "error")
+
+    def __init__(self, row: int, message: str, error=None):
+        self.row, self.message, self.error = row, message, error
+
+
+def element_labels(name: str, shape: tuple) -> list[str]:
+    """The column labels of a value: ``x`` for a number, ``W[0,1]``... in C order."""
+    if not shape:
+        return [name]
+    return [f"{name}[{','.join(map(str, index))}]" for index in np.ndindex(*shape)]
+
+
+class Source:
+    """An opened source: ``names`` the declared names it sets (in its order), ``shapes``
+    their shapes for one row, ``labels`` the point's columns (``x``, ``W[0,1]``), ``total``
+    the number of rows when known in advance (``.npy``, ``.npz``), and ``items()`` the
+    chunks and bad rows in input order."""
+
+    def __init__(self, shown: str, names: list, shapes: dict, labels: list, reader,
+                 total: int | None = None, size: int | None = None):
+        self.shown, self.names, self.shapes, self.labels = shown, names, shapes, labels
+        self._reader, self.total, self.size = reader, total, size
+        self.position = 0   # bytes read so far (text sources), for the progress bar
+
+    def items(self) -> Iterator[Chunk | BadRow]:
+        """The chunks and bad rows in input order. A source that cannot be read further
+        (a byte that is not UTF-8 on line 70,000, a truncated .npz) is an InputError
+        naming it."""
+        reader = self._reader(self)
+        while True:
+            try:
+                item = next(reader)
+            except StopIteration:
+                return
+            except (GradcliError, MemoryError):
+                raise
+            except Exception as err:  # noqa: BLE001 - OSError, UnicodeDecodeError, zip errors
+                detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+                raise InputError(f"{self.shown}: cannot read further ({detail})") from None
+            yield item
+
+
+# ---------------------------------------------------------------------------------------
+# Opening
+# ---------------------------------------------------------------------------------------
+def open_source(spec: str, slots: dict, chunk: int | None = None, stdin=None) -> Source:
+    """Open ``spec`` (``@path`` or ``-``) for the declared names ``slots`` (name -> Slot);
+    every refusal is an ``InputError`` naming the source. ``chunk`` rows are read at a
+    time (None: sized so that a chunk holds about DEFAULT_CHUNK_ELEMENTS numbers)."""
+    if not isinstance(spec, str) or not spec.strip():
+        raise InputError("--at needs a source: @points.csv, @x.npy, @p.npz, @p.jsonl or - "
+                         "(standard input)")
+    spec = spec.strip()
+    if chunk is not None and chunk < 1:
+        raise InputError(f"--chunk must be at least 1, got {chunk}")
+    if spec == "-":
+        stream = stdin if stdin is not None else sys.stdin
+        lines, first = _peek(stream)
+        if first is None:
+            raise InputError("standard input: no rows (the source is empty)")
+        reader = _open_jsonl if first == "{" else _open_csv
+        return reader("standard input", "<stdin>", lines, slots, chunk, None)
+    if not spec.startswith("@"):
+        raise InputError(f"--at {spec!r}: give a file as @path (@points.csv, @x.npy, "
+                         "@p.npz, @p.jsonl) or - for standard input")
+    shown = spec[1:]
+    path = os.path.expanduser(shown)
+    extension = os.path.splitext(path)[1].lower()
+    if extension not in (".csv", ".npy", ".npz", ".jsonl", ".ndjson"):
+        raise InputError(f"{shown}: unsupported source type {extension or '(none)'!r}; use "
+                         ".csv, .npy, .npz or .jsonl")
+    size = _check_file(path, shown)
+    try:
+        if extension == ".npy":
+            return _open_npy(path, shown, slots, chunk)
+        if extension == ".npz":
+            return _open_npz(path, shown, slots, chunk)
+        f = open(path, encoding="utf-8-sig", errors="strict", newline=None)
+        lines = iter(f)
+        opener = _open_csv if extension == ".csv" else _open_jsonl
+        return opener(shown, shown, lines, slots, chunk, size)
+    except GradcliError:
+        raise
+    except (OSError, ValueError, EOFError, UnicodeDecodeError) as err:
+        detail = str(err).splitlines()[0] if str(err) else type(err).__name__
+        raise InputError(f"{shown}: cannot read file ({detail})") from None
+
+
+def _check_file(path: str, shown: str) -> int:
+    try:
+        info = os.stat(path)
+    except OSError as err:
+        raise InputError(f"{shown}: cannot read file ({err.strerror or err})") from None
+    if stat.S_ISDIR(info.st_mode):
+        raise InputError(f"{shown}: is a directory, not a file")
+    if not stat.S_ISREG(info.st_mode):
+        raise InputError(f"{shown}: not a regular file (use - to read standard input)")
+    return info.st_size
+
+
+def _peek(stream) -> tuple:
+    """(lines of ``stream`` with the blank ones read so far put back, the first
+    non-blank character or None)."""
+    held = []
+    for line in stream:
+        held.append(line)
+        text = line.lstrip("\ufeff").strip()
+        if text:
+            return itertools.chain(held, stream), text[0]
+    return iter(held), None
+
+
+def _chunk_rows(chunk: int | None, per_row: int) -> int:
+    if chunk is not None:
+        return chunk
+    return max(1, min(MAX_CHUNK, DEFAULT_CHUNK_ELEMENTS // max(1, per_row)))
+
+
+def _unknown_name(shown: str, what: str, name: str, slots: dict) -> InputError:
+    from .errors import did_you_mean
+    declared = ", ".join(slots) or "none"
+    return InputError(f"{shown}: {what} {name!r} is not a declared name"
+                      f"{did_you_mean(name, list(slots))} (declared: {declared}); declare "
+                      f"it with --arg {name} or --var {name}")
+
+
+def _missing_check(shown: str, names, slots: dict) -> None:
+    """Every name declared without a value must be set by the source."""
+    missing = [n for n, slot in slots.items() if slot.value is None and n not in names]
+    if missing:
+        raise InputError(f"{shown}: {', '.join(missing)} "
+                         f"{'is' if len(missing) == 1 else 'are'} declared without a value "
+                         f"but not set by the source (it sets: {', '.join(names) or 'nothing'})")
+
+
+def _check_shape(shown: str, name: str, shape: tuple, slot) -> None:
+    if slot.value is not None and tuple(shape) != tuple(slot.shape):
+        raise InputError(f"{shown}: {name} has shape {tuple(shape)} in every row, but it is "
+                         f"declared with shape {tuple(slot.shape)}")
+
+
+# ---------------------------------------------------------------------------------------
+# CSV
+# ---------------------------------------------------------------------------------------
+class _Layout:
+    """How a CSV row's columns make the values: per name, its shape and which flat
+    elements which columns set (the rest keep the declared value)."""
+
+    def __init__(self, shown: str, header: list, slots: dict, line: int):
+        self.parts: dict = {}   # name -> [(flat element, column)], in header order
+        whole: dict = {}
+        where = f"{shown}:{line}"
+        indices: dict = {}
+        for column, label in enumerate(header):
+            m = _HEADER.match(label.strip().strip("\"'"))
+            if not m:
+                raise InputError(f"{where}: header column {column + 1} {label.strip()!r} is "
+                                 "not a name or an element (x, W[0,1])")
+            name, index = m.group(1), m.group(2)
+            if name not in slots:
+                raise _unknown_name(where, "header column", name, slots)
+            index = None if index is None else tuple(int(i) for i in index.split(","))
+            key = (name, index)
+            if key in indices:
+                raise InputError(f"{where}: column {label.strip()!r} appears twice")
+            indices[key] = column
+            if index is None:
+                whole[name] = column
+        self.names = list(dict.fromkeys(n for n, _ in indices))
+        self.shapes: dict = {}
+        self.fill: dict = {}
+        for name in self.names:
+            slot = slots[name]
+            elements = [(i, c) for (n, i), c in indices.items() if n == name]
+            if name in whole:
+                if len(elements) > 1:
+                    raise InputError(f"{where}: {name} is set both whole and by elements")
+                shape = slot.shape if slot.value is not None else ()
+                if shape != ():
+                    raise InputError(f"{where}: column {name!r} gives one number, but {name} "
+                                     f"is declared with shape {shape}: give its elements "
+                                     f"as columns {', '.join(element_labels(name, shape)[:3])}"
+                                     "...")
+                self.shapes[name] = ()
+                self.parts[name] = [(0, whole[name])]
+                continue
+            ranks = {len(i) for i, _ in elements}
+            if len(ranks) > 1:
+                raise InputError(f"{where}: the elements of {name} have different numbers of "
+                                 "indices")
+            if slot.value is not None:
+                shape = slot.shape
+                for index, _ in elements:
+                    if len(index) != len(shape) or any(k >= n for k, n in zip(index, shape)):
+                        raise InputError(f"{where}: {name}[{','.join(map(str, index))}] is "
+                                         f"outside {name}'s declared shape {shape}")
+            else:
+                rank = ranks.pop()
+                shape = tuple(max(i[a] for i, _ in elements) + 1 for a in range(rank))
+                given = {i for i, _ in elements}
+                absent = [i for i in np.ndindex(*shape) if i not in given]
+                if absent:
+                    raise InputError(f"{where}: {name} is declared without a value, so every "
+                                     f"element needs a column; missing "
+                                     f"{name}[{','.join(map(str, absent[0]))}]")
+            self.shapes[name] = tuple(shape)
+            self.parts[name] = [(int(np.ravel_multi_index(i, shape)) if shape else 0, c)
+                                for i, c in elements]
+            if len(elements) < max(1, int(np.prod(shape))):
+                self.fill[name] = np.asarray(slot.value, dtype=np.float64)
+        self.width = len(header)
+
+    def values(self, table: np.ndarray) -> dict:
+        n = len(table)
+        out = {}
+        for name in self.names:
+            shape = self.shapes[name]
+            parts = self.parts[name]
+            if name in self.fill:
+                flat = np.empty((n, max(1, int(np.prod(shape)))))
+                flat[:] = self.fill[name].reshape(-1)
+            elif len(parts) == 1:
+                out[name] = table[:, parts[0][1]].reshape((n, *shape))
+                continue
+            else:
+                flat = np.empty((n, int(np.prod(shape))))
+            for element, column in parts:
+                flat[:, element] = table[:, column]
+            out[name] = flat.reshape((n, *shape))
+        return out
+
+
+def _open_csv(shown: str, where: str, lines, slots: dict, chunk: int | None,
+              size: int | None) -> Source:
+    line_no = 0
+    header = None
+    for line in lines:
+        line_no += 1
+        content = line.lstrip("\ufeff").split("#", 1)[0].strip()
+        if content:
+            header = content
+            break
+    if header is None:
+        raise InputError(f"{shown}: no rows (the source is empty)")
+    fields = _header_fields(header)
+    if all(_is_number(f) for f in fields):
+        raise InputError(f"{where}:{line_no}: the first line must be a header naming what "
+                         "each column sets (x,y or W[0,0],W[0,1]...), not numbers")
+    layout = _Layout(where, fields, slots, line_no)
+    _missing_check(shown, layout.names, slots)
+    labels = [f.strip().strip("\"'").replace(" ", "") for f in fields]
+    rows = _chunk_rows(chunk, layout.width)
+
+    def reader(source: Source) -> Iterator[Chunk | BadRow]:
+        row, number = 0, line_no
+        while True:
+            block = list(itertools.islice(lines, rows))
+            if not block:
+                return
+            source.position += sum(map(len, block))
+            first = number + 1
+            number += len(block)
+            table = _parse_block(block, layout.width)
+            if table is not None:
+                yield Chunk(row, layout.values(table), table)
+                row += len(table)
+                continue
+            # Some line of the block is bad: the good rows before it first, then it.
+            good: list = []
+            for offset, line in enumerate(block):
+                content = line.split("#", 1)[0].strip()
+                if not content:
+                    continue
+                problem = _bad_line(content, layout.width)
+                if problem is None:
+                    good.append(content)
+                    continue
+                if good:
+                    table = np.loadtxt(good, delimiter=",", dtype=np.float64, ndmin=2)
+                    yield Chunk(row, layout.values(table), table)
+                    row += len(table)
+                    good = []
+                yield BadRow(row, f"{where}:{first + offset}: {problem}")
+                row += 1
+            if good:
+                table = np.loadtxt(good, delimiter=",", dtype=np.float64, ndmin=2)
+                yield Chunk(row, layout.values(table), table)
+                row += len(table)
+
+    return Source(shown, layout.names, layout.shapes, labels, reader, None, size)
+
+
+def _header_fields(line: str) -> list[str]:
+    """The header's fields: split at commas outside brackets and quotes, so that
+    ``x,W[0,1]`` and ``x,"W[0,1]"`` are both two columns."""
+    fields, current, depth, quote = [], [], 0, None
+    for ch in line:
+        if quote:
+            if ch == quote:
+                quote = None
+            else:
+                current.append(ch)
+        elif ch in "\"'":
+            quote = ch
+        elif ch == "[":
+            depth += 1
+            current.append(ch)
+        elif ch == "]":
+            depth -= 1
+            current.append(ch)
+        elif ch == "," and depth <= 0:
+            fields.append("".join(current).strip())
+            current = []
+        else:
+            current.append(ch)
+    fields.append("".join(current).strip())
+    return fields
+
+
+def _parse_block(block: list, width: int) -> np.ndarray | None:
+    """The block's rows by numpy's C parser, or None when a line is bad (wrong count,
+    not a number, an empty field)."""
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")  # "input contained no data": blank lines only
+            table = np.loadtxt(block, delimiter=",", dtype=np.float64, ndmin=2,
+                               comments="#")
+    except ValueError:
+        return None
+    if table.size == 0:
+        return np.zeros((0, width))
+    if table.shape[1] != width:
+        return None
+    return table
+
+
+def _is_number(field: str) -> bool:
+    if "_" in field:
+        return False
+    try:
+        float(field)
+    except ValueError:
+        return False
+    return True
+
+
+def _bad_line(content: str, width: int) -> str | None:
+    fields = [f.strip() for f in content.split(",")]
+    if len(fields) != width:
+        return f"{len(fields)} values, but the header names {width} columns"
+    for k, field in enumerate(fields):
+        if not field:
+            return f"missing value in column {k + 1}"
+        if not _is_number(field):
+            return f"{field!r} is not a number (column {k + 1})"
+    return None
+
+
+# ---------------------------------------------------------------------------------------
+# JSON Lines
+# ---------------------------------------------------------------------------------------
+def _open_jsonl(shown: str, where: str, lines, slots: dict, chunk: int | None,
+                size: int | None) -> Source:
+    import json
+    line_no = 0
+    first = None
+    for line in lines:
+        line_no += 1
+        if line.strip().lstrip("\ufeff"):
+            first = line.strip().lstrip("\ufeff")
+            break
+    if first is None:
+        raise InputError(f"{shown}: no rows (the source is empty)")
+    try:
+        obj = json.loads(first)
+    except ValueError as err:
+        raise InputError(f"{where}:{line_no}: not a JSON object ({err})") from None
+    if not isinstance(obj, dict) or not obj:
+        raise InputError(f"{where}:{line_no}: each line must be a JSON object of named "
+                         'values, e.g. {"x": 1.5, "W": [[1, 2], [3, 4]]}')
+    shapes = {}
+    for name, value in obj.items():
+        if name not in slots:
+            raise _unknown_name(f"{where}:{line_no}", "key", name, slots)
+        slot = slots[name]
+        try:
+            shape = np.shape(_json_numbers(value))
+        except ValueError as err:
+            raise InputError(f"{where}:{line_no}: {name}: {err}") from None
+        _check_shape(f"{where}:{line_no}", name, shape, slot)
+        shapes[name] = shape
+    names = list(shapes)
+    _missing_check(shown, names, slots)
+    labels = [label for n in names for label in element_labels(n, shapes[n])]
+    per_row = sum(max(1, int(np.prod(s))) for s in shapes.values())
+    rows = _chunk_rows(chunk, per_row)
+    pending = [(line_no, first)]
+
+    def parse(number: int, text: str):
+        try:
+            obj = json.loads(text)
+        except ValueError as err:
+            return f"not a JSON object ({err})"
+        if not isinstance(obj, dict):
+            return "not a JSON object of named values"
+        for key in obj:
+            if key not in shapes:
+                return (f"key {key!r} is not set by the first line ({', '.join(names)})"
+                        if key in slots else f"key {key!r} is not a declared name")
+        row = {}
+        for name in names:
+            if name not in obj:
+                if slots[name].value is None:
+                    return f"missing value for {name}"
+                row[name] = slots[name].value
+                continue
+            try:
+                value = _json_numbers(obj[name])
+            except ValueError as err:
+                return f"{name}: {err}"
+            if np.shape(value) != shapes[name]:
+                return (f"{name} has shape {np.shape(value)}, but the first line's has shape "
+                        f"{shapes[name]}")
+            row[name] = value
+        return row
+
+    def reader(source: Source) -> Iterator[Chunk | BadRow]:
+        row_index, number = 0, line_no
+        first_block = True
+        while True:
+            if first_block:
+                block = pending + [(number + 1 + k, text) for k, text in
+                                   enumerate(itertools.islice(lines, rows - 1))]
+                first_block = False
+            else:
+                block = [(number + 1 + k, text) for k, text in
+                         enumerate(itertools.islice(lines, rows))]
+            if not block:
+                return
+            number = block[-1][0]
+            source.position += sum(len(t) for _, t in block)
+            good: list = []
+            for at, text in block:
+                if not text.strip():
+                    continue
+                parsed = parse(at, text)
+                if isinstance(parsed, str):
+                    if good:
+                        yield _json_chunk(row_index, good, names, shapes)
+                        row_index += len(good)
+                        good = []
+                    yield BadRow(row_index, f"{where}:{at}: {parsed}")
+                    row_index += 1
+                else:
+                    good.append(parsed)
+            if good:
+                yield _json_chunk(row_index, good, names, shapes)
+                row_index += len(good)
+
+    return Source(shown, names, shapes, labels, reader, None, size)
+
+
+def _json_numbers(value) -> np.ndarray:
+    """A JSON value as a float64 array: numbers, nested lists of them, or the strings
+    "nan", "inf", "-inf" (as gradcli writes them)."""
+    if isinstance(value, bool) or value is None or isinstance(value, dict):
+        raise ValueError(f"{_json_kind(value)} is not a number")
+    if isinstance(value, str):
+        if value in ("nan", "inf", "-inf", "NaN", "Infinity", "-Infinity"):
+            return np.float64(value.replace("Infinity", "inf"))
+        raise ValueError(f"{value!r} is not a number")
+    try:
+        array = np.asarray(value, dtype=np.float64)
+    except (ValueError, TypeError):
+        if isinstance(value, list):
+            for item in value:
+                _json_numbers(item)
+            raise ValueError("rows of different lengths") from None
+        raise ValueError(f"{_json_kind(value)} is not a number") from None
+    return array
+
+
+def _json_kind(value) -> str:
+    return {type(None): "null", bool: "a boolean", dict: "an object"}.get(type(value),
+                                                                           repr(value))
+
+
+def _json_chunk(start: int, rows: list, names: list, shapes: dict) -> Chunk:
+    values = {name: np.array([r[name] for r in rows], dtype=np.float64).reshape(
+        (len(rows), *shapes[name])) for name in names}
+    columns = np.concatenate([values[n].reshape(len(rows), -1) for n in names], axis=1)
+    return Chunk(start, values, columns)
+
+
+# ---------------------------------------------------------------------------------------
+# .npy and .npz: a chunk of rows at a time from the file
+# ---------------------------------------------------------------------------------------
+def _npy_header(f, shown: str) -> tuple:
+    try:
+        version = np.lib.format.read_magic(f)
+    except ValueError:
+        raise InputError(f"{shown}: not a .npy file (pickled data is never loaded)") from None
+    try:
+        shape, fortran, dtype = np.lib.format._read_array_header(f, version)
+    except (ValueError, AttributeError):
+        if version == (1, 0):
+            shape, fortran, dtype = np.lib.format.read_array_header_1_0(f)
+        else:
+            shape, fortran, dtype = np.lib.format.read_array_header_2_0(f)
+    if dtype.hasobject:
+        raise InputError(f"{shown}: holds Python objects (pickled data), which are never "
+                         "loaded")
+    if dtype.kind not in "iuf":
+        raise InputError(f"{shown}: holds {dtype}, not real numbers")
+    if not shape:
+        raise InputError(f"{shown}: holds one number; --at needs a leading axis of rows")
+    return shape, fortran, dtype
+
+
+def _open_npy(path: str, shown: str, slots: dict, chunk: int | None) -> Source:
+    stem = os.path.splitext(os.path.basename(path))[0]
+    if stem in slots:
+        name = stem
+    else:
+        unset = [n for n, slot in slots.items() if slot.value is None]
+        if len(unset) != 1:
+            raise InputError(f"{shown}: a .npy file sets one declared name: name the file "
+                             f"after it ({', '.join(f'{n}.npy' for n in slots) or 'none'}), "
+                             "or declare exactly one name without a value")
+        name = unset[0]
+    with open(path, "rb") as f:
+        shape, fortran, dtype = _npy_header(f, shown)
+    _check_shape(shown, name, shape[1:], slots[name])
+    _missing_check(shown, [name], slots)
+    return _array_source(shown, {name: (path, None)}, {name: (shape, fortran, dtype)},
+                         chunk)
+
+
+def _open_npz(path: str, shown: str, slots: dict, chunk: int | None) -> Source:
+    import zipfile
+    try:
+        archive = zipfile.ZipFile(path)
+    except zipfile.BadZipFile:
+        raise InputError(f"{shown}: not a .npz file") from None
+    headers, members = {}, {}
+    with archive:
+        for info in archive.infolist():
+            if not info.filename.endswith(".npy"):
+                continue
+            name = info.filename[:-4]
+            if name not in slots:
+                raise _unknown_name(shown, "array", name, slots)
+            with archive.open(info) as f:
+                headers[name] = _npy_header(f, f"{shown}[{name}]")
+            members[name] = (path, info.filename)
+    if not headers:
+        raise InputError(f"{shown}: holds no arrays")
+    for name, (shape, _, _) in headers.items():
+        _check_shape(shown, name, shape[1:], slots[name])
+    _missing_check(shown, list(headers), slots)
+    return _array_source(shown, members, headers, chunk)
+
+
+def _array_source(shown: str, members: dict, headers: dict, chunk: int | None) -> Source:
+    lengths = {name: h[0][0] for name, h in headers.items()}
+    if len(set(lengths.values())) > 1:
+        raise InputError(f"{shown}: the arrays have different numbers of rows (" +
+                         ", ".join(f"{n}: {k}" for n, k in lengths.items()) + ")")
+    total = next(iter(lengths.values()))
+    names = list(headers)
+    shapes = {name: tuple(h[0][1:]) for name, h in headers.items()}
+    labels = [label for n in names for label in element_labels(n, shapes[n])]
+    per_row = sum(max(1, int(np.prod(s))) for s in shapes.values())
+    rows = _chunk_rows(chunk, per_row)
+
+    def reader(source: Source) -> Iterator[Chunk | BadRow]:
+        import contextlib
+        import zipfile
+        with contextlib.ExitStack() as stack:
+            streams = {}
+            for name, (path, member) in members.items():
+                shape, fortran, dtype = headers[name]
+                if member is None:
+                    f = stack.enter_context(open(path, "rb"))
+                    _npy_header(f, shown)
+                else:
+                    archive = stack.enter_context(zipfile.ZipFile(path))
+                    f = stack.enter_context(archive.open(member))
+                    _npy_header(f, shown)
+                if fortran and len(shape) > 1:
+                    # Column-major on disk: rows are not contiguous, so read it whole.
+                    whole = np.lib.format.read_array(
+                        stack.enter_context(open(path, "rb"))) if member is None else \
+                        np.load(path, allow_pickle=False)[name]
+                    streams[name] = ("array", whole)
+                else:
+                    streams[name] = ("stream", f)
+            for start in range(0, total, rows):
+                n = min(rows, total - start)
+                values = {}
+                for name in names:
+                    shape, _, dtype = headers[name]
+                    kind, what = streams[name]
+                    if kind == "array":
+                        block = np.asarray(what[start:start + n], dtype=np.float64)
+                    else:
+                        count = n * max(1, int(np.prod(shape[1:])))
+                        data = what.read(count * dtype.itemsize)
+                        if len(data) < count * dtype.itemsize:
+                            raise InputError(f"{shown}: the file ends early (row {start})")
+                        block = np.frombuffer(data, dtype=dtype, count=count).astype(
+                            np.float64).reshape((n, *shape[1:]))
+                    values[name] = block
+                columns = np.concatenate([values[nm].reshape(n, -1) for nm in names], axis=1)
+                source.position = start + n
+                yield Chunk(start, values, columns)
+
+    return Source(shown, names, shapes, labels, reader, total, None)
