@@ -26,7 +26,6 @@ from __future__ import annotations
 import itertools
 import os
 import re
-import stat
 import sys
 import warnings
 from collections.abc import Iterator
@@ -34,6 +33,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from .errors import GradcliError, InputError
+from .lang.values import check_file
 
 __all__ = ["Slot", "Chunk", "BadRow", "Source", "open_source", "element_labels",
            "DEFAULT_CHUNK_ELEMENTS", "MAX_CHUNK"]
@@ -150,7 +150,8 @@ def open_source(spec: str, slots: dict, chunk: int | None = None, stdin=None) ->
     if extension not in (".csv", ".npy", ".npz", ".jsonl", ".ndjson"):
         raise InputError(f"{shown}: unsupported source type {extension or '(none)'!r}; use "
                          ".csv, .npy, .npz or .jsonl")
-    size = _check_file(path, shown)
+    # A streamed source has no size limit: memory does not grow with it.
+    size = check_file(path, shown, limited=False, hint=" (use - to read standard input)")
     try:
         if extension == ".npy":
             return _open_npy(path, shown, slots, chunk)
@@ -165,18 +166,6 @@ def open_source(spec: str, slots: dict, chunk: int | None = None, stdin=None) ->
     except (OSError, ValueError, EOFError, UnicodeDecodeError) as err:
         detail = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise InputError(f"{shown}: cannot read file ({detail})") from None
-
-
-def _check_file(path: str, shown: str) -> int:
-    try:
-        info = os.stat(path)
-    except OSError as err:
-        raise InputError(f"{shown}: cannot read file ({err.strerror or err})") from None
-    if stat.S_ISDIR(info.st_mode):
-        raise InputError(f"{shown}: is a directory, not a file")
-    if not stat.S_ISREG(info.st_mode):
-        raise InputError(f"{shown}: not a regular file (use - to read standard input)")
-    return info.st_size
 
 
 def _peek(stream) -> tuple:

@@ -207,19 +207,22 @@ def _prepare_file(path: str) -> Callable[[], tuple[np.ndarray, tuple[str, ...] |
             detail = str(err).splitlines()[0] if str(err) else type(err).__name__
             raise InputError(f"{shown}: cannot read file ({detail})") from None
 
-    _check_file(path, shown)
+    check_file(path, shown)
     if extension == ".npy":
         guarded(lambda: _npy_header(path, shown))
 
     def load():
-        _check_file(path, shown)  # again: the file may have changed since
+        check_file(path, shown)  # again: the file may have changed since
         if extension == ".npy":
             return guarded(lambda: _load_npy(path, shown)), None
         return guarded(lambda: _load_text(path, shown, "," if extension == ".csv" else None))
     return load
 
 
-def _check_file(path: str, shown: str) -> None:
+def check_file(path: str, shown: str, *, limited: bool = True, hint: str = "") -> int:
+    """The size of the regular file at ``path``, or one clear error (missing, a
+    directory, a pipe or device: those could block forever or never end; with
+    ``limited``, over the file size limit). ``hint`` ends the not-a-regular-file message."""
     try:
         info = os.stat(path)
     except OSError as err:
@@ -227,11 +230,11 @@ def _check_file(path: str, shown: str) -> None:
     if stat.S_ISDIR(info.st_mode):
         raise InputError(f"{shown}: is a directory, not a file")
     if not stat.S_ISREG(info.st_mode):
-        # Pipes and devices could block forever or never end.
-        raise InputError(f"{shown}: not a regular file")
-    if info.st_size > limits.MAX_FILE_BYTES:
+        raise InputError(f"{shown}: not a regular file{hint}")
+    if limited and info.st_size > limits.MAX_FILE_BYTES:
         raise LimitError(f"{shown}: file has {info.st_size:,} bytes, over the file size limit "
                          f"({limits.MAX_FILE_BYTES:,} bytes)")
+    return info.st_size
 
 
 def _npy_header(path: str, shown: str) -> None:
