@@ -1143,8 +1143,9 @@ def _run(kind, s, fmt: str, model, source, out, to_file: bool) -> None:
         raise typer.Exit(130) from None
     except GradcliError as err:
         progress.stop()
+        written = _stopped(writer, s.output)
         sys.stderr.write(err.render() + "\n")
-        if _stopped(writer, s.output) and fmt == "npz" and not out.refused:
+        if written and fmt == "npz" and not out.refused:
             sys.stderr.write(f"note: {s.output} holds the {writer.rows + writer.bad_rows:,} "
                              "rows before it\n")
         raise typer.Exit(2) from None
