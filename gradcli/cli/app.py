@@ -642,13 +642,19 @@ def main() -> None:
         code = _output_failed(err.args[0] if isinstance(err, _OutputFailed) else err)
     except Exception as err:
         exceptions = _click().exceptions
+        # typer's own click (typer._click, typer 0.26 and later) has no Abort: typer.Abort
+        # is the one it raises; an older typer's click.exceptions.Abort is kept too.
+        aborts = tuple(a for a in (getattr(exceptions, "Abort", None), typer.Abort) if a)
         if isinstance(err, exceptions.ClickException):  # usage errors: click's message
             err.show()
             code = err.exit_code
-        elif isinstance(err, (exceptions.Abort, typer.Abort)):
+        elif isinstance(err, aborts):
+            sys.stderr.write("Aborted!\n")
             code = 1
-        else:
-            raise
+        else:  # a bug or an unforeseen input outside _guarded: still one clear line
+            sys.stderr.write(GradcliError(f"could not run the command: "
+                                          f"{type(err).__name__}: {err}").render() + "\n")
+            code = 2
     sys.exit(code or 0)
 
 

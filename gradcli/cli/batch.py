@@ -21,6 +21,11 @@ Output, per row in input order, rows numbered from 0 (the first data row is row 
   and a line per row (a skipped row has empty fields).
 - human: a table of the first rows and a summary (count, min/max of the value and of the
   gradient norm, the rows with non-finite results).
+- ``--output PATH.npz``: numpy arrays with a leading row axis (``NpzWriter``), written
+  through a temporary file per array beside PATH and assembled at the end as
+  ``np.savez`` stores them; a run stopped by a bad row or Ctrl-C leaves the .npz of the
+  rows completed before it. Binary output never goes to standard output (``--output -``
+  is standard output, for the text formats).
 
 Everything is streamed: a chunk is read, computed, written and flushed before the next
 is read, so memory does not grow with the number of rows, and what was written before a
@@ -48,7 +53,15 @@ HEAD_ROWS = 10
 #: Row numbers listed for non-finite results in the human summary.
 LISTED_ROWS = 10
 FORMATS = {".jsonl": "json", ".json": "json", ".ndjson": "json", ".csv": "csv",
-           ".txt": "plain"}
+           ".txt": "plain", ".npz": "npz"}
+#: Binary outputs gradcli does not write (whatever the format options say): why.
+_ONE_ARRAY = ("a {} file holds one array, and --at writes several (row, the point, value, "
+              "gradients): use .npz (numpy's file of named arrays)")
+BINARY = {".npy": _ONE_ARRAY.format(".npy"),
+          **{ext: "gradcli writes binary output only as .npz (numpy's file of named "
+                  "arrays, read by np.load); text as .jsonl, .csv or .txt"
+             for ext in (".h5", ".hdf5", ".parquet", ".feather", ".arrow", ".mat", ".pkl",
+                         ".pickle", ".gz", ".zip", ".xlsx")}}
 _FALLBACK_NOTE = ("rows were computed one at a time (vectorized_map's loop fallback: the "
                   "engine does not batch all of this command yet, or a row failed); the "
                   "results are the same, only slower")
@@ -66,6 +79,7 @@ class ModeKind:
     norm = "gradient norm"
     norm_of = None   # the outputs the norm is over (None: all)
     word = None      # the name of a word per row (hessian's verdict), if any
+    word_width = 0   # its longest word (the width of .npz output's string array)
 
     def __init__(self, mode: str, options):
         self.mode, self.options = mode, options
@@ -215,6 +229,11 @@ class HessianKind(ModeKind):
     norm_of = (0,)
     word = "verdict"
 
+    @property
+    def word_width(self) -> int:
+        from ..derivatives import VERDICTS
+        return max(map(len, VERDICTS))
+
     def __init__(self, wrt):
         self.wrt = wrt
 
@@ -322,11 +341,14 @@ def _numpy(t):
 class Result:
     """Rows ``start`` .. ``start + n - 1`` computed: the point's columns, the value and
     the outputs shown (``grads``), each with a leading row axis; ``raw`` the outputs as
-    vectorized_map returned them, ``words`` a word per row (hessian's verdict) or None."""
-    __slots__ = ("start", "columns", "value", "grads", "raw", "words")
+    vectorized_map returned them, ``words`` a word per row (hessian's verdict) or None;
+    ``values`` the point by name (the chunk's values: what .npz output stores)."""
+    __slots__ = ("start", "columns", "value", "grads", "raw", "words", "values")
 
-    def __init__(self, start: int, columns: np.ndarray, value, raw: list, kind, meta):
+    def __init__(self, start: int, columns: np.ndarray, value, raw: list, kind, meta,
+                 values: dict):
         self.start, self.columns, self.value, self.raw = start, columns, value, raw
+        self.values = values
         self.grads, self.words = kind.shown(meta, value, raw)
 
     def pieces(self, size: int):
@@ -343,6 +365,7 @@ class Result:
             piece.raw = [None if r is None else r[cut] for r in self.raw]
             piece.grads = [None if g is None else g[cut] for g in self.grads]
             piece.words = None if self.words is None else self.words[cut]
+            piece.values = {name: v[cut] for name, v in self.values.items()}
             yield piece
 
     @property
@@ -357,7 +380,7 @@ def _computed(evaluate: Evaluator, chunk: Chunk) -> list:
     try:
         value, grads = evaluate(chunk.values)
         return [Result(chunk.start, chunk.columns, value, grads, evaluate.kind,
-                       evaluate.meta)]
+                       evaluate.meta, chunk.values)]
     except _PROGRAM_ERRORS:
         raise
     except _ROW_ERRORS:
@@ -375,7 +398,7 @@ def _computed(evaluate: Evaluator, chunk: Chunk) -> list:
                               error))
             continue
         out.append(Result(chunk.start + i, chunk.columns[i:i + 1], value, grads,
-                          evaluate.kind, evaluate.meta))
+                          evaluate.kind, evaluate.meta, row))
     return out
 
 
@@ -433,6 +456,10 @@ class _Writer:
 
     def finish(self) -> None:
         pass
+
+    def stopped(self) -> None:
+        """The run stopped early (a bad row, Ctrl-C): the complete rows are flushed."""
+        self.flush()
 
 
 class JsonLinesWriter(_Writer):
@@ -713,6 +740,215 @@ class HumanWriter(_Writer):
             render._emit(out, line)
 
 
+class NpzWriter(_Writer):
+    """``--output PATH.npz``: the rows as numpy arrays, each with a leading row axis, in
+    this order: ``row`` (int64), the point (each name the source sets, float64, its
+    value at the row), ``value`` (where the command gives one), one array per output as
+    the CSV header names them (``d_x``; ``jacobian``'s ``d_x`` of shape (N, *target,
+    *source); ``hessian``'s ``gradient``, ``hessian``, ``eigenvalues`` and ``verdict``;
+    ``jvp``'s ``jvp``), ``error`` (bool: a row ``--skip-bad-rows`` recorded; its numbers
+    are nan, its words empty) and ``error_message`` (the messages of those rows, in row
+    order). An unconnected gradient (``null`` in JSON) has no array. The numbers are the
+    computed ones (no text in between: ``--precision`` does not apply)."""
+
+    def __init__(self, *args):
+        super().__init__(*args)
+        self.npz = self.out
+        self.outputs = None   # name -> _Spool, made at the first computed rows
+        self.pending = 0      # bad rows before then (their output rows are blank)
+
+    def _fields(self, meta, res: Result) -> dict:
+        kind = self.kind
+        fields = {"value": res.value} if kind.has_value(meta) else {}
+        for name, g in zip(kind.names(meta), res.grads):
+            fields[f"{kind.prefix}{name}"] = g
+        if kind.word:
+            fields[kind.word] = np.array(res.words, dtype=f"<U{kind.word_width}")
+        return fields
+
+    def write(self, res: Result) -> None:
+        npz, n = self.npz, res.n
+        fields = self._fields(self.meta_of(), res)
+        if self.outputs is None:
+            self.outputs = {}
+            npz.check_names(list(fields))
+            for name, a in fields.items():
+                if a is not None:
+                    self.outputs[name] = npz.spool(name, a.dtype, a.shape[1:])
+                    self.outputs[name].blank(self.pending)
+        npz.base["row"].write(np.arange(res.start, res.start + n, dtype=np.int64))
+        for name in npz.names:
+            npz.base[name].write(res.values[name])
+        for name, spool in self.outputs.items():
+            a = fields.get(name)
+            if a is None:
+                spool.blank(n)
+            else:
+                spool.write(a)
+        npz.base["error"].write(np.zeros(n, dtype=bool))
+        self.rows += n
+
+    def bad(self, row: BadRow) -> None:
+        npz = self.npz
+        npz.base["row"].write(np.array([row.row], dtype=np.int64))
+        for name in npz.names:
+            npz.base[name].blank(1)
+        if self.outputs is None:
+            self.pending += 1
+        else:
+            for spool in self.outputs.values():
+                spool.blank(1)
+        npz.base["error"].write(np.ones(1, dtype=bool))
+        npz.message(row.message)
+        self.bad_rows += 1
+
+    def flush(self) -> None:
+        pass
+
+    def finish(self) -> None:
+        self.npz.assemble(self.rows + self.bad_rows, self.bad_rows,
+                          list(self.outputs or {}))
+
+    def stopped(self) -> None:
+        """The run stopped (a bad row, Ctrl-C): the .npz of the rows completed so far
+        (none at all when its names were refused)."""
+        if self.npz.refused:
+            self.npz.discard()
+        else:
+            self.finish()
+
+
+class _Spool:
+    """One array's rows streamed to a file of raw C-order data; its .npy header, which
+    needs the number of rows, is written when the .npz is assembled."""
+
+    def __init__(self, path: str, dtype, shape: tuple):
+        self.path, self.dtype, self.shape = path, np.dtype(dtype), tuple(int(k) for k in shape)
+        self.fill = (np.nan if self.dtype.kind in "fc" else "" if self.dtype.kind == "U"
+                     else 0)
+        self.file = open(path, "wb")
+
+    @property
+    def row_bytes(self) -> int:
+        return self.dtype.itemsize * int(np.prod(self.shape, dtype=np.int64))
+
+    def write(self, arr) -> None:
+        arr = np.ascontiguousarray(arr, dtype=self.dtype)
+        self.file.write(arr.reshape(-1).view(np.uint8).data if arr.size else b"")
+
+    def blank(self, n: int) -> None:
+        while n > 0:
+            k = min(n, WRITE_ROWS)
+            self.write(np.full((k, *self.shape), self.fill, dtype=self.dtype))
+            n -= k
+
+
+class NpzOutput:
+    """Where ``NpzWriter`` puts its arrays: a temporary directory beside PATH (one file
+    per array, so memory does not grow with the rows), assembled into PATH at the end
+    as ``np.savez`` would store the same arrays (zip entries STORED, zip64) and moved in
+    place at once; the directory is removed whatever happens."""
+
+    def __init__(self, path: str, names: list, shapes: dict):
+        import tempfile
+        self.shown, self.path = path, os.path.expanduser(path)
+        self.names = list(names)
+        self.refused = False
+        directory = os.path.dirname(os.path.abspath(self.path))
+        if os.path.isdir(self.path):
+            raise InputError(f"--output {path}: is a directory, not a file")
+        try:
+            self.tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(self.path)}.",
+                                        suffix=".partial", dir=directory)
+        except OSError as err:
+            raise InputError(f"--output {path}: cannot write the file "
+                             f"({err.strerror or err})") from None
+        self._spools: dict = {}
+        self.base = {"row": self.spool("row", np.int64, ())}
+        for name in self.names:
+            self.base[name] = self.spool(name, np.float64, shapes[name])
+        self.base["error"] = self.spool("error", np.bool_, ())
+        self.messages = open(os.path.join(self.tmp, "error_message.txt"), "wb")
+        self.message_width = 1
+
+    def spool(self, name: str, dtype, shape) -> _Spool:
+        """A new array ``name`` (rows of ``shape``), in a file of its own."""
+        spool = _Spool(os.path.join(self.tmp, f"{len(self._spools)}.bin"), dtype, shape)
+        self._spools[name] = spool
+        return spool
+
+    def check_names(self, outputs: list) -> None:
+        """Every array needs its own name: a point's name may not be an output's."""
+        names = ["row", *self.names, *outputs, "error", "error_message"]
+        twice = sorted({n for n in names if names.count(n) > 1})
+        if twice:
+            self.refused = True
+            raise InputError(f"--output {self.shown}: the source sets {', '.join(twice)}, a "
+                             "name .npz output gives an array of its own (row, value, "
+                             "d_NAME, error...): rename it in the program, or write .jsonl "
+                             "or .csv")
+
+    def message(self, text: str) -> None:
+        data = text.encode("utf-8")
+        self.message_width = max(self.message_width, len(text))
+        self.messages.write(len(data).to_bytes(4, "little") + data)
+
+    def assemble(self, rows: int, bad_rows: int, outputs: list) -> None:
+        """Write PATH: ``rows`` rows of every array (what the spools hold beyond them,
+        a chunk cut short by Ctrl-C, is left out), then remove the directory."""
+        import zipfile
+        for spool in self._spools.values():
+            spool.file.close()
+        self.messages.close()
+        target = os.path.join(self.tmp, "out.npz")
+        try:
+            with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_STORED,
+                                 allowZip64=True) as archive:
+                for name in ["row", *self.names, *outputs, "error"]:
+                    spool = self._spools[name]
+                    with archive.open(name + ".npy", "w", force_zip64=True) as member:
+                        _npy_header(member, spool.dtype, (rows, *spool.shape))
+                        with open(spool.path, "rb") as f:
+                            _copy(f, member, rows * spool.row_bytes)
+                with archive.open("error_message.npy", "w", force_zip64=True) as member:
+                    dtype = np.dtype(f"<U{self.message_width}")
+                    _npy_header(member, dtype, (bad_rows,))
+                    with open(self.messages.name, "rb") as f:
+                        for at in range(0, bad_rows, WRITE_ROWS):
+                            texts = []
+                            for _ in range(min(WRITE_ROWS, bad_rows - at)):
+                                size = int.from_bytes(f.read(4), "little")
+                                texts.append(f.read(size).decode("utf-8"))
+                            member.write(np.array(texts, dtype=dtype).tobytes())
+            os.replace(target, self.path)
+        finally:
+            self.discard()
+
+    def discard(self) -> None:
+        """Remove the temporary directory (PATH itself is not touched)."""
+        import shutil
+        for spool in self._spools.values():
+            spool.file.close()
+        self.messages.close()
+        shutil.rmtree(self.tmp, ignore_errors=True)
+
+
+def _npy_header(f, dtype: np.dtype, shape: tuple) -> None:
+    """The .npy header np.save writes for a C-order array of ``dtype`` and ``shape``."""
+    np.lib.format.write_array_header_1_0(f, {
+        "descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
+        "shape": tuple(int(k) for k in shape)})
+
+
+def _copy(source, target, size: int) -> None:
+    while size > 0:
+        block = source.read(min(size, 1 << 20))
+        if not block:
+            raise OSError("a temporary file of the .npz output ended early")
+        target.write(block)
+        size -= len(block)
+
+
 def render_console(stderr: bool = False):
     from . import render
     return render.console(stderr=stderr)
@@ -823,8 +1059,12 @@ def _format(s) -> str:
                                    ("csv", s.csv)) if on]
     if len(flags) > 1:
         raise InputError(f"--{flags[0]} and --{flags[1]} cannot be used together")
+    if s.output == "-":
+        return flags[0] if flags else "human"   # standard output, as without --output
     if s.output:
         extension = os.path.splitext(s.output)[1].lower()
+        if extension in BINARY:
+            raise InputError(f"--output {s.output}: {BINARY[extension]}")
         by_name = FORMATS.get(extension)
         if flags and by_name and flags[0] != by_name:
             raise InputError(f"--{flags[0]} conflicts with --output {s.output} (a "
@@ -832,7 +1072,7 @@ def _format(s) -> str:
         if not flags and by_name is None:
             raise InputError(f"--output {s.output}: cannot tell the format from "
                              f"{extension or 'a name without extension'!r}; use .jsonl, "
-                             ".csv or .txt, or give --json, --csv or --plain")
+                             ".csv, .txt or .npz, or give --json, --csv or --plain")
         return flags[0] if flags else by_name
     return flags[0] if flags else "human"
 
@@ -857,6 +1097,7 @@ def run(kind, s, prepare) -> None:
     if getattr(s, "symbolic", False):
         _guarded(lambda: _raise(InputError("--symbolic shows one point's derivative; it "
                                            "does not work with --at")))
+    to_file = s.output not in (None, "-")   # (--output -: standard output, as without it)
 
     def setup():
         if s.at.strip() == "-" and s.program.strip() == "-":
@@ -866,17 +1107,27 @@ def run(kind, s, prepare) -> None:
         slots = {}
         for decl in model.declarations:
             slots[decl.name] = Slot(decl.kind, decl.value if decl.has_value else None)
-        if s.output is not None and s.at.strip().startswith("@") and _same_file(
-                s.at.strip()[1:], s.output):
+        if to_file and s.at.strip().startswith("@") and _same_file(s.at.strip()[1:],
+                                                                   s.output):
             raise InputError(f"--output {s.output} is the source itself: write elsewhere")
         source = open_source(s.at, slots, chunk=s.chunk)
-        out = _open_output(s.output)
+        out = NpzOutput(s.output, source.names, source.shapes) if fmt == "npz" else \
+            _open_output(s.output if to_file else None)
         return fmt, model, source, out
 
     fmt, model, source, out = _guarded(setup)
+    try:
+        _run(kind, s, fmt, model, source, out, to_file)
+    finally:
+        if fmt == "npz":
+            out.discard()   # (the temporary arrays, whatever happened)
+
+
+def _run(kind, s, fmt: str, model, source, out, to_file: bool) -> None:
+    from .app import _guarded
     evaluate = Evaluator(model, kind)
     writer_class = {"json": JsonLinesWriter, "plain": PlainWriter, "csv": CsvWriter,
-                    "human": HumanWriter}[fmt]
+                    "human": HumanWriter, "npz": NpzWriter}[fmt]
     writer = writer_class(out, s.precision, lambda: evaluate.meta, source.labels, kind)
     sample = Sample(s.check_rows if s.check_rows is not None else 5, s.seed) \
         if s.check else None
@@ -886,18 +1137,21 @@ def run(kind, s, prepare) -> None:
             _stream(source, evaluate, writer, sample, progress, s.skip_bad_rows)
     except KeyboardInterrupt:
         progress.stop()
-        _flush_quietly(writer)
+        _stopped(writer, s.output)
         sys.stderr.write(f"interrupted: {writer.rows + writer.bad_rows:,} rows were "
                          "written completely\n")
         raise typer.Exit(130) from None
     except GradcliError as err:
         progress.stop()
-        _flush_quietly(writer)
+        written = _stopped(writer, s.output)
         sys.stderr.write(err.render() + "\n")
+        if written and fmt == "npz" and not out.refused:
+            sys.stderr.write(f"note: {s.output} holds the {writer.rows + writer.bad_rows:,} "
+                             "rows before it\n")
         raise typer.Exit(2) from None
     except (MemoryError, RecursionError) as err:
         progress.stop()
-        _flush_quietly(writer)
+        _stopped(writer, s.output)
         sys.stderr.write(LimitError(f"the program is too large to evaluate "
                                     f"({type(err).__name__})").render() + "\n")
         raise typer.Exit(2) from None
@@ -908,12 +1162,12 @@ def run(kind, s, prepare) -> None:
         raise typer.Exit(2)
     writer.finish()
     notes = kind.notes(evaluate.meta) if evaluate.meta is not None and fmt in (
-        "plain", "csv", "human") else []
+        "plain", "csv", "human", "npz") else []
     if evaluate.fell_back:
         notes.append(_FALLBACK_NOTE)
     if notes:
         writer.flush()
-        target = sys.stdout if fmt == "human" and s.output is None else sys.stderr
+        target = sys.stdout if fmt == "human" and not to_file else sys.stderr
         target.write("".join(f"note: {note}\n" for note in notes))
     report = None
     if sample is not None:
@@ -922,11 +1176,12 @@ def run(kind, s, prepare) -> None:
             writer.check(report)
         else:
             writer.flush()
-            _print_check(render_console(stderr=fmt != "human" or s.output is not None),
+            _print_check(render_console(stderr=fmt != "human" or to_file),
                          report, s.precision)
     writer.flush()
-    if s.output is not None:
-        out.close()
+    if to_file:
+        if fmt != "npz":
+            out.close()
         if _is_terminal(sys.stderr):
             sys.stderr.write(f"wrote {writer.rows + writer.bad_rows:,} rows to {s.output}\n")
     if report is not None and report["verdict"] == "mismatch":
@@ -944,11 +1199,16 @@ def _is_terminal(stream) -> bool:
         return False
 
 
-def _flush_quietly(writer) -> None:
+def _stopped(writer, path) -> bool:
+    """The run stopped: what the writer holds is written (the complete rows); False (and
+    one line on standard error) when that cannot be done."""
     try:
-        writer.flush()
-    except OSError:
-        pass
+        writer.stopped()
+    except OSError as err:
+        if isinstance(writer, NpzWriter):
+            sys.stderr.write(f"error: cannot write {path}: {err.strerror or err}\n")
+        return False
+    return True
 
 
 def _same_file(a: str, b: str) -> bool:
