@@ -113,6 +113,7 @@ def jacobian(model, wrt: list[str] | None = None, mode: str = "rev") -> Jacobian
     """The Jacobian of the target (any shape) with respect to each source."""
     if mode not in JACOBIAN_MODES:
         raise InputError(f"--mode must be one of {', '.join(JACOBIAN_MODES)}, got {mode!r}")
+    from .modes import _numpy  # inside vectorized_map (--at), a batched value stays one
     names = resolve_sources(model, wrt, "jacobian")
     sources = [model.source(n) for n in names]
     value, columns, computed_by = _jacobian(mode, model, sources)
@@ -122,8 +123,8 @@ def jacobian(model, wrt: list[str] | None = None, mode: str = "rev") -> Jacobian
             out.append(Jacobian(name, np.zeros(np.shape(value) + source.shape,
                                                dtype=source.dtype), False, source))
         else:
-            out.append(Jacobian(name, np.asarray(column.numpy()), True, source))
-    return JacobianResult(np.asarray(value.numpy()), out, computed_by, mode)
+            out.append(Jacobian(name, _numpy(column), True, source))
+    return JacobianResult(_numpy(value), out, computed_by, mode)
 
 
 def _jacobian(mode: str, model, sources: list) -> tuple:
@@ -158,13 +159,14 @@ def _forward_columns(model, source, tshape: tuple):
             target = model.function(*model.arg_values)
         column = acc.jvp(target)
         connected = connected or column is not None
-        columns.append(np.zeros(tshape, dtype=source.dtype) if column is None
-                       else np.asarray(column.numpy()))
+        columns.append(np.zeros(tshape, dtype=source.dtype) if column is None else column)
     if not connected:
         return None
-    stacked = np.stack(columns, axis=-1) if columns else np.zeros(tshape + (0,))
-    return gc.constant(stacked.reshape(tuple(tshape) + tuple(source.shape)),
-                       dtype=source.dtype)
+    if not columns:
+        return gc.constant(np.zeros(tuple(tshape) + tuple(source.shape)), dtype=source.dtype)
+    # Engine ops, not numpy: inside vectorized_map (--at) the columns are batched values.
+    stacked = gc.FUNCTIONS["stack"](columns, axis=-1)
+    return gc.FUNCTIONS["reshape"](stacked, tuple(tshape) + tuple(source.shape))
 
 
 # ---------------------------------------------------------------------------------------
@@ -190,6 +192,8 @@ def hessian(model, wrt: list[str] | None = None) -> HessianResult:
     """The Hessian of a scalar target over the flattened sources, by nested reverse
     mode (an outer tape records the gradient the inner one computes, then takes its
     Jacobian), with the gradient, the value and the verdict at the point."""
+    from .engine.tensor import Batched
+    from .modes import _numpy
     names = resolve_sources(model, wrt, "hessian")
     sources = [model.source(n) for n in names]
     reshape, concatenate = gc.FUNCTIONS["reshape"], gc.FUNCTIONS["concatenate"]
@@ -211,17 +215,19 @@ def hessian(model, wrt: list[str] | None = None) -> HessianResult:
     if n == 0:
         raise ModeError(f"hessian: the sources ({', '.join(names)}) have no elements")
     columns = outer.jacobian(flat, sources, unconnected_gradients="zero")
-    # (+ 0.0: a -0.0 from a rule's sign is printed as 0.0)
-    matrix = np.concatenate([np.reshape(c.numpy(), (n, -1)) for c in columns], axis=1) + 0.0
-    gradient = np.asarray(flat.numpy()) + 0.0
+    # Engine ops, not numpy: inside vectorized_map (--at, where the caller classifies
+    # each row) these are batched values. (+ 0.0: a -0.0 from a rule's sign prints 0.0)
+    matrix = concatenate([reshape(c, (n, -1)) for c in columns], axis=1) + 0.0
+    gradient = flat + 0.0
+    point = concatenate([reshape(s.astype(np.float64), (-1,)) for s in sources])
     shapes = [tuple(s.shape) for s in sources]
-    point = np.concatenate([np.ravel(np.asarray(s.numpy(), dtype=np.float64))
-                            for s in sources])
-    verdict = classify(gradient, matrix, point, np.asarray(target.numpy()).dtype)
-    return HessianResult(value=np.asarray(target.numpy()), names=names, shapes=shapes,
-                         labels=labels(names, shapes), gradient=gradient, hessian=matrix,
-                         dtype=str(np.asarray(target.numpy()).dtype), point=point,
-                         **verdict)
+    fields = dict(value=_numpy(target), names=names, shapes=shapes,
+                  labels=labels(names, shapes), gradient=_numpy(gradient),
+                  hessian=_numpy(matrix), dtype=str(target.dtype), point=_numpy(point))
+    if isinstance(target, Batched):
+        return HessianResult(**fields)
+    return HessianResult(**fields, **classify(fields["gradient"], fields["hessian"],
+                                              fields["point"], target.dtype))
 
 
 def classify(gradient: np.ndarray, matrix: np.ndarray, point=None, dtype="float64") -> dict:

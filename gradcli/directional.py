@@ -79,9 +79,11 @@ def run_jvp(model, tangents: dict) -> JvpOutcome:
     mode: one pass, whatever the target's size). A target the tangents do not reach has
     a zero derivative."""
     from . import engine as gc
+    from .modes import _numpy
     primals = [model.source(name) for name in tangents]
     directions = [np.asarray(t, dtype=p.dtype) for t, p in zip(tangents.values(), primals)]
     with gc.ForwardAccumulator(primals, directions) as acc:
         target = model.function(*model.arg_values)
     jvp = acc.jvp(target, unconnected_gradients="zero")
-    return JvpOutcome(np.asarray(target.numpy()), np.asarray(jvp.numpy()), dict(tangents))
+    # (modes._numpy: inside vectorized_map, --at's rows, a batched value stays one)
+    return JvpOutcome(_numpy(target), _numpy(jvp), dict(tangents))
