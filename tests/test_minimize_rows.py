@@ -344,3 +344,15 @@ def test_mini_batch_divergence_stops_at_the_last_good_point_exit_1(data):
     # the reported loss is the mean over every row at the reported point
     np.testing.assert_allclose(result["loss"], np.mean((values["w"] * x + values["b"] - y)
                                                        ** 2), rtol=1e-14)
+
+
+def test_readme_mini_batch_example_ends_near_lstsq():
+    out = gradcli("minimize", "@examples/regression_row.grad", "--var", "w=[0,0,0]",
+                  "--var", "b=0", "--arg", "x", "--arg", "y",
+                  "--at", "@examples/data/rows.csv", "--batch-size", "32", "--epochs", "50",
+                  "--lr", "0.05", "--seed", "0", "--plain")
+    assert out.returncode == 0, out.stderr
+    table = np.loadtxt(os.path.join(ROOT, "examples/data/rows.csv"), delimiter=",",
+                       skiprows=2)
+    got = [float(v) for v in out.stdout.split()[1:]]
+    np.testing.assert_allclose(got, lstsq_many(table[:, :3], table[:, 3]), atol=0.02)
