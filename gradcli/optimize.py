@@ -18,6 +18,11 @@ extra ``gradcli[optimize]``), with the engine giving the value and the gradient 
 Arguments and frozen variables stay fixed: only trainable variables the target reads move.
 A variable the target does not reach gets a zero gradient (it does not move).
 
+Training on data rows (``gradcli minimize --at``): ``ProgramRows`` makes a program written
+for one row into the mean loss over rows of data (one ``vectorized_map`` call per
+mini-batch), ``batch_order`` is the documented order of the mini-batches (Keras-style
+shuffling, reproducible with a seed), and ``minimize_rows`` is the loop over them.
+
 >>> from gradcli.engine import Variable
 >>> w = Variable(3.0, name="w")
 >>> result = minimize(lambda: (w - 1.0) ** 2, optimizer="sgd", lr=0.25, steps=200)

@@ -356,3 +356,16 @@ def test_readme_mini_batch_example_ends_near_lstsq():
                        skiprows=2)
     got = [float(v) for v in out.stdout.split()[1:]]
     np.testing.assert_allclose(got, lstsq_many(table[:, :3], table[:, 3]), atol=0.02)
+
+
+def test_data_above_the_memory_limit_is_refused_before_training():
+    import io
+
+    from gradcli.errors import InputError
+    from gradcli.points import Slot, read_all
+    slots = {"x": Slot("arg", None), "y": Slot("arg", None)}
+    text = "x,y\n" + "1,2\n" * 5
+    _, values = read_all("-", slots, 10, stdin=io.StringIO(text))
+    assert values["x"].tolist() == [1.0] * 5 and values["y"].shape == (5,)
+    with pytest.raises(InputError, match="more than 8 numbers; minimize holds its data"):
+        read_all("-", slots, 8, stdin=io.StringIO(text))
