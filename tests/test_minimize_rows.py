@@ -369,3 +369,14 @@ def test_data_above_the_memory_limit_is_refused_before_training():
     assert values["x"].tolist() == [1.0] * 5 and values["y"].shape == (5,)
     with pytest.raises(InputError, match="more than 8 numbers; minimize holds its data"):
         read_all("-", slots, 8, stdin=io.StringIO(text))
+
+
+def test_npz_rows_train_as_the_csv_rows(data, tmp_path):
+    path, x, y = data
+    npz = tmp_path / "d.npz"
+    np.savez(npz, x=x, y=y)
+    options = ("--optimizer", "adam", "--lr", "0.05", "--batch-size", "25", "--epochs", "4",
+               "--seed", "2")
+    from_npz, _, _ = train(npz, *options)
+    from_csv, _, _ = train(path, *options)
+    assert from_npz == from_csv
