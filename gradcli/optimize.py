@@ -18,6 +18,11 @@ extra ``gradcli[optimize]``), with the engine giving the value and the gradient 
 Arguments and frozen variables stay fixed: only trainable variables the target reads move.
 A variable the target does not reach gets a zero gradient (it does not move).
 
+Training on data rows (``gradcli minimize --at``): ``ProgramRows`` makes a program written
+for one row into the mean loss over rows of data (one ``vectorized_map`` call per
+mini-batch), ``batch_order`` is the documented order of the mini-batches (Keras-style
+shuffling, reproducible with a seed), and ``minimize_rows`` is the loop over them.
+
 >>> from gradcli.engine import Variable
 >>> w = Variable(3.0, name="w")
 >>> result = minimize(lambda: (w - 1.0) ** 2, optimizer="sgd", lr=0.25, steps=200)
@@ -36,7 +41,8 @@ from . import engine as gc
 from .engine.api import NO_VARIABLES
 from .errors import GradcliError, InputError, ModeError
 
-__all__ = ["OPTIMIZERS", "SGD", "Adam", "Result", "minimize", "DEFAULT_LR"]
+__all__ = ["OPTIMIZERS", "SGD", "Adam", "Result", "minimize", "DEFAULT_LR", "ProgramRows",
+           "minimize_rows", "batch_order"]
 
 OPTIMIZERS = ("sgd", "momentum", "adam", "lbfgs")
 #: Keras' default learning rates (lbfgs has none: its line search picks the step).
@@ -97,13 +103,19 @@ class Result:
     """What a run gave: ``loss`` and ``values`` (name -> array) at the best point seen,
     ``steps`` (updates made), ``converged``, ``reason`` ("converged", "max steps",
     "interrupted", "non-finite loss", "diverged", or scipy's message for lbfgs),
-    ``history`` (a list of ``(step, loss, grad_norm)``), ``elapsed`` seconds."""
-    __slots__ = ("loss", "values", "steps", "converged", "reason", "history", "elapsed")
+    ``history`` (a list of ``(step, loss, grad_norm)``), ``elapsed`` seconds.
 
-    def __init__(self, loss, values, steps, converged, reason, history, elapsed):
+    Training on data rows (``minimize_rows``) also sets ``data``: a dict with ``rows``,
+    ``batch_size``, ``epochs`` (complete passes made), ``shuffle``, ``seed``, ``notes``,
+    and ``epoch_of`` (history index -> the 1-based epoch of its batch) and ``rows_of``
+    (history index -> the rows its loss is over) for the history."""
+    __slots__ = ("loss", "values", "steps", "converged", "reason", "history", "elapsed",
+                 "data")
+
+    def __init__(self, loss, values, steps, converged, reason, history, elapsed, data=None):
         self.loss, self.values, self.steps = loss, values, steps
         self.converged, self.reason, self.history = converged, reason, history
-        self.elapsed = elapsed
+        self.elapsed, self.data = elapsed, data
 
     @property
     def failed(self) -> bool:
@@ -178,44 +190,56 @@ def minimize(function, args=(), *, optimizer: str = "adam", lr: float | None = N
     with _Interrupt() as interrupt:
         if optimizer == "lbfgs":
             return _lbfgs(evaluate, steps, tol, names, on_step, interrupt, start)
-        rule = (Adam(lr if lr is not None else DEFAULT_LR["adam"]) if optimizer == "adam"
-                else SGD(lr if lr is not None else DEFAULT_LR[optimizer],
-                         momentum=momentum if optimizer == "momentum" else 0.0))
-        history: list = []
-        best = None    # (loss, {id: value})
-        reason, step = "max steps", 0
-        for step in range(steps + 1):
-            loss, grads = evaluate()
-            norm = math.sqrt(sum(float(np.sum(g * g)) for g, _ in grads))
-            history.append((step, loss, norm))
-            if on_step is not None:
-                on_step(step, loss, norm)
-            if not math.isfinite(loss) or not math.isfinite(norm):
-                reason = "non-finite loss"
-                break
-            if best is None or loss < best[0]:
-                best = (loss, [(v, v.numpy().copy()) for _, v in grads])
-            if loss > DIVERGENCE_FACTOR * (abs(best[0]) + 1.0):
-                reason = "diverged"
-                break
-            if norm <= tol:
-                reason = "converged"
-                break
-            if interrupt.hit:
-                reason = "interrupted"
-                break
-            if step == steps:
-                break
-            rule.apply_gradients(grads)
-        if not grads:
-            raise _no_variables()
-        if best is None:  # the very first loss was not finite: nothing better to report
+        return _descend(evaluate, _rule(optimizer, lr, momentum), steps, tol, names,
+                        on_step, interrupt, start)
+
+
+def _rule(optimizer: str, lr: float | None, momentum: float):
+    """The optimizer object of ``optimizer`` (not lbfgs), with Keras' default rate."""
+    if optimizer == "adam":
+        return Adam(lr if lr is not None else DEFAULT_LR["adam"])
+    return SGD(lr if lr is not None else DEFAULT_LR[optimizer],
+               momentum=momentum if optimizer == "momentum" else 0.0)
+
+
+def _descend(evaluate, rule, steps, tol, names, on_step, interrupt, start) -> Result:
+    """``steps`` updates of ``rule`` from ``evaluate() -> (loss, [(gradient, variable)])``,
+    each loss comparable with the others (one function): the best point is kept."""
+    history: list = []
+    best = None    # (loss, [(variable, value)])
+    reason, step = "max steps", 0
+    for step in range(steps + 1):
+        loss, grads = evaluate()
+        norm = math.sqrt(sum(float(np.sum(g * g)) for g, _ in grads))
+        history.append((step, loss, norm))
+        if on_step is not None:
+            on_step(step, loss, norm)
+        if not math.isfinite(loss) or not math.isfinite(norm):
+            reason = "non-finite loss"
+            break
+        if best is None or loss < best[0]:
             best = (loss, [(v, v.numpy().copy()) for _, v in grads])
-        for var, value in best[1]:
-            var.assign(value)
-        values = {names.get(id(v), v.name): value for v, value in best[1]}
-        return Result(best[0], values, step, reason == "converged", reason, history,
-                      time.perf_counter() - start)
+        if loss > DIVERGENCE_FACTOR * (abs(best[0]) + 1.0):
+            reason = "diverged"
+            break
+        if norm <= tol:
+            reason = "converged"
+            break
+        if interrupt.hit:
+            reason = "interrupted"
+            break
+        if step == steps:
+            break
+        rule.apply_gradients(grads)
+    if not grads:
+        raise _no_variables()
+    if best is None:  # the very first loss was not finite: nothing better to report
+        best = (loss, [(v, v.numpy().copy()) for _, v in grads])
+    for var, value in best[1]:
+        var.assign(value)
+    values = {names.get(id(v), v.name): value for v, value in best[1]}
+    return Result(best[0], values, step, reason == "converged", reason, history,
+                  time.perf_counter() - start)
 
 
 def _no_variables() -> GradcliError:
@@ -312,3 +336,288 @@ class MissingExtra(GradcliError):
     def __init__(self, module: str, extra: str, what: str):
         super().__init__(f"{what} needs {module}, which is not installed: "
                          f"python -m pip install 'gradcli[{extra}]'")
+
+
+# ---------------------------------------------------------------------------------------
+# Training on data rows (``gradcli minimize --at``)
+# ---------------------------------------------------------------------------------------
+#: ``minimize --at`` holds the data in memory: at most this many numbers (256 MiB as
+#: float64); a larger source is refused (train on a sample, or in Python).
+MAX_DATA_NUMBERS = 1 << 25
+#: Rows per ``vectorized_map`` call: a mini-batch up to this size is one call; a larger
+#: one (a full batch of many rows) is cut into pieces whose gradients add up, so that the
+#: tape's memory stays bounded.
+PIECE_ROWS = 1 << 16
+#: Updates when neither ``steps`` nor ``epochs`` is given (as ``minimize``).
+DEFAULT_STEPS = 1000
+
+
+def batch_order(n_rows: int, batch_size: int, seed: int | None = None,
+                shuffle: bool = True):
+    """The mini-batches, epoch after epoch: an endless iterator of ``(epoch, rows)``,
+    ``epoch`` counted from 1 and ``rows`` an integer array of row indices (0-based, in
+    data order).
+
+    ``rng = numpy.random.default_rng(seed)`` is made once; each epoch the order of the
+    rows is ``rng.permutation(n_rows)`` (the next permutation of the same generator), or
+    ``0, 1, ..., n_rows - 1`` without ``shuffle``, cut into consecutive batches of
+    ``batch_size`` rows; the last batch of an epoch is smaller when ``batch_size`` does
+    not divide ``n_rows`` (as Keras' ``fit``). A full batch (``batch_size >= n_rows``) is
+    every row in data order, never shuffled: its mean does not depend on the order.
+
+    >>> import itertools
+    >>> [(e, r.tolist()) for e, r in itertools.islice(batch_order(5, 2, shuffle=False), 4)]
+    [(1, [0, 1]), (1, [2, 3]), (1, [4]), (2, [0, 1])]
+    """
+    rng = np.random.default_rng(seed)
+    permute = shuffle and batch_size < n_rows
+    epoch = 0
+    while True:
+        epoch += 1
+        order = rng.permutation(n_rows) if permute else np.arange(n_rows)
+        for start in range(0, n_rows, batch_size):
+            yield epoch, order[start:start + batch_size]
+
+
+class ProgramRows:
+    """A program written for ONE data row, as a loss over rows of data (Keras' loss
+    reduction: the mean over the rows of a batch).
+
+    ``model`` is a built program (``gradcli.lang.evaluate.build``), ``data`` maps the
+    declared names the rows set (arguments, frozen variables; never a trainable one) to
+    arrays whose axis 0 is the row, ``trainable`` names the variables trained.
+    ``parameters`` (name -> ``Variable``) are the variables the optimizer moves, starting
+    at the declared values.
+
+    ``value_and_gradients(rows)`` is the mean over ``rows`` (indices; None: every row) of
+    the program's value, with its gradient for each parameter, computed by one
+    ``vectorized_map`` call (per PIECE_ROWS rows) under ``implicit_value_and_gradients``:
+    the map's function binds the batch's values to the model (``Model.bind``, which makes
+    the model's variables anew), gives each trainable variable its parameter's current
+    value, and runs the program; the per-row losses come out with a leading row axis and
+    their mean is taken outside the map, so each variable, shared by every row, gets the
+    gradient of the mean (the sum over rows, divided by their number) in one backward
+    pass. Should the map fall back to a loop (data-dependent code), each row's variables
+    get their own gradient and these are added: the same result (``fell_back`` is set).
+    """
+
+    def __init__(self, model, data: dict, trainable: list):
+        from .engine.tensor import Variable
+        self.model, self.data = model, data
+        self.n = len(next(iter(data.values())))
+        # The starting values: the declared ones (bound with the first row's data, as
+        # a name declared without a value has none of its own).
+        model.bind({name: v[0] for name, v in data.items()})
+        self.parameters = {name: Variable(np.array(model.variables[name].numpy()),
+                                          name=name, dtype=model.dtype)
+                           for name in trainable}
+        self.fell_back = False
+
+    def value_and_gradients(self, rows=None) -> tuple:
+        """(the mean loss over ``rows``, [(gradient, parameter)]) as numpy values."""
+        n = self.n if rows is None else len(rows)
+        total = 0.0
+        grads = {name: np.zeros(p.shape) for name, p in self.parameters.items()}
+        for at in range(0, n, PIECE_ROWS):
+            if rows is None:
+                piece = {name: v[at:at + PIECE_ROWS] for name, v in self.data.items()}
+            else:
+                index = rows[at:at + PIECE_ROWS]
+                piece = {name: v[index] for name, v in self.data.items()}
+            value, pairs = self._piece(piece, n)
+            total += value
+            for name, g in pairs:
+                grads[name] += g
+        return total, [(grads[name], p) for name, p in self.parameters.items()]
+
+    def _piece(self, piece: dict, n: int) -> tuple:
+        """(the piece's share of the batch's mean, [(name, gradient)])."""
+        import warnings
+
+        from .engine.batching import vectorized_map
+        from .engine.tensor import Variable, constant
+        model, dtype = self.model, self.model.dtype
+        current = {name: p.numpy() for name, p in self.parameters.items()}
+        made: dict = {}   # id(variable made by bind) -> (name, variable)
+        elems = {name: constant(v, dtype=dtype) for name, v in piece.items()}
+        size = len(next(iter(piece.values())))
+
+        def row_loss(example):
+            model.bind(example)
+            for name, value in current.items():
+                variable = model.variables[name]
+                if variable.__class__ is not Variable:
+                    raise InputError(f"the trainable variable {name}'s value depends on the "
+                                     "data rows, so it cannot be trained on them")
+                variable.assign(value)
+                made[id(variable)] = (name, variable)
+            return model.function(*model.arg_values)
+
+        def batch_loss():
+            losses = vectorized_map(row_loss, elems)
+            if tuple(losses.shape) != (size,):
+                raise InputError(f"minimize needs one number per data row; the program's "
+                                 f"target has shape {tuple(losses.shape)[1:]} for a row "
+                                 "(reduce it, e.g. sum(...) or mean(...))")
+            if size == n:
+                return gc.FUNCTIONS["mean"](losses)
+            return gc.FUNCTIONS["sum"](losses) / float(n)
+
+        with warnings.catch_warnings(record=True) as caught:
+            warnings.simplefilter("always")
+            try:
+                value, pairs = gc.implicit_value_and_gradients(batch_loss)()
+            except ValueError as err:
+                if str(err) == NO_VARIABLES:
+                    raise _no_variables() from None
+                raise
+        for w in caught:
+            if "vectorized_map" in str(w.message):
+                self.fell_back = True
+            else:
+                warnings.warn_explicit(w.message, w.category, w.filename, w.lineno)
+        out = [(made[id(v)][0], np.asarray(g.numpy())) for g, v in pairs
+               if g is not None and id(v) in made]
+        return float(np.asarray(value.numpy()).reshape(())), out
+
+
+def minimize_rows(rows: ProgramRows, *, optimizer: str = "adam", lr: float | None = None,
+                  steps: int | None = None, epochs: int | None = None,
+                  batch_size: int | None = None, shuffle: bool = True,
+                  seed: int | None = None, tol: float = 1e-8, momentum: float = 0.9,
+                  on_step=None) -> Result:
+    """Train ``rows.parameters`` on the data rows of ``rows`` (a ``ProgramRows``).
+
+    Each update uses the mean loss of one mini-batch of ``batch_size`` rows (None: every
+    row, a full batch), taken in the order of ``batch_order(rows.n, batch_size, seed,
+    shuffle)``; ``steps`` counts updates, ``epochs`` passes over the data (give one; by
+    default DEFAULT_STEPS updates). A ``batch_size`` above the number of rows is a full
+    batch (``result.data["notes"]`` says so). Without ``seed`` a shuffled run draws one,
+    reported in ``result.data["seed"]`` so that the run can be repeated.
+
+    - Full batch (any optimizer): every loss is over all rows, as ``minimize`` without
+      data: the best point is kept, and the run stops when the gradient norm is at most
+      ``tol``. lbfgs trains only so (its line search needs one function).
+    - Mini-batches (sgd, momentum, adam): the run makes every update (as Keras' ``fit``)
+      and ends at the last point, whose loss and gradient over all rows are computed at
+      the end (the history's last entry, ``result.loss``; ``converged`` when that
+      gradient's norm is at most ``tol``). The batch losses in the history are not
+      comparable with each other, so no best point is chosen among them. A non-finite
+      or diverging batch loss stops the run at the point before it.
+    """
+    if optimizer not in OPTIMIZERS:
+        raise InputError(f"unknown optimizer {optimizer!r}; choose one of "
+                         f"{', '.join(OPTIMIZERS)}")
+    if steps is not None and epochs is not None:
+        raise InputError("give --steps (updates) or --epochs (passes over the data), not both")
+    if steps is not None and steps < 0:
+        raise InputError("--steps must be at least 0")
+    if epochs is not None and epochs < 0:
+        raise InputError("--epochs must be at least 0")
+    if batch_size is not None and batch_size < 1:
+        raise InputError(f"--batch-size must be at least 1, got {batch_size}")
+    if optimizer == "lbfgs" and batch_size is not None:
+        raise InputError("lbfgs trains on the full batch only (its line search compares "
+                         "losses of one function): drop --batch-size, or use sgd, "
+                         "momentum or adam for mini-batches")
+    if optimizer == "lbfgs" and epochs is not None:
+        raise InputError("lbfgs trains on the full batch and counts iterations: use "
+                         "--steps N, not --epochs")
+    n = rows.n
+    notes: list = []
+    if batch_size is not None and batch_size > n:
+        notes.append(f"--batch-size {batch_size} is more than the {n} rows: each batch is "
+                     f"every row (batch size {n})")
+    size = n if batch_size is None else min(batch_size, n)
+    per_epoch = -(-n // size)
+    if steps is None:
+        steps = epochs * per_epoch if epochs is not None else DEFAULT_STEPS
+    full = size == n
+    shuffled = shuffle and not full
+    if seed is None and shuffled:
+        seed = int(np.random.SeedSequence().entropy % (1 << 63))
+    names = {id(p): name for name, p in rows.parameters.items()}
+    start = time.perf_counter()
+    with _Interrupt() as interrupt:
+        if optimizer == "lbfgs":
+            result = _lbfgs(rows.value_and_gradients, steps, tol, names, on_step,
+                            interrupt, start)
+        elif full:
+            result = _descend(rows.value_and_gradients, _rule(optimizer, lr, momentum),
+                              steps, tol, names, on_step, interrupt, start)
+        else:
+            result = _mini_batches(rows, _rule(optimizer, lr, momentum), steps, size,
+                                   batch_order(n, size, seed, shuffle), tol, names,
+                                   on_step, interrupt, start)
+    if epochs is not None and result.reason == "max steps":
+        result.reason = "max epochs"
+    last = max(1, -(-result.steps // per_epoch))
+    final = len(result.history) - 1
+
+    def rows_of(index: int) -> int:
+        if full or index >= final:   # (the final evaluation is over every row)
+            return n
+        return size if index % per_epoch < per_epoch - 1 else n - size * (per_epoch - 1)
+
+    def epoch_of(index: int) -> int:
+        return last if index >= final else min(index // per_epoch + 1, last)
+    result.data = {"rows": n, "batch_size": size, "shuffle": shuffled,
+                   "seed": seed if shuffled else None, "notes": notes,
+                   "epochs": None if optimizer == "lbfgs" else result.steps // per_epoch,
+                   "epoch_of": epoch_of,
+                   "rows_of": rows_of}
+    return result
+
+
+def _mini_batches(rows: ProgramRows, rule, steps: int, size: int, order, tol: float,
+                  names: dict, on_step, interrupt, start) -> Result:
+    """``steps`` updates on the batches of ``order``; then the loss over every row."""
+    params = list(rows.parameters.values())
+    history: list = []
+    reason, updates = "max steps", 0
+    good = None     # the point of the last step whose loss was finite and not diverging
+    best_loss = None
+    for step in range(steps):
+        _, batch = next(order)
+        loss, grads = rows.value_and_gradients(batch)
+        norm = math.sqrt(sum(float(np.sum(g * g)) for g, _ in grads))
+        history.append((step, loss, norm))
+        if on_step is not None:
+            on_step(step, loss, norm)
+        if not math.isfinite(loss) or not math.isfinite(norm):
+            reason = "non-finite loss"
+            break
+        best_loss = loss if best_loss is None else min(best_loss, loss)
+        if loss > DIVERGENCE_FACTOR * (abs(best_loss) + 1.0):
+            reason = "diverged"
+            break
+        good = [p.numpy().copy() for p in params]
+        if interrupt.hit:
+            reason = "interrupted"
+            break
+        rule.apply_gradients(grads)
+        updates += 1
+    failed = reason in ("non-finite loss", "diverged")
+    if failed and good is not None:  # the point before the last update
+        for p, value in zip(params, good):
+            p.assign(value)
+        updates -= 1
+    loss, grads = rows.value_and_gradients(None)
+    norm = math.sqrt(sum(float(np.sum(g * g)) for g, _ in grads))
+    if not failed and not (math.isfinite(loss) and math.isfinite(norm)) and good is not None:
+        # The last update made the loss over every row non-finite: back to the point before.
+        reason, failed = "non-finite loss", True
+        for p, value in zip(params, good):
+            p.assign(value)
+        updates = max(0, updates - 1)
+        loss, grads = rows.value_and_gradients(None)
+        norm = math.sqrt(sum(float(np.sum(g * g)) for g, _ in grads))
+    history.append((updates, loss, norm))
+    if on_step is not None:
+        on_step(updates, loss, norm)
+    converged = not failed and reason != "interrupted" and norm <= tol
+    if converged:
+        reason = "converged"
+    values = {names.get(id(p), p.name): p.numpy().copy() for p in params}
+    return Result(loss, values, updates, converged, reason, history,
+                  time.perf_counter() - start)

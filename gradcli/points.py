@@ -686,3 +686,36 @@ def _array_source(shown: str, members: dict, headers: dict, chunk: int | None) -
                 yield Chunk(start, values, columns)
 
     return Source(shown, names, shapes, labels, reader, total, None)
+
+
+def read_all(spec: str, slots: dict, max_numbers: int, stdin=None, check=None) -> tuple:
+    """Every row of ``spec`` in memory (``gradcli minimize --at``): ``(source, values)``,
+    ``values`` mapping each name the source sets to a float64 array whose axis 0 is the
+    row. A bad row is an ``InputError`` naming its file and line (the same message as
+    ``--at``); so is a source without rows, or one of more than ``max_numbers`` numbers.
+    ``check(source)``, if given, runs once the source is open, before its rows are read.
+
+    >>> import io
+    >>> _, v = read_all("-", {"x": Slot("arg", None)}, 100, stdin=io.StringIO("x\\n1\\n2\\n"))
+    >>> v["x"].tolist()
+    [1.0, 2.0]
+    """
+    source = open_source(spec, slots, stdin=stdin)
+    if check is not None:
+        check(source)
+    parts: dict = {name: [] for name in source.names}
+    count = 0
+    for item in source.items():
+        if isinstance(item, BadRow):
+            raise InputError(item.message)
+        count += item.columns.size
+        if count > max_numbers:
+            raise InputError(f"{source.shown}: more than {max_numbers:,} numbers; minimize "
+                             "holds its data in memory, so train on a sample of the rows")
+        for name in source.names:
+            parts[name].append(item.values[name])
+    values = {name: np.concatenate(chunks) if chunks else np.zeros((0, *source.shapes[name]))
+              for name, chunks in parts.items()}
+    if not values or len(next(iter(values.values()))) == 0:
+        raise InputError(f"{source.shown}: no rows (the source is empty)")
+    return source, values

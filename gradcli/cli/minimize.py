@@ -25,9 +25,9 @@ OPTIONS = [
              "lbfgs has none).")], None),
     _opt("momentum", Annotated[float, typer.Option(
         "--momentum", min=0.0, max=1.0, help="Momentum of --optimizer momentum.")], 0.9),
-    _opt("steps", Annotated[int, typer.Option(
-        "--steps", min=0, max=10**8, metavar="N",
-        help="At most N updates (lbfgs: iterations).")], 1000),
+    _opt("steps", Annotated[Optional[int], typer.Option(
+        "--steps", min=0, max=10**8, metavar="N", show_default=False,
+        help="At most N updates (lbfgs: iterations; default 1000).")], None),
     _opt("tol", Annotated[float, typer.Option(
         "--tol", min=0.0, metavar="T",
         help="Stop when the gradient norm is at most T (lbfgs: its largest component).")],
@@ -36,6 +36,27 @@ OPTIONS = [
         "--save", metavar="DIR", show_default=False,
         help="Write each variable to DIR/NAME.npy; feed it back with "
              "--var NAME=@DIR/NAME.npy.")], None),
+    _opt("at", Annotated[Optional[str], typer.Option(
+        "--at", metavar="SOURCE", show_default=False,
+        help="Train on data rows: the program is the loss of ONE row, whose --arg/--frozen "
+             "values come from each row of @data.csv, @x.npy, @d.npz, @d.jsonl or - "
+             "(as --at of the gradient commands); the loss of a batch is the mean over "
+             "its rows.")], None),
+    _opt("batch_size", Annotated[Optional[int], typer.Option(
+        "--batch-size", min=1, metavar="B", show_default=False,
+        help="With --at: B rows per update (default: every row, a full batch; more "
+             "than the rows is a full batch).")], None),
+    _opt("epochs", Annotated[Optional[int], typer.Option(
+        "--epochs", min=0, max=10**8, metavar="E", show_default=False,
+        help="With --at: E passes over the data (instead of --steps).")], None),
+    _opt("shuffle", Annotated[Optional[bool], typer.Option(
+        "--shuffle/--no-shuffle", show_default=False,
+        help="With --at --batch-size: a new random order of the rows every epoch "
+             "(default, as Keras' fit), or the data order.")], None),
+    _opt("seed", Annotated[Optional[int], typer.Option(
+        "--seed", min=0, max=2**63 - 1, metavar="S", show_default=False,
+        help="With --at: the seed of the shuffling (default: a fresh one, reported in "
+             "--json).")], None),
     _opt("plot", Annotated[Optional[str], typer.Option(
         "--plot", metavar="PATH.png|.svg|.pdf", show_default=False,
         help="Save the loss curve (needs the extra gradcli[plot]).")], None),
@@ -44,14 +65,16 @@ OPTIONS = [
 _SPARKS = "▁▂▃▄▅▆▇█"
 
 
-def _progress(total: int):
-    """A progress line on standard error (a terminal only): step, loss, gradient norm,
-    steps/s, ETA; at most ten redraws a second."""
+def _progress(total: int, per_epoch: int | None = None):
+    """A progress line on standard error (a terminal only): epoch (training on data rows,
+    ``per_epoch`` updates each), step, loss, gradient norm, steps/s, ETA; at most ten
+    redraws a second."""
     if not sys.stderr.isatty():
         return None, lambda: None
     from . import render
     start = time.perf_counter()
     state = {"shown": 0.0}
+    epochs = -(-total // per_epoch) if per_epoch else None
 
     def on_step(step, loss, norm):
         now = time.perf_counter()
@@ -60,7 +83,9 @@ def _progress(total: int):
         state["shown"] = now
         rate = step / (now - start) if now > start and step else 0.0
         eta = f"{(total - step) / rate:.0f} s" if rate else "?"
-        sys.stderr.write(f"\rstep {step}/{total}  loss {render.number_text(loss, 6)}  "
+        epoch = (f"epoch {min(step // per_epoch + 1, max(epochs, 1))}/{epochs}  "
+                 if per_epoch else "")
+        sys.stderr.write(f"\r{epoch}step {step}/{total}  loss {render.number_text(loss, 6)}  "
                          f"|grad| {render.number_text(norm, 3)}  {rate:.0f} steps/s  "
                          f"ETA {eta}   ")
         sys.stderr.flush()
@@ -131,7 +156,7 @@ def save_loss_plot(path: str, history) -> None:
 def run(s: _Settings) -> None:
     """Build the program, train, print, save; exit 1 for a non-finite loss or divergence,
     130 after Ctrl-C (the best point so far is still printed)."""
-    from ..optimize import DEFAULT_LR, OPTIMIZERS, minimize
+    from ..optimize import DEFAULT_LR, DEFAULT_STEPS, OPTIMIZERS, minimize
 
     def work():
         if s.optimizer not in OPTIMIZERS:
@@ -139,6 +164,7 @@ def run(s: _Settings) -> None:
                              f"{', '.join(OPTIMIZERS)}")
         if s.optimizer == "lbfgs" and s.lr is not None:
             raise InputError("--lr does not apply to lbfgs (its line search sets the step)")
+        _check_data_options(s)
         if s.plot is not None:
             from .plot import output_format
             output_format(s.plot)
@@ -147,20 +173,28 @@ def run(s: _Settings) -> None:
         if not any(model.trainable[name] for name in model.read_variables):
             from ..modes import _NO_VARIABLES
             raise ModeError(_NO_VARIABLES)
+        if s.at is not None:
+            return _train_on_rows(s, model)
         names = {id(v): n for n, v in model.variables.items()}
-        on_step, done = _progress(s.steps)
+        steps = s.steps if s.steps is not None else DEFAULT_STEPS
+        on_step, done = _progress(steps)
         try:
             result = minimize(model.function, model.arg_values, optimizer=s.optimizer,
-                              lr=s.lr, steps=s.steps, tol=s.tol, momentum=s.momentum,
+                              lr=s.lr, steps=steps, tol=s.tol, momentum=s.momentum,
                               names=names, on_step=on_step)
         finally:
             done()
-        saved = save_variables(s.save, result.values) if s.save else []
-        if s.plot is not None:
-            save_loss_plot(s.plot, result.history)
-        return result, saved
+        return result, False
 
-    result, saved = _guarded(work)
+    result, fell_back = _guarded(work)
+    saved = _guarded(lambda: save_variables(s.save, result.values)) if s.save else []
+    if s.plot is not None:
+        _guarded(lambda: save_loss_plot(s.plot, result.history))
+    notes = list(result.data["notes"]) if result.data else []
+    if fell_back:
+        notes.append(_FALLBACK_NOTE)
+    if notes:
+        sys.stderr.write("".join(f"note: {note}\n" for note in notes))
     lr = s.lr if s.lr is not None else DEFAULT_LR[s.optimizer]
     from . import render
     if s.json_out:
@@ -185,22 +219,104 @@ def run(s: _Settings) -> None:
         raise typer.Exit(130)
 
 
+_FALLBACK_NOTE = ("the rows of a batch were computed one at a time (vectorized_map's loop "
+                  "fallback: the program has code the engine cannot batch); the results "
+                  "are the same, only slower")
+_DATA_OPTIONS = (("--batch-size", "batch_size"), ("--epochs", "epochs"),
+                 ("--shuffle/--no-shuffle", "shuffle"), ("--seed", "seed"))
+
+
+def _check_data_options(s: _Settings) -> None:
+    """The options of training on data rows need --at; lbfgs trains on the full batch."""
+    if s.at is None:
+        for option, name in _DATA_OPTIONS:
+            if getattr(s, name) is not None:
+                raise InputError(f"{option} works with --at SOURCE (training on data rows)")
+        return
+    if s.steps is not None and s.epochs is not None:
+        raise InputError("give --steps (updates) or --epochs (passes over the data), not both")
+    if s.optimizer == "lbfgs" and s.batch_size is not None:
+        raise InputError("lbfgs trains on the full batch only (its line search compares "
+                         "losses of one function): drop --batch-size, or use sgd, "
+                         "momentum or adam for mini-batches")
+    if s.optimizer == "lbfgs" and s.epochs is not None:
+        raise InputError("lbfgs trains on the full batch and counts iterations: use "
+                         "--steps N, not --epochs")
+    if s.at.strip() == "-" and s.program.strip() == "-":
+        raise InputError("the program and --at cannot both be read from standard input")
+
+
+def _train_on_rows(s: _Settings, model):
+    """``minimize --at``: read the rows, train on them (``optimize.minimize_rows``)."""
+    from ..optimize import DEFAULT_STEPS, MAX_DATA_NUMBERS, ProgramRows, minimize_rows
+    from ..points import Slot, read_all
+    trainable = [name for name in model.read_variables if model.trainable[name]]
+    slots = {}
+    for decl in model.declarations:
+        if decl.kind == "var" and not decl.has_value:
+            raise InputError(f"--var {decl.name} has no value: minimize trains {decl.name} "
+                             f"from a starting value (--var {decl.name}=0); the data rows "
+                             "set arguments and frozen variables only")
+        slots[decl.name] = Slot(decl.kind, decl.value if decl.has_value else None)
+
+    def refuse_trainable(source):
+        for name in source.names:
+            if name in model.trainable and model.trainable[name]:
+                raise InputError(f"{source.shown}: the source sets {name}, a trainable "
+                                 f"variable that minimize trains: the data rows set "
+                                 f"arguments and frozen variables only (declare it "
+                                 f"--frozen {name} to read it from each row, or drop the "
+                                 f"column)")
+
+    _, data = read_all(s.at, slots, MAX_DATA_NUMBERS, check=refuse_trainable)
+    rows = ProgramRows(model, data, trainable)
+    size = rows.n if s.batch_size is None else min(s.batch_size, rows.n)
+    per_epoch = -(-rows.n // size)
+    total = (s.steps if s.steps is not None else s.epochs * per_epoch
+             if s.epochs is not None else DEFAULT_STEPS)
+    on_step, done = _progress(total, per_epoch if s.optimizer != "lbfgs" else None)
+    try:
+        result = minimize_rows(rows, optimizer=s.optimizer, lr=s.lr, steps=s.steps,
+                               epochs=s.epochs, batch_size=s.batch_size,
+                               shuffle=s.shuffle is not False, seed=s.seed, tol=s.tol,
+                               momentum=s.momentum, on_step=on_step)
+    finally:
+        done()
+    return result, rows.fell_back
+
+
 def _ravel(value):
     import numpy as np
     return np.asarray(value).ravel()
 
 
 def result_json(result, optimizer: str, lr) -> dict:
-    """The JSON object of ``minimize --json`` (README, "gradcli minimize")."""
+    """The JSON object of ``minimize --json`` (README, "gradcli minimize"); training on
+    data rows adds "rows", "batch_size", "epochs" (not for lbfgs), "shuffle", "seed", and
+    "epoch" and "rows" in each history entry."""
     from . import render
-    return {"mode": "minimize", "optimizer": optimizer, "lr": lr,
-            "loss": render.json_number(result.loss),
-            "variables": [{"name": n, "value": render.json_array(v)}
-                          for n, v in result.values.items()],
-            "steps": result.steps, "converged": result.converged, "reason": result.reason,
-            "history": [{"step": step, "loss": render.json_number(loss),
-                         "grad_norm": render.json_number(norm)}
-                        for step, loss, norm in result.history]}
+    out = {"mode": "minimize", "optimizer": optimizer, "lr": lr,
+           "loss": render.json_number(result.loss),
+           "variables": [{"name": n, "value": render.json_array(v)}
+                         for n, v in result.values.items()],
+           "steps": result.steps, "converged": result.converged, "reason": result.reason}
+    data = result.data
+    if data is None:
+        out["history"] = [{"step": step, "loss": render.json_number(loss),
+                           "grad_norm": render.json_number(norm)}
+                          for step, loss, norm in result.history]
+        return out
+    out["rows"], out["batch_size"] = data["rows"], data["batch_size"]
+    if data["epochs"] is not None:
+        out["epochs"] = data["epochs"]
+    out["shuffle"], out["seed"] = data["shuffle"], data["seed"]
+    epoch_of, rows_of = data["epoch_of"], data["rows_of"]
+    out["history"] = [dict({"step": step}, **({"epoch": epoch_of(i)} if data["epochs"]
+                                              is not None else {}),
+                           rows=rows_of(i), loss=render.json_number(loss),
+                           grad_norm=render.json_number(norm))
+                      for i, (step, loss, norm) in enumerate(result.history)]
+    return out
 
 
 def _print_human(result, s: _Settings, lr, saved: list) -> None:
@@ -217,7 +333,18 @@ def _print_human(result, s: _Settings, lr, saved: list) -> None:
     out.print(Text.assemble(("minimize", "bold"), "  ", (settings, "dim")))
     out.print(Text.assemble((result.reason, style), f" after {result.steps} steps ",
                             (f"({n(result.elapsed, 2)} s)", "dim")))
-    out.print(Text.assemble("loss: ", (n(result.loss, s.precision), "bold")))
+    if result.data is not None:
+        data = result.data
+        what = f"{data['rows']:,} rows, " + (
+            "full batch" if data["batch_size"] == data["rows"] else
+            f"batches of {data['batch_size']:,}" + (
+                f" (shuffled, seed {data['seed']})" if data["shuffle"] else " (data order)"))
+        if data["epochs"] is not None:
+            what += f", {data['epochs']:,} epoch{'s' if data['epochs'] != 1 else ''}"
+        out.print(Text.assemble("data: ", what, (f"  ({s.at})", "dim")))
+    out.print(Text.assemble("loss: ", (n(result.loss, s.precision), "bold"),
+                            (" (mean over all rows)" if result.data is not None else "",
+                             "dim")))
     table = Table(show_edge=False, header_style="bold")
     table.add_column("variable")
     table.add_column("value")
