@@ -157,8 +157,7 @@ def open_source(spec: str, slots: dict, chunk: int | None = None, stdin=None) ->
             return _open_npy(path, shown, slots, chunk)
         if extension == ".npz":
             return _open_npz(path, shown, slots, chunk)
-        f = open(path, encoding="utf-8-sig", errors="strict", newline=None)
-        lines = iter(f)
+        lines = _lines_of(open(path, encoding="utf-8-sig", errors="strict", newline=None))
         opener = _open_csv if extension == ".csv" else _open_jsonl
         return opener(shown, shown, lines, slots, chunk, size)
     except GradcliError:
@@ -166,6 +165,13 @@ def open_source(spec: str, slots: dict, chunk: int | None = None, stdin=None) ->
     except (OSError, ValueError, EOFError, UnicodeDecodeError) as err:
         detail = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise InputError(f"{shown}: cannot read file ({detail})") from None
+
+
+def _lines_of(f) -> Iterator[str]:
+    """The lines of an opened file, which is closed once they are read, or when the
+    reader stops early (the generator is closed or collected)."""
+    with f:
+        yield from f
 
 
 def _peek(stream) -> tuple:
