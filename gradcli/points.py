@@ -33,7 +33,7 @@ from collections.abc import Iterator
 import numpy as np
 
 from .errors import GradcliError, InputError
-from .lang.values import check_file
+from .lang.values import _is_number, check_file
 
 __all__ = ["Slot", "Chunk", "BadRow", "Source", "open_source", "element_labels",
            "DEFAULT_CHUNK_ELEMENTS", "MAX_CHUNK"]
@@ -408,16 +408,6 @@ def _parse_block(block: list, width: int) -> np.ndarray | None:
     if table.shape[1] != width:
         return None
     return table
-
-
-def _is_number(field: str) -> bool:
-    if "_" in field:
-        return False
-    try:
-        float(field)
-    except ValueError:
-        return False
-    return True
 
 
 def _bad_line(content: str, width: int) -> str | None:

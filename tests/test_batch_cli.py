@@ -14,26 +14,12 @@ import time
 
 import numpy as np
 import pytest
+from batch_helpers import ROSEN, ROSEN_P, invoke, rosenbrock, streamed_run
 from cli_process import COMMAND
-from typer.testing import CliRunner
-
-from gradcli.cli.app import app
-
-ROSEN = "(1 - x)^2 + 100*(y - x^2)^2"
-ROSEN_P = "(1 - p[0])^2 + 100*(p[1] - p[0]^2)^2"
 
 
-def rosenbrock(x, y):
-    """Value and gradient of the Rosenbrock function, by hand."""
-    x, y = np.asarray(x, dtype=float), np.asarray(y, dtype=float)
-    value = (1 - x) ** 2 + 100 * (y - x ** 2) ** 2
-    dx = -2 * (1 - x) - 400 * x * (y - x ** 2)
-    dy = 200 * (y - x ** 2)
-    return value, dx, dy
 
 
-def invoke(*args, stdin=None):
-    return CliRunner().invoke(app, [str(a) for a in args], input=stdin)
 
 
 def jsonl(result) -> list[dict]:
@@ -393,29 +379,12 @@ def test_check_with_a_wrong_rule_is_a_mismatch_and_exit_1(monkeypatch, tmp_path)
 def test_streaming_memory_does_not_grow_with_the_rows(tmp_path, monkeypatch):
     """10^6 rows (16 MB of input, ~60 MB of CSV output) with --chunk 1000: the reading,
     chunking and writing keep far less than the data at any time. The engine's per-row
-    work is replaced here by numpy on the chunk (the per-row loop the engine falls back to
-    today would take minutes): what is measured is the streaming around it."""
-    import tracemalloc
-
-    from gradcli.cli import batch
+    work is replaced here by numpy on the chunk: what is measured is the streaming around
+    it."""
     n = 10 ** 6
-    np.save(tmp_path / "p.npy", np.random.default_rng(0).uniform(-2, 2, size=(n, 2)))
-
-    def vectorised(self, values):
-        p = values["p"]
-        value, dx, dy = rosenbrock(p[:, 0], p[:, 1])
-        if self.meta is None:
-            self.meta = self.run_one({"p": p[0]})
-        return value, [np.stack([dx, dy], axis=1)]
-    monkeypatch.setattr(batch.Evaluator, "__call__", vectorised)
     out = tmp_path / "out.csv"
-    tracemalloc.start()
-    try:
-        result = invoke("value-grad", ROSEN_P, "--var", "p", "--at", f"@{tmp_path / 'p.npy'}",
-                        "--chunk", "1000", "--output", out)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    result, peak = streamed_run(tmp_path, monkeypatch,
+                                np.random.default_rng(0).uniform(-2, 2, size=(n, 2)), out)
     assert result.exit_code == 0, result.output
     assert peak < 4 * 10 ** 6, peak  # input alone is 16 MB, output 60 MB
     with open(out) as f:

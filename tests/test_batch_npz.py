@@ -17,25 +17,11 @@ import zipfile
 
 import numpy as np
 import pytest
+from batch_helpers import ROSEN, invoke, rosenbrock, streamed_run
 from cli_process import COMMAND
-from typer.testing import CliRunner
 
-from gradcli.cli.app import app
-
-ROSEN = "(1 - x)^2 + 100*(y - x^2)^2"
-ROSEN_P = "(1 - p[0])^2 + 100*(p[1] - p[0]^2)^2"
 POINTS = np.array([[1.0, 1.0], [2.0, 3.0], [-1.2, 1.0], [0.5, -0.25], [3.0, 9.5]])
 BAD = "x,y\n1,1\n2,3\n2,abc\n-1.2,1\n4\n0.5,-0.25\n5,\n3,9.5\n"
-
-
-def rosenbrock(x, y):
-    """Value and gradient of the Rosenbrock function, by hand."""
-    value = (1 - x) ** 2 + 100 * (y - x ** 2) ** 2
-    return value, -2 * (1 - x) - 400 * x * (y - x ** 2), 200 * (y - x ** 2)
-
-
-def invoke(*args, stdin=None):
-    return CliRunner().invoke(app, [str(a) for a in args], input=stdin)
 
 
 def points_csv(tmp_path, points=POINTS) -> str:
@@ -295,28 +281,10 @@ def test_streaming_memory_does_not_grow_with_the_rows(tmp_path, monkeypatch):
     """10^6 rows with --chunk 1000 (16 MB in, 48 MB of arrays out): what is held at any
     time is a chunk and the copy buffer. The engine's work is replaced by numpy on the
     chunk, as in test_batch_cli: what is measured is the streaming around it."""
-    import tracemalloc
-
-    from gradcli.cli import batch
     n = 10 ** 6
     points = np.random.default_rng(0).uniform(-2, 2, size=(n, 2))
-    np.save(tmp_path / "p.npy", points)
-
-    def vectorised(self, values):
-        p = values["p"]
-        value, dx, dy = rosenbrock(p[:, 0], p[:, 1])
-        if self.meta is None:
-            self.meta = self.run_one({"p": p[0]})
-        return value, [np.stack([dx, dy], axis=1)]
-    monkeypatch.setattr(batch.Evaluator, "__call__", vectorised)
     out = tmp_path / "out.npz"
-    tracemalloc.start()
-    try:
-        result = invoke("value-grad", ROSEN_P, "--var", "p", "--at", f"@{tmp_path / 'p.npy'}",
-                        "--chunk", "1000", "--output", out)
-        _, peak = tracemalloc.get_traced_memory()
-    finally:
-        tracemalloc.stop()
+    result, peak = streamed_run(tmp_path, monkeypatch, points, out)
     assert result.exit_code == 0, result.output
     assert peak < 4 * 10 ** 6, peak
     with np.load(out) as data:

@@ -317,6 +317,7 @@ def _fields(content: str, delimiter: str | None) -> list[tuple[int, str]]:
 
 
 def _is_number(field: str) -> bool:
+    """Whether a text field is one number as numpy's reader reads it."""
     if "_" in field:  # float() reads 1_000, numpy's reader does not
         return False
     try:
