@@ -202,6 +202,18 @@ def _rule(optimizer: str, lr: float | None, momentum: float):
                momentum=momentum if optimizer == "momentum" else 0.0)
 
 
+def _grad_norm(grads) -> float:
+    """The norm of all the gradients of ``[(gradient, variable)]`` together."""
+    return math.sqrt(sum(float(np.sum(g * g)) for g, _ in grads))
+
+
+def _seen(history: list, on_step, step: int, loss: float, norm: float) -> None:
+    """One evaluation into the history, and to the progress display."""
+    history.append((step, loss, norm))
+    if on_step is not None:
+        on_step(step, loss, norm)
+
+
 def _descend(evaluate, rule, steps, tol, names, on_step, interrupt, start) -> Result:
     """``steps`` updates of ``rule`` from ``evaluate() -> (loss, [(gradient, variable)])``,
     each loss comparable with the others (one function): the best point is kept."""
@@ -210,10 +222,8 @@ def _descend(evaluate, rule, steps, tol, names, on_step, interrupt, start) -> Re
     reason, step = "max steps", 0
     for step in range(steps + 1):
         loss, grads = evaluate()
-        norm = math.sqrt(sum(float(np.sum(g * g)) for g, _ in grads))
-        history.append((step, loss, norm))
-        if on_step is not None:
-            on_step(step, loss, norm)
+        norm = _grad_norm(grads)
+        _seen(history, on_step, step, loss, norm)
         if not math.isfinite(loss) or not math.isfinite(norm):
             reason = "non-finite loss"
             break
@@ -282,9 +292,8 @@ def _lbfgs(evaluate, steps, tol, names, on_step, interrupt, start) -> Result:
 
     x0 = flat([(v.numpy(), v) for v in variables])
     norm0 = float(np.linalg.norm(flat(grads0)))
-    history = [(0, loss0, norm0)]
-    if on_step is not None:
-        on_step(0, loss0, norm0)
+    history: list = []
+    _seen(history, on_step, 0, loss0, norm0)
     state = {"stopped": None}
     if not math.isfinite(loss0):
         values = {names.get(id(v), v.name): v.numpy().copy() for v in variables}
@@ -297,9 +306,7 @@ def _lbfgs(evaluate, steps, tol, names, on_step, interrupt, start) -> Result:
         # the gradient at the accepted point was the last one evaluated there
         fun(intermediate_result.x)
         norm = last["norm"]
-        history.append((step, loss, norm))
-        if on_step is not None:
-            on_step(step, loss, norm)
+        _seen(history, on_step, step, loss, norm)
         if interrupt.hit:
             state["stopped"] = "interrupted"
             raise StopIteration
@@ -580,10 +587,8 @@ def _mini_batches(rows: ProgramRows, rule, steps: int, size: int, order, tol: fl
     for step in range(steps):
         _, batch = next(order)
         loss, grads = rows.value_and_gradients(batch)
-        norm = math.sqrt(sum(float(np.sum(g * g)) for g, _ in grads))
-        history.append((step, loss, norm))
-        if on_step is not None:
-            on_step(step, loss, norm)
+        norm = _grad_norm(grads)
+        _seen(history, on_step, step, loss, norm)
         if not math.isfinite(loss) or not math.isfinite(norm):
             reason = "non-finite loss"
             break
@@ -603,7 +608,7 @@ def _mini_batches(rows: ProgramRows, rule, steps: int, size: int, order, tol: fl
             p.assign(value)
         updates -= 1
     loss, grads = rows.value_and_gradients(None)
-    norm = math.sqrt(sum(float(np.sum(g * g)) for g, _ in grads))
+    norm = _grad_norm(grads)
     if not failed and not (math.isfinite(loss) and math.isfinite(norm)) and good is not None:
         # The last update made the loss over every row non-finite: back to the point before.
         reason, failed = "non-finite loss", True
@@ -611,10 +616,8 @@ def _mini_batches(rows: ProgramRows, rule, steps: int, size: int, order, tol: fl
             p.assign(value)
         updates = max(0, updates - 1)
         loss, grads = rows.value_and_gradients(None)
-        norm = math.sqrt(sum(float(np.sum(g * g)) for g, _ in grads))
-    history.append((updates, loss, norm))
-    if on_step is not None:
-        on_step(updates, loss, norm)
+        norm = _grad_norm(grads)
+    _seen(history, on_step, updates, loss, norm)
     converged = not failed and reason != "interrupted" and norm <= tol
     if converged:
         reason = "converged"
