@@ -113,7 +113,7 @@ def jacobian(model, wrt: list[str] | None = None, mode: str = "rev") -> Jacobian
     """The Jacobian of the target (any shape) with respect to each source."""
     if mode not in JACOBIAN_MODES:
         raise InputError(f"--mode must be one of {', '.join(JACOBIAN_MODES)}, got {mode!r}")
-    from .modes import _numpy  # inside vectorized_map (--at), a batched value stays one
+    from .modes import result_array
     names = resolve_sources(model, wrt, "jacobian")
     sources = [model.source(n) for n in names]
     value, columns, computed_by = _jacobian(mode, model, sources)
@@ -123,8 +123,8 @@ def jacobian(model, wrt: list[str] | None = None, mode: str = "rev") -> Jacobian
             out.append(Jacobian(name, np.zeros(np.shape(value) + source.shape,
                                                dtype=source.dtype), False, source))
         else:
-            out.append(Jacobian(name, _numpy(column), True, source))
-    return JacobianResult(_numpy(value), out, computed_by, mode)
+            out.append(Jacobian(name, result_array(column), True, source))
+    return JacobianResult(result_array(value), out, computed_by, mode)
 
 
 def _jacobian(mode: str, model, sources: list) -> tuple:
@@ -193,7 +193,7 @@ def hessian(model, wrt: list[str] | None = None) -> HessianResult:
     mode (an outer tape records the gradient the inner one computes, then takes its
     Jacobian), with the gradient, the value and the verdict at the point."""
     from .engine.tensor import Batched
-    from .modes import _numpy
+    from .modes import result_array
     names = resolve_sources(model, wrt, "hessian")
     sources = [model.source(n) for n in names]
     reshape, concatenate = gc.FUNCTIONS["reshape"], gc.FUNCTIONS["concatenate"]
@@ -221,9 +221,9 @@ def hessian(model, wrt: list[str] | None = None) -> HessianResult:
     gradient = flat + 0.0
     point = concatenate([reshape(s.astype(np.float64), (-1,)) for s in sources])
     shapes = [tuple(s.shape) for s in sources]
-    fields = dict(value=_numpy(target), names=names, shapes=shapes,
-                  labels=labels(names, shapes), gradient=_numpy(gradient),
-                  hessian=_numpy(matrix), dtype=str(target.dtype), point=_numpy(point))
+    fields = dict(value=result_array(target), names=names, shapes=shapes,
+                  labels=labels(names, shapes), gradient=result_array(gradient),
+                  hessian=result_array(matrix), dtype=str(target.dtype), point=result_array(point))
     if isinstance(target, Batched):
         return HessianResult(**fields)
     return HessianResult(**fields, **classify(fields["gradient"], fields["hessian"],

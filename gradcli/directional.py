@@ -79,11 +79,10 @@ def run_jvp(model, tangents: dict) -> JvpOutcome:
     mode: one pass, whatever the target's size). A target the tangents do not reach has
     a zero derivative."""
     from . import engine as gc
-    from .modes import _numpy
+    from .modes import result_array
     primals = [model.source(name) for name in tangents]
     directions = [np.asarray(t, dtype=p.dtype) for t, p in zip(tangents.values(), primals)]
     with gc.ForwardAccumulator(primals, directions) as acc:
         target = model.function(*model.arg_values)
     jvp = acc.jvp(target, unconnected_gradients="zero")
-    # (modes._numpy: inside vectorized_map, --at's rows, a batched value stays one)
-    return JvpOutcome(_numpy(target), _numpy(jvp), dict(tangents))
+    return JvpOutcome(result_array(target), result_array(jvp), dict(tangents))

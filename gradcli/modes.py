@@ -92,9 +92,10 @@ def run_mode(mode: str, model, options: ModeOptions | None = None) -> Outcome:
     raise InputError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
 
 
-def _numpy(t):
-    # Inside vectorized_map (many points at once) a batched value stays one: the map
-    # stacks it per example.
+def result_array(t):
+    """A computed tensor as the numpy array a command shows (None stays None). Inside
+    ``vectorized_map`` (``--at``: many points at once) a batched value stays one, for
+    the map to stack per example: every command's result code goes through here."""
     return None if t is None else t if isinstance(t, Batched) else np.asarray(t.numpy())
 
 
@@ -143,9 +144,9 @@ def _tape(model, options: ModeOptions) -> Outcome:
         names = list(options.wrt)
     sources = [model.source(n) for n in names]
     grads = tape.gradient(target, sources) if sources else []
-    out = Outcome("tape", _numpy(target))
+    out = Outcome("tape", result_array(target))
     for name, source, g in zip(names, sources, grads):
-        gradient = _numpy(g)
+        gradient = result_array(g)
         if g is None and options.unconnected == "zero":
             gradient = np.zeros(source.shape, dtype=source.dtype)
         out.gradients.append(Gradient(name, gradient, source, _kind(model, name),
@@ -189,10 +190,10 @@ def _grad(model, options: ModeOptions) -> Outcome:
     value, grads = gc.value_and_gradients_function(model.function, params=indices)(
         *model.arg_values)
     out = Outcome("grad", None)
-    _note_non_scalar(out, _numpy(value))
+    _note_non_scalar(out, result_array(value))
     for i, g in zip(indices, grads):
         name = model.arg_names[i]
-        out.gradients.append(Gradient(name, _numpy(g), model.arg_values[i], "argument"))
+        out.gradients.append(Gradient(name, result_array(g), model.arg_values[i], "argument"))
     return out
 
 
@@ -211,11 +212,11 @@ def _implicit(model, with_value: bool) -> Outcome:
         raise
     names = {id(v): n for n, v in model.variables.items()}
     out = Outcome("value-grad" if with_value else "implicit",
-                  _numpy(value) if with_value else None)
+                  result_array(value) if with_value else None)
     for g, variable in pairs:
-        out.gradients.append(Gradient(names.get(id(variable), variable.name), _numpy(g),
+        out.gradients.append(Gradient(names.get(id(variable), variable.name), result_array(g),
                                       variable, "variable"))
-    _note_non_scalar(out, _numpy(value))
+    _note_non_scalar(out, result_array(value))
     return out
 
 
