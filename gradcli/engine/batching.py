@@ -58,7 +58,7 @@ def apply_batched(op: Op, inputs, params) -> Batched:
     if not any(batched):
         raise NotBatchable("a value was read as a plain value inside vectorized_map")
     values = [x._tensor if b else x for x, b in zip(items, batched)]
-    _batch_size(values, batched, op.name)
+    batch_size(op, values, batched)
     if params and op.axis_params:
         first = items[0]
         params = normalise_axes(op, first.ndim if isinstance(first, Batched)
@@ -73,10 +73,13 @@ def _pack(x):
     return x
 
 
-def _batch_size(values, batched, name: str) -> int:
+def batch_size(op: Op, values, batched) -> int:
+    """The number of examples of an entry's batched inputs (all the same, or a
+    ``ShapeError`` naming the entry)."""
     sizes = {np.shape(v._value)[0] for v, b in zip(values, batched) if b}
     if len(sizes) > 1:
-        raise ShapeError(f"{name}: batched inputs of different batch sizes {sorted(sizes)}")
+        raise ShapeError(f"{op.name}: batched inputs of different batch sizes "
+                         f"{sorted(sizes)}")
     return sizes.pop()
 
 
@@ -108,6 +111,14 @@ def lift(value, rank: int) -> Tensor:
                  {"shape": (shape[0], *(1,) * missing, *shape[1:])})
 
 
+def lift_batched(values, batched) -> list:
+    """The batched inputs lifted (``lift``) to the largest example rank of all inputs, for
+    entries that broadcast examples against each other (solve, cross): an unbatched
+    input then pairs with every example by right-aligned broadcasting as it is."""
+    rank = max(example_ndim(v, b) for v, b in zip(values, batched))
+    return [lift(v, rank) if b else v for v, b in zip(values, batched)]
+
+
 def shift_axes(axes):
     """An example's (non-negative) axes as the batched value's."""
     if axes is None:
@@ -123,16 +134,14 @@ def shift_axes(axes):
 def elementwise(op: Op, values, batched, params) -> Tensor:
     """Broadcasting entries: batched inputs get unit axes after the batch axis up to the
     largest example rank; unbatched inputs broadcast against the examples as they are."""
-    rank = max(example_ndim(v, b) for v, b in zip(values, batched))
-    values = [lift(v, rank) if b else v for v, b in zip(values, batched)]
-    return apply(op, values, params or {})
+    return apply(op, lift_batched(values, batched), params or {})
 
 
 def axis(op: Op, values, batched, params) -> Tensor:
     """Entries whose axis parameters index one example: they move up by one, and an axis
     of None (the whole example) becomes every axis but the batch's. Other inputs than
     the first are batched like it (made batched when they are not)."""
-    size = _batch_size(values, batched, op.name)
+    size = batch_size(op, values, batched)
     values = [v if b else with_batch(v, size) for v, b in zip(values, batched)]
     rank = example_ndim(values[0], True)
     for name in op.axis_params:
@@ -153,7 +162,7 @@ def _example_axis(op: Op, default, rank: int):
 
 def loop(op: Op, values, batched, params) -> Tensor:
     """One call per example, and a stack of the results: correct for any entry."""
-    size = _batch_size(values, batched, op.name)
+    size = batch_size(op, values, batched)
     getitem = INTERNAL["getitem"]
     results = []
     for i in range(size):
@@ -169,21 +178,15 @@ def same(op: Op, values, batched, params) -> Tensor:
     return apply(op, values, params or {})
 
 
-def _size(values, batched) -> int:
-    for v, b in zip(values, batched):
-        if b:
-            return np.shape(v._value)[0]
-    raise NotBatchable("no batched input")  # pragma: no cover (apply_batched checks)
-
-
 def _shape_param(shape) -> tuple:
     """A shape parameter (an int, a sequence, an array) as a tuple of ints."""
     return tuple(int(n) for n in np.ravel(np.asarray(shape, dtype=np.int64)))
 
 
-def reshaped(value, shape: tuple) -> Tensor:
-    """A recorded reshape (the helpers' way to add or drop unit axes)."""
-    return apply(REGISTRY["reshape"], (value,), {"shape": shape})
+def reshaped(value, shape) -> Tensor:
+    """``value`` reshaped (a recorded reshape: the helpers' way to add or drop unit
+    axes)."""
+    return apply(REGISTRY["reshape"], (value,), {"shape": tuple(int(n) for n in shape)})
 
 
 def moved_to_front(value, axis: int) -> Tensor:
@@ -216,7 +219,7 @@ def broadcast(op: Op, values, batched, params) -> Tensor:
 def joined(op: Op, values, batched, params) -> Tensor:
     """``concatenate`` and ``stack``: every input batched (an unbatched one repeated for
     every example), joined along the example's axis plus one."""
-    size = _batch_size(values, batched, op.name)
+    size = batch_size(op, values, batched)
     values = [v if b else with_batch(v, size) for v, b in zip(values, batched)]
     axis = params.get("axis", 0)
     if axis is None:  # concatenate(axis=None) joins the flattened inputs
@@ -236,7 +239,7 @@ def matmul(op: Op, values, batched, params) -> Tensor:
     xs, ys = example_shape(x, bx), example_shape(y, by)
     if not xs or not ys:
         return loop(op, values, batched, params)  # a 0-d operand: the entry's own error
-    size = _size(values, batched)
+    size = batch_size(op, values, batched)
     if len(xs) == 1:
         x = reshaped(x, (size, 1, xs[0]) if bx else (1, xs[0]))
     if len(ys) == 1:
@@ -352,7 +355,7 @@ def sum_to(op: Op, values, batched, params) -> Tensor:
 def linspace(op: Op, values, batched, params) -> Tensor:
     """``linspace_between``: numpy puts the steps first and the batch after them; the
     batch is moved back to the front."""
-    size = _batch_size(values, batched, op.name)
+    size = batch_size(op, values, batched)
     values = [v if b else with_batch(v, size) for v, b in zip(values, batched)]
     rank = max(example_ndim(v, True) for v in values)
     out = apply(op, [lift(v, rank) for v in values], params or {})
@@ -653,11 +656,6 @@ def custom_gradient_call(wrap, f, xs):
 # ---------------------------------------------------------------------------------------
 # Helpers for the rules of single entries (more_ops.py, linalg.py)
 # ---------------------------------------------------------------------------------------
-def batch_size(op: Op, values, batched) -> int:
-    """The number of examples of an entry's batched inputs."""
-    return _batch_size(values, batched, op.name)
-
-
 def example_params(op: Op, params: dict, rank: int) -> dict:
     """All of ``op``'s parameters, defaults filled in, with the axes normalised for one
     example of ``rank`` dimensions (``apply_batched`` normalises only the given ones)."""
@@ -678,21 +676,8 @@ def example_axis(axis, rank: int):
     return axis % rank
 
 
-def reshaped(value, shape) -> Tensor:
-    """``value`` reshaped (a recorded reshape)."""
-    return apply(REGISTRY["reshape"], (value,), {"shape": tuple(int(n) for n in shape)})
-
-
 def flat_examples(value) -> Tensor:
     """A batched input with each example flattened, (batch, size): for the entries whose
     axis=None means "of the flattened array" (cumsum, sort, argmax, repeat, roll, take)."""
     shape = np.shape(value._value)
     return reshaped(value, (shape[0], int(np.prod(shape[1:], dtype=np.int64))))
-
-
-def lift_batched(values, batched) -> list:
-    """The batched inputs lifted (``lift``) to the largest example rank of all inputs, for
-    entries that broadcast examples against each other (solve, cross): an unbatched
-    input then pairs with every example by right-aligned broadcasting as it is."""
-    rank = max(example_ndim(v, b) for v, b in zip(values, batched))
-    return [lift(v, rank) if b else v for v, b in zip(values, batched)]
