@@ -1,4 +1,4 @@
 """``python -m gradcli`` runs the command line."""
-from .cli.app import main
+from .cli.app import run
 
-main()
+run()

@@ -658,6 +658,52 @@ def main() -> None:
     sys.exit(code or 0)
 
 
+def run() -> None:
+    """The process's entry point: the console script and ``python -m gradcli``.
+
+    ``main()``, then the process ends at once (``os._exit``) instead of through the
+    interpreter's teardown, which frees every module and object one by one: ~12 ms of a
+    ``python -c "import numpy"`` and ~19 ms of a gradcli run, most of what a short command
+    costs beyond its imports (issue 14). Nothing a user can see is skipped: the ``atexit``
+    handlers run, and standard output and error are flushed first (a closed pipe still
+    ends quietly with 141). Every file gradcli writes is closed by its own code. With any
+    other thread still running, the process ends the ordinary way, which waits for it.
+    ``main()`` itself raises ``SystemExit`` as before, for tests and embedders."""
+    try:
+        main()
+        code = 0
+    except SystemExit as stop:
+        code = stop.code
+    _end_process(code)
+
+
+def _end_process(code) -> None:
+    """``sys.exit(code)``'s visible effects, then ``os._exit`` (see ``run``)."""
+    import atexit
+    import os
+    threading = sys.modules.get("threading")
+    run_exitfuncs = getattr(atexit, "_run_exitfuncs", None)
+    if run_exitfuncs is None or (threading is not None and threading.active_count() > 1):
+        sys.exit(code)
+    if code is None:
+        code = 0
+    elif not isinstance(code, int):  # sys.exit("message"): the message, and 1
+        sys.stderr.write(f"{code}\n")
+        code = 1
+    run_exitfuncs()
+    try:
+        sys.stdout.flush()
+    except OSError as err:
+        code = _output_failed(err)
+    except ValueError:  # closed by an embedder: nothing is left to write
+        pass
+    try:
+        sys.stderr.flush()
+    except (OSError, ValueError):
+        pass
+    os._exit(code % 256)
+
+
 def _output_failed(err: OSError) -> int:
     """A closed pipe ends quietly (141); any other failed write is one line (2)."""
     import errno
