@@ -29,7 +29,8 @@ back), which resists the machine's changes of speed better than a ratio of media
 in a user's program. Peak memory of ``big`` is measured with ``tracemalloc`` (numpy reports
 its buffers to it) in a fresh child process per implementation, on the second call; ``deep``
 also runs in a fresh process that imports only gradcli (see ``deep_child``). ``cli`` times
-whole processes (``subprocess.run``) with .pyc files allowed, as after a real install.
+whole processes (``subprocess.run``) with .pyc files allowed, as after a real install,
+the default output both to a pipe and to a pseudo-terminal (with rich's styles).
 Each workload also reports how much CPU other processes used meanwhile, and warns when
 the machine was busy (``--wait-idle`` waits for a quiet moment before each workload).
 
@@ -721,11 +722,37 @@ SEED_ARGS = ["value-grad", "w1*x1 + w2*x2", "--var", "w1=2", "--var", "w2=3",
 CLI_LABELS = {"import numpy": "python -c 'import numpy'",
               "json": "gradcli value-grad <seed> --json",
               "json -m": "python -m gradcli value-grad <seed> --json",
-              "rich": "gradcli value-grad <seed>  (rich)",
-              "rich -m": "python -m gradcli value-grad <seed>  (rich)"}
+              "rich": "gradcli value-grad <seed>  (to a pipe)",
+              "rich -m": "python -m gradcli value-grad <seed>  (to a pipe)",
+              "tty": "gradcli value-grad <seed>  (to a terminal)",
+              "tty -m": "python -m gradcli value-grad <seed>  (to a terminal)"}
 # Whole processes against python -c 'import numpy' (issue 14): the median of per-round
-# ratios, for the console script and for python -m gradcli alike.
-CLI_LIMITS = {"json": 1.4, "json -m": 1.4, "rich": 1.6, "rich -m": 1.6}
+# ratios, for the console script and for python -m gradcli alike. The default output is
+# timed twice: to a pipe (a script's capture: the seed's scalar results are printed
+# without rich, byte for byte as rich prints them) and to a terminal (a pseudo-terminal:
+# what a user at a prompt runs, with rich and its styles).
+CLI_LIMITS = {"json": 1.4, "json -m": 1.4, "rich": 1.6, "rich -m": 1.6, "tty": 1.6,
+              "tty -m": 1.6}
+
+
+try:
+    import pty as _pty  # (Unix: the terminal rows of the cli line)
+except ImportError:
+    _pty = None
+
+
+def _read_terminal(leader: int) -> str:
+    """What a process wrote to the pseudo-terminal ``leader``, once it has ended."""
+    chunks = []
+    while True:
+        try:
+            chunk = os.read(leader, 65536)
+        except OSError:  # EIO on Linux: nothing left, the other end closed
+            break
+        if not chunk:
+            break
+        chunks.append(chunk)
+    return b"".join(chunks).decode("utf-8", "replace")
 
 
 def run_cli(runs, results):
@@ -740,7 +767,7 @@ def run_cli(runs, results):
     env.pop("PYTHONDONTWRITEBYTECODE", None)
     env["PYTHONPATH"] = str(ROOT) + (os.pathsep + env["PYTHONPATH"] if env.get("PYTHONPATH") else "")
     # Both ways a user starts it: the console script and python -m gradcli (which also
-    # imports runpy and finds the package before running it). Every round runs all five
+    # imports runpy and finds the package before running it). Every round runs them all
     # back to back, in rotating order, so each ratio to numpy is taken per round.
     module = [sys.executable, "-m", "gradcli"]
     cmds = {"import numpy": [sys.executable, "-c", "import numpy"]}
@@ -748,17 +775,42 @@ def run_cli(runs, results):
         if base is not None:
             cmds["json" + suffix] = base + SEED_ARGS + ["--json"]
             cmds["rich" + suffix] = base + SEED_ARGS
+            if _pty is not None:
+                cmds["tty" + suffix] = base + SEED_ARGS
+    terminal = {key for key in cmds if key.startswith("tty")}
+    # rich's own switches (styles to a pipe, or none to a terminal) would blur the two
+    for name in ("FORCE_COLOR", "TTY_COMPATIBLE", "NO_COLOR", "TERM"):
+        env.pop(name, None)
 
-    def once(cmd):
-        t0 = time.perf_counter()
-        proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env,
-                              stdin=subprocess.DEVNULL, timeout=120)
-        return time.perf_counter() - t0, proc
+    def once(cmd, on_terminal=False):
+        if not on_terminal:
+            t0 = time.perf_counter()
+            proc = subprocess.run(cmd, capture_output=True, text=True, cwd=ROOT, env=env,
+                                  stdin=subprocess.DEVNULL, timeout=120)
+            return time.perf_counter() - t0, proc
+        # Standard output and error a pseudo-terminal of 80 columns; the seed's output
+        # (under 2 KiB) fits its buffer, so it is read once the process has ended.
+        leader, follower = _pty.openpty()
+        try:
+            t0 = time.perf_counter()
+            proc = subprocess.run(cmd, stdout=follower, stderr=follower, cwd=ROOT,
+                                  env=dict(env, TERM="xterm-256color", COLUMNS="80"),
+                                  stdin=subprocess.DEVNULL, timeout=120)
+            elapsed = time.perf_counter() - t0
+            os.close(follower)
+            follower = None
+            proc.stdout = _read_terminal(leader)
+            proc.stderr = proc.stdout
+        finally:
+            if follower is not None:
+                os.close(follower)
+            os.close(leader)
+        return elapsed, proc
 
     ok = {}
     for key, cmd in cmds.items():  # also the warm-up (disk cache, .pyc files)
         try:
-            _, proc = once(cmd)
+            _, proc = once(cmd, key in terminal)
         except Exception as exc:  # noqa: BLE001
             entry["check"][key] = f"n/a ({type(exc).__name__}: {exc})"
             continue
@@ -775,8 +827,10 @@ def run_cli(runs, results):
                     status = f"MISMATCH {got}"
             except Exception as exc:  # noqa: BLE001
                 status = f"MISMATCH (bad JSON: {type(exc).__name__}: {exc})"
-        elif key.startswith("rich") and "31" not in proc.stdout:
+        elif key.startswith(("rich", "tty")) and "31" not in proc.stdout:
             status = "MISMATCH (31 not in output)"
+        elif key in terminal and "\x1b[" not in proc.stdout:
+            status = "MISMATCH (no terminal styles: rich did not see a terminal)"
         entry["check"][key] = status
         ok[key] = cmd
     samples: dict[str, list[float]] = {k: [] for k in ok}
@@ -787,7 +841,7 @@ def run_cli(runs, results):
             if key not in ok:
                 continue
             try:
-                t, proc = once(ok[key])
+                t, proc = once(ok[key], key in terminal)
             except Exception as exc:  # noqa: BLE001 - e.g. the script was reinstalled meanwhile
                 proc, t = None, f"{type(exc).__name__}: {exc}"
             if proc is None or proc.returncode != 0:
@@ -1235,10 +1289,11 @@ def report(results, meta):
         c = results["cli"]
         print(f"cli (one process each, median of {len(c['samples'].get('import numpy', []))} "
               f"interleaved rounds; gradcli = {c.get('command')}; .pyc files allowed):")
+        width = max(map(len, CLI_LABELS.values()))
         for key, label in CLI_LABELS.items():
             t = c["median"].get(key)
             status = c["check"].get(key, "n/a")
-            print(f"  {label:44s} {fmt_time(t):>10s}   {'' if status == 'ok' else status}")
+            print(f"  {label:{width}s} {fmt_time(t):>10s}   {'' if status == 'ok' else status}")
         print()
 
     busy = {w: e.get("other_load") for w, e in results.items()
