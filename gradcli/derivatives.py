@@ -23,7 +23,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import engine as gc
-from .errors import InputError, ModeError, UnknownNameError, did_you_mean
+from .errors import InputError, LimitError, ModeError, UnknownNameError, did_you_mean
+from .lang import limits
 
 #: The verdicts of ``hessian`` (``undefined``: the gradient or Hessian is not finite).
 VERDICTS = ("minimum", "maximum", "saddle", "degenerate", "not critical", "undefined")
@@ -82,6 +83,24 @@ def _numeric_target(target, command: str) -> None:
         raise ModeError(f"the target is a comparison (boolean), which has no {command}")
 
 
+def _size(shape) -> int:
+    return int(np.prod(shape, dtype=np.int64))
+
+
+def _check_derivative_size(what: str, rows: int, columns: int) -> None:
+    """Refuse a Jacobian or Hessian of ``rows`` x ``columns`` elements over the array size
+    limit before any pass of it runs (its memory, and one pass per row or column)."""
+    if rows * columns > limits.MAX_ELEMENTS:
+        limits.check_elements(rows * columns, f"the {what} ({rows:,} x {columns:,})")
+
+
+def _check_passes(passes: int, kind: str, other: str, other_passes: int) -> None:
+    if passes > limits.MAX_DERIVATIVE_PASSES:
+        raise LimitError(f"--mode {kind} would take {passes:,} passes, over the limit of "
+                         f"{limits.MAX_DERIVATIVE_PASSES:,} (--mode {other} takes "
+                         f"{other_passes:,}; --mode auto takes the fewer)")
+
+
 # ---------------------------------------------------------------------------------------
 # Jacobian
 # ---------------------------------------------------------------------------------------
@@ -132,11 +151,14 @@ def _jacobian(mode: str, model, sources: list) -> tuple:
     chooses how a Jacobian is computed. ``rev``: one backward pass per target element;
     ``fwd``: one forward pass per source element (forward mode, a unit tangent each);
     ``auto``: forward when the sources have fewer elements than the target."""
+    n_sources = sum(_size(s.shape) for s in sources)
     if mode != "rev":
         target = model.function(*model.arg_values)
         _numeric_target(target, "Jacobian")
-        n_sources = sum(int(np.prod(s.shape, dtype=np.int64)) for s in sources)
-        if mode == "fwd" or n_sources < int(np.prod(target.shape, dtype=np.int64)):
+        n_target = _size(target.shape)
+        _check_derivative_size("Jacobian", n_target, n_sources)
+        if mode == "fwd" or n_sources < n_target:
+            _check_passes(n_sources, "fwd", "rev", n_target)
             return target, [_forward_columns(model, s, target.shape) for s in sources], \
                 "forward"
     with gc.GradientTape(watch_accessed_variables=False) as tape:
@@ -144,6 +166,9 @@ def _jacobian(mode: str, model, sources: list) -> tuple:
             tape.watch(source)
         target = model.function(*model.arg_values)
     _numeric_target(target, "Jacobian")
+    n_target = _size(target.shape)
+    _check_derivative_size("Jacobian", n_target, n_sources)
+    _check_passes(n_target, "rev", "fwd", n_sources)
     return target, tape.jacobian(target, sources), "reverse"
 
 
@@ -214,6 +239,7 @@ def hessian(model, wrt: list[str] | None = None) -> HessianResult:
     n = int(flat.shape[0])
     if n == 0:
         raise ModeError(f"hessian: the sources ({', '.join(names)}) have no elements")
+    _check_derivative_size("Hessian", n, n)
     columns = outer.jacobian(flat, sources, unconnected_gradients="zero")
     # Engine ops, not numpy: inside vectorized_map (--at, where the caller classifies
     # each row) these are batched values. (+ 0.0: a -0.0 from a rule's sign prints 0.0)

@@ -27,6 +27,10 @@ MAX_ELEMENTS = 10_000_000
 MAX_TOTAL_ELEMENTS = 100_000_000
 #: Bytes of a file named by ``@path`` in a declaration.
 MAX_FILE_BYTES = 100_000_000
+#: Passes of a Jacobian (``gradcli jacobian --mode rev|fwd``): one backward pass per
+#: target element, or one forward pass per source element; ``--mode auto`` takes the
+#: fewer, which the array size limit on the Jacobian itself keeps under this.
+MAX_DERIVATIVE_PASSES = 100_000
 
 
 def check_elements(count: float, what: str) -> None:
