@@ -35,6 +35,23 @@ def _finish(check: dict | None) -> None:
         raise typer.Exit(1)
 
 
+def computed_and_checked(s, compute, checker: str) -> tuple:
+    """A command's work under ``_guarded``: ``compute(s)`` gives ``(model, result)``, and
+    with ``--check`` the function named ``checker`` of ``gradcli.check`` (as
+    ``"higher.check_jacobian"``, imported only then) checks the result. Gives
+    ``(model, result, check)``, the check None without ``--check``."""
+    def work():
+        model, result = compute(s)
+        check = None
+        if s.check:
+            from importlib import import_module
+            module, name = checker.rsplit(".", 1)
+            check = getattr(import_module(f"gradcli.check.{module}"), name)(
+                model, result, rtol=s.rtol, atol=s.atol, timeout=s.check_timeout)
+        return model, result, check
+    return _guarded(work)
+
+
 def _write(lines: list[str]) -> None:
     sys.stdout.write("".join(line + "\n" for line in lines))
 
@@ -50,17 +67,10 @@ def run_jacobian(s) -> None:
     """``gradcli jacobian``."""
     from ..derivatives import jacobian
 
-    def work():
+    def compute(s):
         model = _prepare(s)
-        result = jacobian(model, _split(s.wrt), s.mode)
-        check = None
-        if s.check:
-            from ..check.higher import check_jacobian
-            check = check_jacobian(model, result, rtol=s.rtol, atol=s.atol,
-                                   timeout=s.check_timeout)
-        return model, result, check
-
-    model, result, check = _guarded(work)
+        return model, jacobian(model, _split(s.wrt), s.mode)
+    model, result, check = computed_and_checked(s, compute, "higher.check_jacobian")
     if s.json_out:
         render.print_json(jacobian_json(result, check))
     elif s.plain:
@@ -110,17 +120,10 @@ def run_hessian(s) -> None:
     """``gradcli hessian``."""
     from ..derivatives import hessian
 
-    def work():
+    def compute(s):
         model = _prepare(s)
-        result = hessian(model, _split(s.wrt))
-        check = None
-        if s.check:
-            from ..check.higher import check_hessian
-            check = check_hessian(model, result, rtol=s.rtol, atol=s.atol,
-                                  timeout=s.check_timeout)
-        return model, result, check
-
-    model, result, check = _guarded(work)
+        return model, hessian(model, _split(s.wrt))
+    model, result, check = computed_and_checked(s, compute, "higher.check_hessian")
     if s.json_out:
         render.print_json(hessian_json(result, check))
     elif s.plain:

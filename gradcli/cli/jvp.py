@@ -55,25 +55,16 @@ def _direction(outcome, precision: int | None) -> str:
 
 def run_jvp(s: _Settings) -> None:
     """The ``jvp`` command."""
-    def work():
-        model, outcome = _work(s)
-        check = None
-        if s.check:
-            from ..check.directional import check_jvp
-            check = check_jvp(model, outcome, rtol=s.rtol, atol=s.atol,
-                              timeout=s.check_timeout)
-        return model, outcome, check
-
-    model, outcome, check = _guarded(work)
     from . import render
+    from .higher import _finish, computed_and_checked
+    model, outcome, check = computed_and_checked(s, _work, "directional.check_jvp")
     if s.json_out:
         render.print_json(outcome_json(outcome, check))
     elif s.plain:
         sys.stdout.write("".join(line + "\n" for line in plain_lines(outcome, s.precision)))
     else:
         print_human(outcome, s.precision, check=check, target=model.target_name)
-    if check is not None and check["verdict"] == "mismatch":
-        raise typer.Exit(1)
+    _finish(check)
 
 
 def run_compare(s: _Settings) -> None:
