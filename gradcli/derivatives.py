@@ -89,8 +89,9 @@ def _size(shape) -> int:
 
 def _check_derivative_size(what: str, rows: int, columns: int) -> None:
     """Refuse a Jacobian or Hessian of ``rows`` x ``columns`` elements over the array size
-    limit before any pass of it runs (its memory, and one pass per row or column)."""
-    if rows * columns > limits.MAX_ELEMENTS:
+    limit before any pass of it runs (its memory, and one pass per row or column); under
+    ``--at``, the limit is shared by the rows computed at once (``ChunkTooLarge``)."""
+    if rows * columns > limits.array_limit():
         limits.check_elements(rows * columns, f"the {what} ({rows:,} x {columns:,})")
 
 

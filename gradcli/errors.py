@@ -88,6 +88,12 @@ class LimitError(GradcliError):
     """An input beyond one of the safety limits; the message names the limit and its value."""
 
 
+class ChunkTooLarge(LimitError):
+    """Rows computed at once (``--at``'s chunk) that together go over the limits of one
+    evaluation: ``--at`` computes them in smaller pieces instead (never the user's error:
+    a single row is held to the single-point limits)."""
+
+
 class InputError(GradcliError):
     """A bad declaration, option value or file (missing, unreadable, pickled, not numbers)."""
 

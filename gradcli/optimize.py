@@ -39,7 +39,7 @@ import numpy as np
 
 from . import engine as gc
 from .engine.api import NO_VARIABLES
-from .errors import GradcliError, InputError, ModeError
+from .errors import ChunkTooLarge, GradcliError, InputError, ModeError
 
 __all__ = ["OPTIMIZERS", "SGD", "Adam", "Result", "minimize", "DEFAULT_LR", "ProgramRows",
            "minimize_rows", "batch_order"]
@@ -398,7 +398,8 @@ class ProgramRows:
 
     ``value_and_gradients(rows)`` is the mean over ``rows`` (indices; None: every row) of
     the program's value, with its gradient for each parameter, computed by one
-    ``vectorized_map`` call (per PIECE_ROWS rows) under ``implicit_value_and_gradients``:
+    ``vectorized_map`` call (per PIECE_ROWS rows, or fewer where their arrays together
+    go over the limits of one evaluation) under ``implicit_value_and_gradients``:
     the map's function binds the batch's values to the model (``Model.bind``, which makes
     the model's variables anew), gives each trainable variable its parameter's current
     value, and runs the program; the per-row losses come out with a leading row axis and
@@ -419,22 +420,34 @@ class ProgramRows:
                                           name=name, dtype=model.dtype)
                            for name in trainable}
         self.fell_back = False
+        self.piece_rows = PIECE_ROWS
 
     def value_and_gradients(self, rows=None) -> tuple:
         """(the mean loss over ``rows``, [(gradient, parameter)]) as numpy values."""
         n = self.n if rows is None else len(rows)
         total = 0.0
         grads = {name: np.zeros(p.shape) for name, p in self.parameters.items()}
-        for at in range(0, n, PIECE_ROWS):
+        at = 0
+        while at < n:
+            cut = slice(at, at + self.piece_rows)
             if rows is None:
-                piece = {name: v[at:at + PIECE_ROWS] for name, v in self.data.items()}
+                piece = {name: v[cut] for name, v in self.data.items()}
             else:
-                index = rows[at:at + PIECE_ROWS]
-                piece = {name: v[index] for name, v in self.data.items()}
-            value, pairs = self._piece(piece, n)
+                piece = {name: v[rows[cut]] for name, v in self.data.items()}
+            size = len(next(iter(piece.values())))
+            try:
+                value, pairs = self._piece(piece, n)
+            except ChunkTooLarge:
+                # rows whose arrays together go over the limits of one evaluation: fewer
+                # at once, from here on (one row is held to the single-point limits)
+                if size == 1:
+                    raise
+                self.piece_rows = (size + 1) // 2
+                continue
             total += value
             for name, g in pairs:
                 grads[name] += g
+            at += size
         return total, [(grads[name], p) for name, p in self.parameters.items()]
 
     def _piece(self, piece: dict, n: int) -> tuple:

@@ -391,6 +391,72 @@ def test_streaming_memory_does_not_grow_with_the_rows(tmp_path, monkeypatch):
         assert sum(1 for _ in f) == n + 1
 
 
+def traced(*args) -> tuple:
+    """``invoke(*args)`` and the peak of Python's (and numpy's) allocations during it."""
+    import tracemalloc
+    tracemalloc.start()
+    try:
+        result = invoke(*args)
+        return result, tracemalloc.get_traced_memory()[1]
+    finally:
+        tracemalloc.stop()
+
+
+def test_rows_whose_arrays_together_go_over_the_limits_are_computed_in_pieces(tmp_path):
+    """2,000 rows of a program with 20,000-element arrays per row: 4 x 10^7 elements an
+    array for the whole chunk, over the 10^7 of one evaluation, so the rows go in pieces
+    (before: 640 MB of arrays at once). The numbers are the single-point ones, by hand."""
+    x = np.linspace(-1, 1, 2000)
+    source = write(tmp_path / "x.csv", "x\n" + "".join(f"{float(v)!r}\n" for v in x))
+    result, peak = traced("value-grad", "sum(sin(x * linspace(0, 1, 20000)))", "--var", "x",
+                          "--at", source, "--json")
+    assert result.exit_code == 0, result.output
+    assert peak < 250e6, peak
+    rows = [json.loads(line) for line in result.stdout.splitlines()]
+    assert [r["row"] for r in rows] == list(range(2000))
+    t = np.linspace(0, 1, 20000)
+    value = np.array([r["value"] for r in rows])
+    grad = np.array([r["gradients"][0]["gradient"] for r in rows])
+    np.testing.assert_allclose(value, np.sin(np.outer(x, t)).sum(axis=1), rtol=1e-12,
+                               atol=1e-9)
+    np.testing.assert_allclose(grad, (t * np.cos(np.outer(x, t))).sum(axis=1), rtol=1e-12,
+                               atol=1e-9)
+
+
+def test_jacobians_of_many_rows_are_computed_in_pieces_under_the_array_limit(tmp_path):
+    """4,000 rows of a 100 x 100 Jacobian in one --chunk: 4 x 10^7 elements, over the
+    limit of one array, so the rows go in pieces (before: 660 MB at the peak). The
+    Jacobian of p^3 is diag(3 p^2)."""
+    points = np.random.default_rng(3).uniform(-1, 1, size=(4000, 100))
+    np.save(tmp_path / "p.npy", points)
+    out = tmp_path / "j.npz"
+    result, peak = traced("jacobian", "p^3", "--var", "p", "--at", f"@{tmp_path / 'p.npy'}",
+                          "--chunk", "4000", "--output", out)
+    assert result.exit_code == 0, result.output
+    assert peak < 520e6, peak
+    with np.load(out) as data:
+        jacobians = data["d_p"]
+    assert jacobians.shape == (4000, 100, 100)
+    for row in (0, 1999, 3999):
+        np.testing.assert_array_equal(jacobians[row], np.diag(3 * points[row] ** 2))
+
+
+def test_hessians_computed_in_pieces_are_the_single_point_ones(tmp_path):
+    """70 rows of a 400-source Hessian in one --chunk (1.1 x 10^7 elements): in pieces,
+    d^2 sum(p^3) = diag(6 p), with each row's verdict."""
+    points = np.random.default_rng(4).uniform(0.5, 1, size=(70, 400))
+    np.save(tmp_path / "p.npy", points)
+    out = tmp_path / "h.npz"
+    result = invoke("hessian", "sum(p^3)", "--var", "p", "--at", f"@{tmp_path / 'p.npy'}",
+                    "--chunk", "70", "--output", out)
+    assert result.exit_code == 0, result.output
+    with np.load(out) as data:
+        hessians, verdicts = data["hessian"], data["verdict"]
+    for row in (0, 34, 35, 69):
+        np.testing.assert_array_equal(hessians[row], np.diag(6 * points[row]))
+    assert set(verdicts.tolist()) == {"not critical"}  # the gradient 3 p^2 is not 0
+
+
 def test_ctrl_c_flushes_complete_rows_and_exits_130(tmp_path):
     # --chunk 1: a vectorized_map call per row, so the run lasts minutes however fast the
     # engine gets; it is interrupted after its first rows.

@@ -135,6 +135,26 @@ def test_one_sgd_step_on_the_full_batch_equals_numpy_mean_gradient_step(data):
                                rtol=1e-15)
 
 
+def test_rows_whose_arrays_together_go_over_the_limits_train_in_pieces_alike():
+    """2,000 rows of a loss with 10,000-element arrays per row: 2 x 10^7 elements for the
+    batch at once, over the limits of one evaluation, so the batch is computed in pieces
+    whose shares of the mean add up: the value and gradient are numpy's."""
+    x, y = np.linspace(0, 2, 2000), np.linspace(1, -1, 2000)
+    program = "mean((w * x * linspace(0, 1, 10000) + b - y)^2)"
+    model = build(parse_program(program),
+                  Declarations.from_options(var=["w=0.5", "b=0.25"], arg=["x", "y"]))
+    rows = ProgramRows(model, {"x": x, "y": y}, ["w", "b"])
+    value, pairs = rows.value_and_gradients()
+    assert rows.piece_rows < 2000  # it was cut
+    t = np.linspace(0, 1, 10000)
+    r = 0.5 * np.outer(x, t) + 0.25 - y[:, None]  # residuals, row by column
+    assert value == pytest.approx(np.mean(np.mean(r ** 2, axis=1)), rel=1e-13)
+    grads = {p.name: float(np.asarray(g)) for g, p in pairs}
+    assert grads["w"] == pytest.approx(np.mean(np.mean(2 * r * np.outer(x, t), axis=1)),
+                                       rel=1e-12)
+    assert grads["b"] == pytest.approx(np.mean(np.mean(2 * r, axis=1)), rel=1e-12)
+
+
 def test_mini_batch_steps_use_exactly_the_rows_of_the_seeds_order(data):
     path, x, y = data
     lr, size, seed = 0.1, 16, 11

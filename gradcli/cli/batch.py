@@ -42,7 +42,8 @@ import warnings
 import numpy as np
 import typer
 
-from ..errors import GradcliError, InputError, LimitError, ModeError, UnknownNameError
+from ..errors import (ChunkTooLarge, GradcliError, InputError, LimitError, ModeError,
+                      UnknownNameError)
 from ..modes import Gradient, Outcome, run_mode
 from ..points import BadRow, Chunk, Slot, element_labels, open_source
 
@@ -298,6 +299,7 @@ class Evaluator:
         self.model, self.kind = model, kind
         self.meta = None
         self.fell_back = False
+        self.rows = 1 << 62  # the most rows at once (fewer after a ChunkTooLarge)
 
     def run_one(self, values: dict):
         """The single-point command at one row (plain arrays): for ``--check``."""
@@ -313,6 +315,8 @@ class Evaluator:
         def fn(example):
             try:
                 out = self.run_one(example)
+            except ChunkTooLarge:
+                raise  # (the rows go in smaller pieces: _computed)
             except Exception as err:
                 if not any(v.__class__ is Batched for v in example.values()):
                     raise
@@ -376,13 +380,25 @@ class Result:
 def _computed(evaluate: Evaluator, chunk: Chunk) -> list:
     """The chunk's results, in order: one Result, or (when some row's computation fails)
     Results and BadRows row by row. What the command refuses whatever the values (no
-    trainable variable, an unknown --wrt name) is the program's error: it is raised."""
+    trainable variable, an unknown --wrt name) is the program's error: it is raised.
+
+    Rows that together go over the limits of one evaluation (``ChunkTooLarge``: big
+    arrays per row) are computed in halves, and halves of those, down to one row; the
+    size that fit is where the next chunks start (``evaluate.rows``)."""
+    if chunk.n > evaluate.rows:
+        return [part for piece in _pieces(chunk, evaluate.rows)
+                for part in _computed(evaluate, piece)]
     try:
         value, grads = evaluate(chunk.values)
         return [Result(chunk.start, chunk.columns, value, grads, evaluate.kind,
                        evaluate.meta, chunk.values)]
     except _PROGRAM_ERRORS:
         raise
+    except ChunkTooLarge:
+        if chunk.n > 1:
+            evaluate.rows = (chunk.n + 1) // 2
+            return _computed(evaluate, chunk)
+        raise  # (one row: never raised, as the limits of one evaluation hold for it)
     except _ROW_ERRORS:
         pass
     out = []
@@ -400,6 +416,14 @@ def _computed(evaluate: Evaluator, chunk: Chunk) -> list:
         out.append(Result(chunk.start + i, chunk.columns[i:i + 1], value, grads,
                           evaluate.kind, evaluate.meta, row))
     return out
+
+
+def _pieces(chunk: Chunk, rows: int):
+    """The chunk's rows, ``rows`` at a time, as chunks."""
+    for at in range(0, chunk.n, rows):
+        cut = slice(at, at + rows)
+        yield Chunk(chunk.start + at, {name: v[cut] for name, v in chunk.values.items()},
+                    chunk.columns[cut])
 
 
 # Refusals that do not depend on the values (the mode's, the options'): the program's.

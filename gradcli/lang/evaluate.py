@@ -538,7 +538,7 @@ def _check_linalg_sizes(op, values, variadic: bool = False, params=None) -> None
         return _check_sizes(op, values, variadic, params)
     from ..engine.linalg import result_count
     count = result_count(op.name, [np.shape(v) for v in values], params or {})
-    if count is not None and count > limits.MAX_ELEMENTS:
+    if count is not None and count > limits.array_limit():
         limits.check_elements(count, op.name)
 
 
@@ -547,7 +547,7 @@ def _check_sizes(op, values, variadic: bool = False, params=None) -> None:
     computed: a broadcast ``(n, 1) * (1, n)``, an outer matrix product, a big stack."""
     if variadic:
         total = sum(_size(v) for v in values)
-        if total > limits.MAX_ELEMENTS:
+        if total > limits.array_limit():
             limits.check_elements(total, op.name)
         return
     bound = 1
@@ -555,8 +555,10 @@ def _check_sizes(op, values, variadic: bool = False, params=None) -> None:
         bound *= _size(v)
     # The result never has more elements than the product of the inputs' sizes, so the
     # exact (slower) prediction is needed only above the limit -- except for a matrix
-    # product of empty operands: (n, 0) @ (0, n) is n x n zeros.
-    if bound <= limits.MAX_ELEMENTS and (bound or op.name not in ("matmul", "dot")):
+    # product of empty operands: (n, 0) @ (0, n) is n x n zeros. (Under --at the limit is
+    # shared by the rows computed at once: limits.array_limit.)
+    if bound <= limits.MAX_ELEMENTS and (bound or op.name not in ("matmul", "dot")) and \
+            bound <= limits.array_limit():
         return
     shapes = [np.shape(v) for v in values]
     try:
@@ -576,16 +578,20 @@ def _run(plan_steps: list, nodes: list, regs: list, env: dict, source: str) -> N
     """Run compiled steps, turning every failure into a GradcliError at its node."""
     used = [0]
     i = 0
+    rows = limits.batch_rows()  # (--at: the elements counted are one row's)
+    budget = limits.MAX_TOTAL_ELEMENTS // rows
     try:
         # inf and nan are values here, not warnings (numpy's "mean of empty slice" included).
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             for i, step in enumerate(plan_steps):
                 step(regs, env, used)
-                if used[0] > limits.MAX_TOTAL_ELEMENTS:
-                    raise LimitError(f"the evaluation made more than "
-                                     f"{limits.MAX_TOTAL_ELEMENTS:,} array elements in total "
-                                     f"(the evaluation size limit)")
+                if used[0] > budget:
+                    what = (f"the evaluation made more than "
+                            f"{limits.MAX_TOTAL_ELEMENTS:,} array elements in total")
+                    if rows > 1:
+                        raise limits.chunk_too_large(rows, what)
+                    raise LimitError(what + " (the evaluation size limit)")
     except GradcliError as err:
         raise _at(err, nodes[i], source)
     except MemoryError:

@@ -8,7 +8,7 @@ and each refusal is a ``LimitError`` whose message names the limit and its value
 """
 from __future__ import annotations
 
-from ..errors import LimitError
+from ..errors import ChunkTooLarge, LimitError
 
 #: Characters in a program (or in one ``--var``/``--arg`` value written as an expression).
 MAX_PROGRAM_CHARS = 100_000
@@ -34,7 +34,8 @@ MAX_DERIVATIVE_PASSES = 100_000
 
 
 def check_elements(count: float, what: str) -> None:
-    """Refuse an array of ``count`` elements before it is made.
+    """Refuse an array of ``count`` elements before it is made; under ``--at``, where
+    ``count`` is one row's, a ``ChunkTooLarge`` when the chunk's rows together go over.
 
     >>> check_elements(10**12, "zeros")
     Traceback (most recent call last):
@@ -45,3 +46,40 @@ def check_elements(count: float, what: str) -> None:
         shown = f"{int(count):,}" if count < 1e30 else f"{count:.3g}"
         raise LimitError(f"{what} would make {shown} elements, over the array size limit "
                          f"({MAX_ELEMENTS:,} elements)")
+    rows = batch_rows()
+    if rows > 1 and count * rows > MAX_ELEMENTS:
+        raise chunk_too_large(rows, f"{what} would make {int(count) * rows:,} elements")
+
+
+# A chunk of rows computed at once (``--at``: one ``vectorized_map`` call) is held to the
+# limits of ONE evaluation, all its rows together: no array over MAX_ELEMENTS, at most
+# MAX_TOTAL_ELEMENTS in all. Over them, ``ChunkTooLarge``: --at computes the rows in
+# smaller pieces, down to one row, which is held to the single-point limits as ever.
+def batch_rows() -> int:
+    """The rows computed at once right now: the innermost ``vectorized_map``'s batch
+    size, or 1 outside one."""
+    batching = _batching()
+    return batching[-1] if batching else 1
+
+
+def array_limit() -> int:
+    """The most elements one row's array may have right now: ``MAX_ELEMENTS``, shared by
+    the rows computed at once."""
+    return MAX_ELEMENTS // batch_rows()
+
+
+def chunk_too_large(rows: int, what: str) -> ChunkTooLarge:
+    return ChunkTooLarge(f"{rows:,} rows at once: {what}, over the limits of one "
+                         "evaluation")
+
+
+_BATCHING: list = []
+
+
+def _batching() -> list:
+    """``engine.state.batching`` (the list itself, which the engine changes in place),
+    found once: the language's parser does not load the engine (start-up, issue 14)."""
+    if not _BATCHING:
+        from ..engine import state
+        _BATCHING.append(state.batching)
+    return _BATCHING[0]
