@@ -735,3 +735,100 @@ def test_constructors_given_tensors_keep_their_argument_errors():
     with pytest.raises(TypeError, match="unexpected keyword argument 'nums'"):
         gc.linspace(a, 2.0, nums=3)
     np.testing.assert_array_equal(gc.full(fill_value=a, shape=(2,)).numpy(), [1.0, 1.0])
+
+
+# --- dict targets and sources pair by key (TensorFlow's nest sorts dict keys) -------------
+def test_output_gradients_pair_with_dict_targets_by_key_not_by_order():
+    x = gc.constant([1.0, 2.0])
+    with gc.GradientTape() as tape:
+        tape.watch(x)
+        y = {"b": 3 * x, "a": x * x}
+    g = tape.gradient(y, x, output_gradients={"a": np.array([1.0, 0.0]),
+                                              "b": np.array([0.0, 1.0])})
+    # 2x * [1, 0] + 3 * [0, 1] at x = [1, 2]
+    np.testing.assert_array_equal(g.numpy(), [2.0, 3.0])
+
+
+def test_dy_pairs_with_dict_outputs_by_key_and_the_value_keeps_its_key_order():
+    f = gc.value_and_gradients_function(lambda a: {"b": 3 * a, "a": a * a})
+    value, [g] = f(2.0, dy={"a": 1.0, "b": 0.0})
+    assert g.numpy() == 4.0  # d(a*a)/da at 2: only "a" is weighted
+    assert list(value) == ["b", "a"]
+    assert (value["b"].numpy(), value["a"].numpy()) == (6.0, 4.0)
+
+
+def test_dict_sources_get_their_own_gradients_by_key():
+    a, b = gc.constant(2.0), gc.constant(5.0)
+    with gc.GradientTape() as tape:
+        tape.watch([a, b])
+        y = a * a * b
+    grads = tape.gradient(y, {"z": a, "y": b})
+    assert list(grads) == ["z", "y"]
+    assert (grads["z"].numpy(), grads["y"].numpy()) == (20.0, 4.0)  # 2ab, a^2
+
+
+def test_namedtuple_sources_come_back_as_the_namedtuple():
+    from collections import namedtuple
+    Pair = namedtuple("Pair", "u v")
+    u, v = gc.constant(3.0), gc.constant(4.0)
+    with gc.GradientTape() as tape:
+        tape.watch([u, v])
+        y = u * v * v
+    grads = tape.gradient(y, Pair(u, v))
+    assert isinstance(grads, Pair)
+    assert (grads.u.numpy(), grads.v.numpy()) == (16.0, 24.0)  # v^2, 2uv
+
+
+def test_dicts_with_keys_that_do_not_sort_are_refused_clearly():
+    x = gc.constant(1.0)
+    with gc.GradientTape() as tape:
+        tape.watch(x)
+        y = {1: x * 2, "a": x * 3}
+    with pytest.raises(TypeError, match="sortable keys"):
+        tape.gradient(y, x)
+
+
+# --- booleans and integers have no gradient (None), as in TensorFlow ----------------------
+@pytest.mark.parametrize("source", [np.array([True, False]), np.array([1, 2], dtype=np.int64)])
+def test_a_boolean_or_integer_source_has_no_gradient(source):
+    s = gc.constant(source).astype(source.dtype)
+    assert s.dtype == source.dtype
+    with gc.GradientTape(persistent=True) as tape:
+        tape.watch(s)
+        y = gc.sum(s * 2.5)
+    assert tape.gradient(y, s) is None
+    zeros = tape.gradient(y, s, unconnected_gradients="zero")
+    assert zeros.dtype == source.dtype and not zeros.numpy().any()
+    assert tape.jacobian(s * 2.5, s) is None
+
+
+def test_a_boolean_argument_has_no_gradient_beside_a_float_one():
+    m, v = np.array([True, False]), np.array([1.0, 2.0])
+    gm, gv = gc.gradients_function(lambda m, v: gc.sum(m * v))(m, v)
+    assert gm is None
+    np.testing.assert_array_equal(gv.numpy(), [1.0, 0.0])
+
+
+# --- params: a repeated entry is the same argument, given once per entry ------------------
+@pytest.mark.parametrize("params", [[0, 0], ["a", "a"]])
+def test_a_repeated_params_entry_gives_that_gradient_for_each_entry(params):
+    grads = gc.gradients_function(lambda a, b: a * b, params=params)(1.0, 2.0)
+    assert [g.numpy() for g in grads] == [2.0, 2.0]  # d(ab)/da = b, twice
+
+
+def test_params_in_any_order_with_repeats():
+    grads = gc.gradients_function(lambda a, b: a * a * b, params=[1, 0, 1])(3.0, 2.0)
+    assert [g.numpy() for g in grads] == [9.0, 12.0, 9.0]  # a^2, 2ab, a^2
+
+
+# --- jacobian refuses what gradient refuses ------------------------------------------------
+def test_jacobian_refuses_an_array_source_and_an_unknown_unconnected_value():
+    x = gc.constant([1.0, 2.0])
+    with gc.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = x * 2
+    with pytest.raises(TypeError, match="gradient sources must be tensors or variables"):
+        tape.jacobian(y, np.ones(2))
+    with pytest.raises(ValueError, match="unconnected_gradients must be 'none' or 'zero'"):
+        tape.jacobian(y, x, unconnected_gradients="bogus")
+    np.testing.assert_array_equal(tape.jacobian(y, x).numpy(), 2 * np.eye(2))

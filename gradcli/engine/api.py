@@ -89,11 +89,13 @@ def _distinct_sources(args: list, argnums) -> None:
     ``a * b`` gives ``[1, 1]``); unlike TensorFlow, also when only one of them is
     differentiated (the other is then held constant, as a partial derivative holds it).
     A variable passed as an argument is read. Each such argument becomes a copy that
-    outer tapes record as an identity, so higher derivatives through it still work."""
+    outer tapes record as an identity, so higher derivatives through it still work. An
+    index repeated in ``params`` is one argument, whose gradient is given for each
+    repetition (as TensorFlow's make_vjp, which watches ``args[i]`` per entry)."""
     counts: dict[int, int] = {}
     for x in args:
         counts[id(x)] = counts.get(id(x), 0) + 1
-    for i in argnums:
+    for i in dict.fromkeys(argnums):
         x = args[i]
         if isinstance(x, Batched):  # inside vectorized_map (its rules copy it)
             if isinstance(x, BatchedVariable) or counts[id(x)] > 1:

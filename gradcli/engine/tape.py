@@ -28,8 +28,20 @@ _recording = state.recording
 _creation_order = attrgetter("_order")
 
 
+def _keys(d: dict) -> list:
+    """A dict's keys in TensorFlow's ``nest`` order: sorted, so that two dicts with the same
+    keys pair their entries by key whatever order they were built in (targets with
+    ``output_gradients``, outputs with ``dy``)."""
+    try:
+        return sorted(d)
+    except TypeError:
+        raise TypeError("nested structures take dicts with sortable keys (as TensorFlow's "
+                        f"nest), got keys {list(d)!r}") from None
+
+
 def _flatten(structure, out: list) -> list:
-    """Leaves of a nested list/tuple/dict, in order (iteratively: no recursion limits)."""
+    """Leaves of a nested list/tuple/dict, in order, a dict's by sorted key (TensorFlow's
+    ``nest.flatten``; iteratively: no recursion limits)."""
     if isinstance(structure, Tensor):
         out.append(structure)
         return out
@@ -44,7 +56,7 @@ def _flatten(structure, out: list) -> list:
     while stack:
         item = stack.pop()
         if isinstance(item, dict):
-            stack.extend(reversed(list(item.values())))
+            stack.extend([item[k] for k in reversed(_keys(item))])
         elif isinstance(item, (list, tuple)):
             stack.extend(reversed(item))
         else:
@@ -60,11 +72,28 @@ def _pack(structure, leaves):
                 break
         else:
             return [next(leaves) for _ in structure]
-    if isinstance(structure, dict):
-        return {k: _pack(v, leaves) for k, v in structure.items()}
+    if isinstance(structure, dict):  # leaves by sorted key (as _flatten), keys as given
+        packed = {k: _pack(structure[k], leaves) for k in _keys(structure)}
+        return {k: packed[k] for k in structure}
     if isinstance(structure, (list, tuple)):
-        return type(structure)(_pack(v, leaves) for v in structure)
+        items = [_pack(v, leaves) for v in structure]
+        if hasattr(structure, "_fields"):  # a namedtuple: its fields, positionally
+            return type(structure)(*items)
+        return type(structure)(items)
     return next(leaves)
+
+
+def _check_unconnected(unconnected_gradients) -> None:
+    if unconnected_gradients not in ("none", "zero"):
+        raise ValueError(f"unconnected_gradients must be 'none' or 'zero', "
+                         f"got {unconnected_gradients!r}")
+
+
+def _check_sources(sources: list) -> None:
+    for s in sources:
+        if not isinstance(s, Tensor):
+            raise TypeError(f"gradient sources must be tensors or variables, "
+                            f"got {type(s).__name__}")
 
 
 class _Trace:
@@ -196,9 +225,7 @@ class GradientTape:
 
         A source not connected to the target gives None, or zeros with
         ``unconnected_gradients="zero"``."""
-        if unconnected_gradients not in ("none", "zero"):
-            raise ValueError(f"unconnected_gradients must be 'none' or 'zero', "
-                             f"got {unconnected_gradients!r}")
+        _check_unconnected(unconnected_gradients)
         if self._used and not self._persistent:
             raise RuntimeError("A non-persistent GradientTape can only be used to compute "
                                "one set of gradients (or jacobians); make it with "
@@ -221,10 +248,7 @@ class GradientTape:
             from .batching import gradient
             grads = gradient(self, targets, seeds, flat_sources)
         else:
-            for s in flat_sources:
-                if not isinstance(s, Tensor):
-                    raise TypeError(f"gradient sources must be tensors or variables, "
-                                    f"got {type(s).__name__}")
+            _check_sources(flat_sources)
             grads = self._backward(targets, seeds, flat_sources,
                                    release=not self._persistent)
         if unconnected_gradients == "zero":
@@ -329,12 +353,15 @@ class GradientTape:
         out = []
         for n, source in zip(source_nodes, sources):
             g = None if n is None else grads.get(id(n))
-            if g is None:
-                out.append(g)
+            dtype = source._value.dtype
+            if g is None or dtype.kind not in "fc":
+                # A boolean or integer source has no gradient (None), as in TensorFlow,
+                # whose tapes do not watch them: the SPEC's "booleans are never
+                # differentiable" and "an integer dtype gives a tensor with no gradient".
+                out.append(None)
                 continue
             # A gradient has its source's dtype (a float32 source mixed with float64
             # constants gets a float32 gradient), as in TensorFlow and PyTorch.
-            dtype = source._value.dtype
             if g.dtype != dtype and dtype.kind == "f":
                 if differentiable:
                     g = ops.FUNCTIONS["cast"](g, dtype=dtype)
@@ -361,6 +388,7 @@ class GradientTape:
         also works on a non-persistent tape)."""
         if not isinstance(target, (Tensor, Batched)):
             raise TypeError(f"jacobian target must be a tensor, got {type(target).__name__}")
+        _check_unconnected(unconnected_gradients)
         if self._used and not self._persistent:
             raise RuntimeError("A non-persistent GradientTape can only be used to compute "
                                "one set of gradients (or jacobians).")
@@ -373,6 +401,7 @@ class GradientTape:
             from .batching import jacobian  # per example, inside vectorized_map
             return _pack(sources, iter(jacobian(self, target, flat_sources,
                                                 unconnected_gradients)))
+        _check_sources(flat_sources)
         tshape = target.shape
         n = int(np.prod(tshape, dtype=np.int64))
         rows = [[] for _ in flat_sources]
