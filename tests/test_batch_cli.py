@@ -184,6 +184,13 @@ def test_names_of_the_program_are_typed_into_the_csv_output_header(tmp_path):
                                "{}/p.csv"], "is the source itself"),
     ({"p.csv": "x,y\n1,2\n"}, ["--var", "x", "--var", "y", "--at", "@{}/p.csv", "--check",
                                "--seed", "-1"], "--seed"),
+    # JSON Lines rows: deep nesting is the file's, a row over 8 MiB points to .npy/.npz
+    ({"p.jsonl": '{"x": ' + "[" * 100000 + "1" + "]" * 100000 + ', "y": 1}\n'},
+     ["--var", "x", "--var", "y", "--at", "@{}/p.jsonl"],
+     "p.jsonl:1: not a JSON object (nested too deeply)"),
+    ({"p.jsonl": '{"x": [' + ", ".join(["1.5"] * 1_700_000) + '], "y": 1}\n'},
+     ["--var", "x", "--var", "y", "--at", "@{}/p.jsonl"],
+     "over the limit of 8,388,608 for a JSON Lines row (write large arrays in .npy"),
 ])
 def test_bad_sources_and_options_are_one_message_and_exit_2(files, args, words, tmp_path):
     for name, text in files.items():
@@ -193,6 +200,18 @@ def test_bad_sources_and_options_are_one_message_and_exit_2(files, args, words, 
     assert words in result.stderr or words in result.output, result.output
     assert "Traceback" not in result.output
     assert result.stdout == "" or "Usage" in result.output
+
+
+def test_a_json_integer_of_any_length_is_a_float64_as_in_csv(tmp_path):
+    """A 5,000-digit integer is beyond Python's int-from-text limit, but values are float64:
+    it is read as a float (inf here, as numpy reads the same digits in a CSV file)."""
+    digits = "9" * 5000
+    source = write(tmp_path / "p.jsonl", f'{{"x": {digits}, "y": 2}}\n{{"x": 3, "y": 2}}\n')
+    lines = jsonl(invoke("value-grad", "x * y", "--var", "x", "--var", "y", "--at", source,
+                         "--json"))
+    assert [line["value"] for line in lines] == ["inf", 6.0]
+    assert lines[1]["gradients"] == [{"name": "x", "gradient": 2.0},
+                                     {"name": "y", "gradient": 3.0}]
 
 
 def test_a_name_declared_without_a_value_needs_a_source():

@@ -161,3 +161,23 @@ def test_errors_from_a_late_read_name_the_option(tmp_path):
         decls["w"].value
     assert info.value.message.startswith("--var w: ")
     assert "line 1: 'x' is not a number" in info.value.message
+
+
+# --- a row of quoted or tab-separated numbers is not a header: say what is wrong ----------
+@pytest.mark.parametrize("name, text, by", [("t.csv", "1\t2\n", "commas"),
+                                            ("q.csv", '"1","2"\n', "commas"),
+                                            ("q.txt", "'1' '2'\n", "spaces")])
+def test_quoted_or_tab_separated_numbers_are_named_as_such(tmp_path, name, text, by):
+    (tmp_path / name).write_text(text)
+    message = error_of(tmp_path / name).message
+    assert message.endswith(f"the file holds no numbers, only a header row "
+                            f"({text.strip()!r} is not numbers separated by {by}: write "
+                            f"them without quotes, separated by {by})")
+
+
+def test_a_program_file_may_start_with_a_byte_order_mark(tmp_path):
+    from gradcli.lang.source import read_program
+    (tmp_path / "p.grad").write_bytes(b"\xef\xbb\xbfy = x * x\n")
+    assert read_program(f"@{tmp_path / 'p.grad'}") == "y = x * x\n"
+    import io
+    assert read_program("-", stdin=io.StringIO("\ufeffx + 1")) == "x + 1"

@@ -316,3 +316,29 @@ def test_take_along_axis_gradient_with_indices_broadcast_along_other_axes():
         lambda x: gc.sum(gc.take_along_axis(x, idx, axis=0)))(x)
     assert float(value) == 12.0
     assert np.array_equal(grad.numpy(), [[0.0, 0.0, 0.0], [1.0, 1.0, 1.0]])
+
+
+def test_var_and_std_with_ddof_at_least_n_are_numpys_inf_with_an_infinite_gradient():
+    """numpy divides by max(n - ddof, 0): ddof >= n gives inf, never a ZeroDivisionError;
+    the gradient 2 (x - mean) / 0 is -inf and inf."""
+    import warnings
+    x = np.array([1.0, 2.0])
+    with np.errstate(all="ignore"), warnings.catch_warnings():
+        warnings.simplefilter("ignore", RuntimeWarning)  # numpy's "Degrees of freedom <= 0"
+        for ddof in (2, 5):
+            assert gc.var(x, ddof=ddof).numpy() == np.var(x, ddof=ddof) == math.inf
+            assert grad(lambda t, d=ddof: gc.var(t, ddof=d), x)[0].tolist() == [-math.inf,
+                                                                              math.inf]
+            assert gc.std(x, ddof=ddof).numpy() == np.std(x, ddof=ddof) == math.inf
+            assert np.isnan(grad(lambda t, d=ddof: gc.std(t, ddof=d), x)[0]).all()
+
+
+def test_var_of_too_few_elements_on_the_command_line_is_a_result_not_an_error():
+    import json
+    import subprocess
+    import sys
+    run = subprocess.run([sys.executable, "-m", "gradcli", "grad", "var([x, y], ddof=2)",
+                          "--arg", "x=1", "--arg", "y=2", "--json"], capture_output=True,
+                         text=True, timeout=120)
+    assert run.returncode == 0, run.stderr
+    assert [g["gradient"] for g in json.loads(run.stdout)["gradients"]] == ["-inf", "inf"]

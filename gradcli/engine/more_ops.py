@@ -224,10 +224,17 @@ def _sinc_vjp(m, g, ans, x):
 _STAT = (("axis", None), ("keepdims", False), ("ddof", 0))  # axis, keepdims as the reductions
 
 
+def _per_dof(c: float, shape, axis, ddof) -> np.float64:
+    """``c / (n - ddof)`` as numpy's var divides: by ``max(n - ddof, 0)``, so ddof >= n
+    gives inf (numpy's value there), not a ZeroDivisionError."""
+    with np.errstate(divide="ignore"):
+        return np.float64(c) / np.float64(max(_count(shape, axis) - ddof, 0))
+
+
 def _var_vjp(m, g, ans, x, axis=None, keepdims=False, ddof=0):
     shape = _shape(x)
     centered = x - m.mean(x, axis=axis, keepdims=True)
-    return _expand(m, g, shape, axis, keepdims) * centered * (2.0 / (_count(shape, axis) - ddof))
+    return _expand(m, g, shape, axis, keepdims) * centered * _per_dof(2.0, shape, axis, ddof)
 
 
 def _std_vjp(m, g, ans, x, axis=None, keepdims=False, ddof=0):
@@ -236,7 +243,7 @@ def _std_vjp(m, g, ans, x, axis=None, keepdims=False, ddof=0):
     flat = std == 0  # all elements equal: the subgradient 0, a hard zero
     centered = x - m.mean(x, axis=axis, keepdims=True)
     scale = _expand(m, g, shape, axis, keepdims) / m.where(flat, 1.0, std)
-    return m.where(flat, 0.0, scale * centered * (1.0 / (_count(shape, axis) - ddof)))
+    return m.where(flat, 0.0, scale * centered * _per_dof(1.0, shape, axis, ddof))
 
 
 def _sympy_var(sp, x, axis=None, keepdims=False, ddof=0, root=False):

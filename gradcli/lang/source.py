@@ -52,6 +52,10 @@ def _read_file(path: str) -> str:
 
 
 def _checked(text: str, where: str) -> str:
+    # A byte order mark (as Notepad writes) is not part of the program: dropped, as the
+    # data files drop it.
+    if text.startswith("\ufeff"):
+        text = text[1:]
     if len(text) > MAX_PROGRAM_CHARS:
         raise LimitError(f"the program in {where} is over the program length limit "
                          f"({MAX_PROGRAM_CHARS:,} characters)")

@@ -288,7 +288,13 @@ def _load_text(path: str, shown: str, delimiter: str | None
     if columns is not None:
         first_row = next(content, None)
         if first_row is None:
-            raise InputError(f"{shown}: the file holds no numbers, only a header row")
+            line = lines[header_at].split("#", 1)[0]
+            hint = ""
+            if any(c in line for c in "\t;\"'"):
+                by = "commas" if delimiter == "," else "spaces"
+                hint = (f" ({line.strip()!r} is not numbers separated by {by}: write them "
+                        f"without quotes, separated by {by})")
+            raise InputError(f"{shown}: the file holds no numbers, only a header row{hint}")
         width = len(_fields(lines[first_row].split("#", 1)[0], delimiter))
         if width != len(columns):
             raise InputError(f"{shown}, line {header_at + 1}: the header names "
