@@ -222,6 +222,39 @@ def test_custom_gradient_inside_the_map():
     np.testing.assert_allclose(grads.numpy(), np.clip(3.0 * XS, -5, 5))
 
 
+@gc.custom_gradient
+def _log1pexp(x):  # TensorFlow's documented example: grad_fn closes over f's exp(x)
+    e = gc.exp(x)
+    return gc.log(1 + e), lambda dy: dy * (1 - 1 / (1 + e))
+
+
+def _vectorised(fn, elems):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no per-example fallback
+        return gc.vectorized_map(fn, elems)
+
+
+def test_custom_gradient_second_derivatives_inside_the_map():
+    x = np.array([-2.0, 0.0, 1.0, 3.0])
+    s = 1 / (1 + np.exp(-x))
+
+    def nested_tapes(t):
+        with gc.GradientTape() as outer:
+            outer.watch(t)
+            with gc.GradientTape() as inner:
+                inner.watch(t)
+                y = _log1pexp(t)
+            g = inner.gradient(y, t)
+        return g, outer.gradient(g, t)
+    g, h = _vectorised(nested_tapes, x)
+    np.testing.assert_allclose(g.numpy(), s, rtol=1e-14)
+    np.testing.assert_allclose(h.numpy(), s * (1 - s), rtol=1e-13)
+    [[blocks]] = _vectorised(gc.hessians_function(_log1pexp), x)
+    np.testing.assert_allclose(blocks.numpy(), s * (1 - s), rtol=1e-13)
+    [hvp] = _vectorised(lambda t: gc.hessian_vector_product(_log1pexp, [t], [2.0]), x)
+    np.testing.assert_allclose(hvp.numpy(), 2 * s * (1 - s), rtol=1e-13)
+
+
 # --- the modes of the command line on batched declared values ---------------------------
 PROGRAM = "u = Variable(0.5); y = w * sum(x ** 2) + f * x[0] * u + sin(w * x[1])"
 

@@ -17,6 +17,7 @@ from ..errors import ShapeError
 from . import ops, state
 from .table import Op
 from .tape import GradientTape, _flatten, _pack
+from .tape import _recording  # the tapes recording now (state.recording)
 from .tensor import Batched, BatchedVariable, NotBatchable, Tensor, Variable, _make, as_value, \
     constant
 
@@ -274,31 +275,31 @@ def custom_gradient(f):
     take a keyword ``variables`` (the list of them) and return ``(input_gradients,
     variable_gradients)``, one gradient per variable.
 
+    Higher derivatives, as in TensorFlow eager: ``f`` runs while the tapes record, and
+    its outputs are fresh tensors whose recorded rule is ``grad_fn``. So the first
+    derivative is ``grad_fn``'s alone, and a tape that records while ``grad_fn`` runs
+    (nested tapes, a persistent tape, ``hessians_function``) differentiates ``grad_fn``'s
+    operations, through whatever of ``f``'s work it closes over: with ``y = exp(x)`` and
+    ``grad_fn = lambda dy: dy * y`` the second derivative is ``exp(x)``. A tape entered
+    after ``f`` ran sees none of it. In forward mode (``ForwardAccumulator``, ``jvp``,
+    ``hessian_vector_product``) the tangent of ``y`` is ``grad_fn`` transposed (``J t``
+    is the gradient in ``dy`` of ``<grad_fn(dy), t>``, as TensorFlow's accumulators
+    treat functions without a forward rule), so ``grad_fn`` must be linear in ``dy``.
+
     >>> @custom_gradient
-    ... def clipped_identity(x):
-    ...     return x, lambda dy: clip(dy, -1.0, 1.0)
+    ... def log1pexp(x):                    # TensorFlow's example
+    ...     e = ops.FUNCTIONS["exp"](x)
+    ...     return ops.FUNCTIONS["log"](1 + e), lambda dy: dy * (1 - 1 / (1 + e))
+    >>> [[d2]] = hessians_function(log1pexp)(0.0)     # sigmoid'(0)
+    >>> float(d2)
+    0.25
     """
     @_wraps(f)
     def wrapper(*xs):
         if state.batching and any(isinstance(x, Batched) for x in xs):
             from .batching import custom_gradient_call  # inside vectorized_map
             return custom_gradient_call(custom_gradient, f, xs)
-        from .tape import _recording  # the same list as state.recording
-        saved = list(_recording)
-        del _recording[:]  # f's own operations are not recorded: grad_fn replaces them
-        try:
-            if saved:  # a tape records: a throwaway tape sees which variables f reads
-                with GradientTape() as watcher:
-                    y, grad_fn = f(*xs)
-                variables = [v for v in watcher.watched_variables() if v._trainable]
-                del watcher
-                if any(isinstance(v, Batched) for v in variables):
-                    raise NotBatchable("custom_gradient reading a batched variable")
-            else:
-                y, grad_fn = f(*xs)
-                variables = []
-        finally:
-            _recording[:] = saved
+        y, grad_fn, variables = _run(f, xs)
         if variables and not _takes_variables(grad_fn):
             raise TypeError(f"custom_gradient: {_name(f)} reads variables "
                             f"({', '.join(v.name for v in variables)}), so its grad_fn must "
@@ -370,8 +371,12 @@ def custom_gradient(f):
 
         packed = (values[0] if single else
                   np.concatenate([np.reshape(v, -1) for v in values]) if values else values)
+        # Forward mode, as TensorFlow's accumulators treat a function without a forward
+        # rule: the transposition of grad_fn (J t is the gradient in dy of <grad_fn(dy), t>).
+        # Only an accumulator active now can ask for it.
+        jvps = (ops.transposed(vjp, variadic=True),) if state.forward else ()
         op = Op(name=f"custom_gradient({_name(f)})", forward=lambda *_: packed,
-                vjps=(vjp,), inputs=("xs",), variadic=True,
+                vjps=(vjp,), inputs=("xs",), variadic=True, jvps=jvps,
                 doc="user-defined gradient", kind="custom")
         out = ops.apply(op, tuple(xs) + tuple(variables))
         if single:
@@ -382,6 +387,36 @@ def custom_gradient(f):
             start += size
         return _pack(y, iter(outputs))
     return wrapper
+
+
+def _run(f, xs):
+    """Call ``f(*xs)``; return ``(y, grad_fn, variables)``, the trainable variables it read.
+
+    As in TensorFlow, ``f`` runs while the tapes record, so that a ``grad_fn`` closing
+    over ``f``'s intermediates (``dy * y`` for ``y = exp(x)``) is connected to ``x`` when
+    a tape differentiates its operations (second derivatives). Only a tape that records
+    while a backward pass runs through this function can see those operations: one of
+    several recording tapes, a persistent one, or one recording what an accumulator
+    computes. A single non-persistent tape never does (its ``gradient()`` stops its
+    recording), so for it, the first-order case, ``f``'s operations are not recorded at
+    all: what it needs is the one entry that stands for the function."""
+    tapes = _recording
+    if not tapes:
+        return (*f(*xs), [])
+    aside = None
+    if len(tapes) == 1 and not tapes[0].persistent and not state.forward:
+        aside = tapes[:]
+        del tapes[:]
+    try:
+        with GradientTape() as watcher:  # a tape of its own sees which variables f reads
+            y, grad_fn = f(*xs)
+    finally:
+        if aside is not None:
+            tapes[:] = aside
+    variables = [v for v in watcher.watched_variables() if v._trainable]
+    if any(isinstance(v, Batched) for v in variables):
+        raise NotBatchable("custom_gradient reading a batched variable")
+    return y, grad_fn, variables
 
 
 def _takes_variables(grad_fn) -> bool:
