@@ -399,6 +399,34 @@ def test_custom_gradient_unused_output_gets_a_zero_upstream_gradient():
     assert g.numpy() == 2.0 and seen == [(1.0, 0.0)]
 
 
+def test_custom_gradient_passes_keyword_arguments_to_f_undifferentiated():
+    # As TensorFlow eager: keywords reach f; only positional arguments are inputs.
+    @gc.custom_gradient
+    def scaled(a, scale=2.0):
+        return a * scale, lambda dy: dy * scale
+    x, s = gc.constant(2.0), gc.constant(5.0)
+    with gc.GradientTape() as tape:
+        tape.watch([x, s])
+        y = scaled(x, scale=s)
+    assert y.numpy() == 10.0
+    gx, gs = tape.gradient(y, [x, s])
+    assert gx.numpy() == 5.0 and gs is None
+    [g] = gc.gradients_function(lambda a: scaled(a, scale=3.0))(1.0)
+    assert g.numpy() == 3.0
+    assert scaled(x).numpy() == 4.0  # the default, with no tape recording
+
+
+def test_custom_gradient_variable_passed_as_an_argument_is_an_input_not_a_variable():
+    w = gc.Variable(3.0)
+
+    @gc.custom_gradient
+    def f(v, factor=None):
+        return v * v * factor, lambda dy: dy * 10.0 * v  # no variables=: none are read
+    with gc.GradientTape() as tape:
+        y = f(w, factor=gc.Variable(2.0))
+    assert y.numpy() == 18.0 and tape.gradient(y, w).numpy() == 30.0
+
+
 # --- custom_gradient: derivatives of grad_fn (second and higher order) -------------------
 # As in TensorFlow eager, f runs while the tapes record, so a grad_fn closing over f's
 # intermediates is connected to the inputs; the first derivative is grad_fn alone.

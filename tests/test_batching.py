@@ -255,6 +255,24 @@ def test_custom_gradient_second_derivatives_inside_the_map():
     np.testing.assert_allclose(hvp.numpy(), 2 * s * (1 - s), rtol=1e-13)
 
 
+def test_custom_gradient_keyword_arguments_inside_the_map():
+    @gc.custom_gradient
+    def scaled(a, scale=2.0):
+        return a * scale, lambda dy: dy * scale
+
+    def fn(x):
+        with gc.GradientTape() as tape:
+            tape.watch(x)
+            y = scaled(x, scale=x + 1.0)  # a batched keyword argument
+        return y, tape.gradient(y, x)
+    x = np.array([1.0, 2.0, -3.0])
+    y, g = _vectorised(fn, x)
+    np.testing.assert_array_equal(y.numpy(), x * (x + 1))
+    np.testing.assert_array_equal(g.numpy(), x + 1)  # grad_fn's: scale, not 2x + 1
+    shared_input = _vectorised(lambda t: scaled(gc.constant(1.5), scale=t), x)
+    np.testing.assert_array_equal(shared_input.numpy(), 1.5 * x)
+
+
 # --- the modes of the command line on batched declared values ---------------------------
 PROGRAM = "u = Variable(0.5); y = w * sum(x ** 2) + f * x[0] * u + sin(w * x[1])"
 

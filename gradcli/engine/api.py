@@ -273,7 +273,10 @@ def custom_gradient(f):
 
     As in TensorFlow, when ``f`` reads trainable variables under a tape, ``grad_fn`` must
     take a keyword ``variables`` (the list of them) and return ``(input_gradients,
-    variable_gradients)``, one gradient per variable.
+    variable_gradients)``, one gradient per variable. Keyword arguments are passed to
+    ``f`` and are not differentiated, as in TensorFlow eager: the inputs are the
+    positional arguments, and a variable passed as an argument is not among
+    ``variables``.
 
     Higher derivatives, as in TensorFlow eager: ``f`` runs while the tapes record, and
     its outputs are fresh tensors whose recorded rule is ``grad_fn``. So the first
@@ -295,11 +298,12 @@ def custom_gradient(f):
     0.25
     """
     @_wraps(f)
-    def wrapper(*xs):
-        if state.batching and any(isinstance(x, Batched) for x in xs):
+    def wrapper(*xs, **kwargs):
+        if state.batching and (any(isinstance(x, Batched) for x in xs) or kwargs and any(
+                isinstance(v, Batched) for v in kwargs.values())):
             from .batching import custom_gradient_call  # inside vectorized_map
-            return custom_gradient_call(custom_gradient, f, xs)
-        y, grad_fn, variables = _run(f, xs)
+            return custom_gradient_call(custom_gradient, f, xs, kwargs)
+        y, grad_fn, variables = _run(f, xs, kwargs)
         if variables and not _takes_variables(grad_fn):
             raise TypeError(f"custom_gradient: {_name(f)} reads variables "
                             f"({', '.join(v.name for v in variables)}), so its grad_fn must "
@@ -389,8 +393,10 @@ def custom_gradient(f):
     return wrapper
 
 
-def _run(f, xs):
-    """Call ``f(*xs)``; return ``(y, grad_fn, variables)``, the trainable variables it read.
+def _run(f, xs, kwargs):
+    """Call ``f(*xs, **kwargs)``; return ``(y, grad_fn, variables)``: the trainable
+    variables it read, except those passed to it as arguments (as TensorFlow does: a
+    positional one is an input, a keyword one is not differentiated).
 
     As in TensorFlow, ``f`` runs while the tapes record, so that a ``grad_fn`` closing
     over ``f``'s intermediates (``dy * y`` for ``y = exp(x)``) is connected to ``x`` when
@@ -402,18 +408,20 @@ def _run(f, xs):
     all: what it needs is the one entry that stands for the function."""
     tapes = _recording
     if not tapes:
-        return (*f(*xs), [])
+        return (*f(*xs, **kwargs), [])
     aside = None
     if len(tapes) == 1 and not tapes[0].persistent and not state.forward:
         aside = tapes[:]
         del tapes[:]
     try:
         with GradientTape() as watcher:  # a tape of its own sees which variables f reads
-            y, grad_fn = f(*xs)
+            y, grad_fn = f(*xs, **kwargs)
     finally:
         if aside is not None:
             tapes[:] = aside
-    variables = [v for v in watcher.watched_variables() if v._trainable]
+    arguments = (*xs, *kwargs.values())
+    variables = [v for v in watcher.watched_variables()
+                 if v._trainable and all(v is not a for a in arguments)]
     if any(isinstance(v, Batched) for v in variables):
         raise NotBatchable("custom_gradient reading a batched variable")
     return y, grad_fn, variables

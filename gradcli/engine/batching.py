@@ -614,17 +614,21 @@ def batched_arguments(args: list, argnums) -> None:
             args[i] = Batched(with_batch(x, size))
 
 
-def custom_gradient_call(wrap, f, xs):
+def custom_gradient_call(wrap, f, xs, kwargs):
     """A ``custom_gradient`` function called with batched inputs: ``f`` and its
     ``grad_fn`` see batched values (written for one example), the recorded entry the
     underlying tensors. A gradient for an input shared by every example is summed over
-    the examples (what that input receives from the whole batch)."""
+    the examples (what that input receives from the whole batch). Keyword arguments,
+    batched or not, reach ``f`` as given (they are not differentiated)."""
     batched = [isinstance(x, Batched) for x in xs]
-    size = next(x._tensor.shape[0] for x, b in zip(xs, batched) if b)
+    batched_keys = {k for k, v in kwargs.items() if isinstance(v, Batched)}
+    size = next(x._tensor.shape[0] for x in (*xs, *kwargs.values()) if isinstance(x, Batched))
     leaves_of = {}
 
-    def under_f(*values):
-        ys, grad_fn = f(*[Batched(v) if b else v for v, b in zip(values, batched)])
+    def under_f(*values, **plain_kwargs):
+        ys, grad_fn = f(*[Batched(v) if b else v for v, b in zip(values, batched)],
+                        **{k: Batched(v) if k in batched_keys else v
+                           for k, v in plain_kwargs.items()})
         leaves, rebuild = _flatten(ys)
         leaves_of["rebuild"] = rebuild
         plain = [leaf._tensor if isinstance(leaf, Batched) else
@@ -648,7 +652,8 @@ def custom_gradient_call(wrap, f, xs):
                 else plain), under_grad
 
     under_f.__name__ = getattr(f, "__name__", "f")
-    out = wrap(under_f)(*[x._tensor if b else x for x, b in zip(xs, batched)])
+    out = wrap(under_f)(*[x._tensor if b else x for x, b in zip(xs, batched)],
+                        **{k: v._tensor if k in batched_keys else v for k, v in kwargs.items()})
     leaves, _ = _flatten(out)
     return leaves_of["rebuild"]([Batched(leaf) for leaf in leaves])
 
