@@ -399,6 +399,27 @@ def test_custom_gradient_unused_output_gets_a_zero_upstream_gradient():
     assert g.numpy() == 2.0 and seen == [(1.0, 0.0)]
 
 
+@pytest.mark.parametrize("result, what", [
+    (lambda a: a * 2.0, r"a tensor of shape \(\)"),
+    (lambda a: None, "None"),
+    (lambda a: (a, a), r"a pair whose second item is a tensor of shape \(\), not a function"),
+    (lambda a: (a, lambda dy: dy, a), r"a tuple of 3 item"),
+])
+@pytest.mark.parametrize("under_a_tape", [False, True])
+def test_custom_gradient_f_not_returning_a_pair_is_a_type_error_saying_so(result, what,
+                                                                          under_a_tape):
+    f = gc.custom_gradient(result)
+    x = gc.constant(1.0)
+    with pytest.raises(TypeError, match=r"<lambda> must return a pair \(outputs, grad_fn\)"
+                                        r".*it returned " + what):
+        if under_a_tape:
+            with gc.GradientTape() as tape:
+                tape.watch(x)
+                f(x)
+        else:
+            f(x)
+
+
 def test_custom_gradient_passes_keyword_arguments_to_f_undifferentiated():
     # As TensorFlow eager: keywords reach f; only positional arguments are inputs.
     @gc.custom_gradient

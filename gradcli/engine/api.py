@@ -269,7 +269,8 @@ def custom_gradient(f):
     """Decorator: ``f(*xs)`` returns ``(y, grad_fn)``; ``grad_fn(*dys)`` gets one upstream
     gradient per output of ``y`` (``y`` is a tensor or a nest of them, as TensorFlow
     allows) and returns the gradient for each input: one tensor for a single input, or a
-    list or tuple with exactly one entry (None for none) per input.
+    list or tuple with exactly one entry (None for none) per input. ``f`` returning
+    anything but such a pair is a ``TypeError`` that says what it returned.
 
     As in TensorFlow, when ``f`` reads trainable variables under a tape, ``grad_fn`` must
     take a keyword ``variables`` (the list of them) and return ``(input_gradients,
@@ -408,14 +409,14 @@ def _run(f, xs, kwargs):
     all: what it needs is the one entry that stands for the function."""
     tapes = _recording
     if not tapes:
-        return (*f(*xs, **kwargs), [])
+        return (*_pair(f, f(*xs, **kwargs)), [])
     aside = None
     if len(tapes) == 1 and not tapes[0].persistent and not state.forward:
         aside = tapes[:]
         del tapes[:]
     try:
         with GradientTape() as watcher:  # a tape of its own sees which variables f reads
-            y, grad_fn = f(*xs, **kwargs)
+            y, grad_fn = _pair(f, f(*xs, **kwargs))
     finally:
         if aside is not None:
             tapes[:] = aside
@@ -425,6 +426,31 @@ def _run(f, xs, kwargs):
     if any(isinstance(v, Batched) for v in variables):
         raise NotBatchable("custom_gradient reading a batched variable")
     return y, grad_fn, variables
+
+
+def _pair(f, result) -> tuple:
+    """``f``'s result as ``(outputs, grad_fn)``, or a TypeError saying what it was."""
+    if result.__class__ is tuple and len(result) == 2 and callable(result[1]):
+        return result
+    if isinstance(result, (tuple, list)) and len(result) == 2:
+        if callable(result[1]):
+            return tuple(result)
+        what = f"a pair whose second item is {_describe(result[1])}, not a function"
+    else:
+        what = _describe(result)
+    raise TypeError(f"custom_gradient: {_name(f)} must return a pair (outputs, grad_fn), "
+                    f"grad_fn being the function of the upstream gradients; it returned "
+                    f"{what}")
+
+
+def _describe(value) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, (Tensor, Batched)):
+        return f"a tensor of shape {value.shape}"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)} item(s)"
+    return f"a {type(value).__name__}"
 
 
 def _takes_variables(grad_fn) -> bool:
