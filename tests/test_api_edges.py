@@ -420,6 +420,45 @@ def test_custom_gradient_f_not_returning_a_pair_is_a_type_error_saying_so(result
             f(x)
 
 
+@gc.custom_gradient
+def _first_only(a, b):  # grad_fn gives b no gradient
+    return a + b, lambda dy: (dy, None)
+
+
+def test_custom_gradient_none_for_an_input_leaves_it_unconnected():
+    # As in TensorFlow, whose tape skips a None input gradient.
+    a, b = gc.constant([2.0, 3.0]), gc.constant([1.0, -1.0])
+    with gc.GradientTape(persistent=True) as tape:
+        tape.watch([a, b])
+        y = _first_only(a, b)
+        z = y + 3.0 * b  # reaches b another way too
+    ga, gb = tape.gradient(y, [a, b])
+    np.testing.assert_array_equal(ga.numpy(), [1.0, 1.0])
+    assert gb is None
+    zeros = tape.gradient(y, b, unconnected_gradients="zero")
+    assert zeros.shape == (2,)
+    np.testing.assert_array_equal(zeros.numpy(), [0.0, 0.0])
+    np.testing.assert_array_equal(tape.gradient(z, b).numpy(), [3.0, 3.0])
+    assert tape.jacobian(y, b) is None
+    np.testing.assert_array_equal(tape.jacobian(y, b, unconnected_gradients="zero").numpy(),
+                                  np.zeros((2, 2)))
+    assert gc.gradients_function(_first_only)(2.0, 1.0)[1] is None
+
+
+def test_custom_gradient_none_for_a_variable_leaves_it_unconnected():
+    w = gc.Variable(3.0)
+
+    @gc.custom_gradient
+    def f(x):
+        return x * w, lambda dy, variables=None: (dy * w, [None])
+    x = gc.constant(2.0)
+    with gc.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    gx, gw = tape.gradient(y, [x, w])
+    assert gx.numpy() == 3.0 and gw is None
+
+
 def test_custom_gradient_passes_keyword_arguments_to_f_undifferentiated():
     # As TensorFlow eager: keywords reach f; only positional arguments are inputs.
     @gc.custom_gradient

@@ -273,6 +273,25 @@ def test_custom_gradient_keyword_arguments_inside_the_map():
     np.testing.assert_array_equal(shared_input.numpy(), 1.5 * x)
 
 
+def test_custom_gradient_none_for_an_input_inside_the_map():
+    @gc.custom_gradient
+    def first_only(a, b):
+        return a * b, lambda dy: (dy * b, None)
+
+    def grads(a, b, unconnected):
+        with gc.GradientTape() as tape:
+            tape.watch([a, b])
+            y = first_only(a, b)
+        return tape.gradient(y, [a, b], unconnected_gradients=unconnected)
+    a, b = np.array([1.0, 2.0]), np.array([3.0, -4.0])
+    ga, gb = _vectorised(lambda e: grads(*e, "zero"), [a, b])
+    np.testing.assert_array_equal(ga.numpy(), b)
+    np.testing.assert_array_equal(gb.numpy(), [0.0, 0.0])
+    seen = []
+    _vectorised(lambda e: seen.append(grads(*e, "none")[1]) or e[0], [a, b])
+    assert seen == [None]
+
+
 # --- the modes of the command line on batched declared values ---------------------------
 PROGRAM = "u = Variable(0.5); y = w * sum(x ** 2) + f * x[0] * u + sin(w * x[1])"
 

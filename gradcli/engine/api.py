@@ -269,7 +269,9 @@ def custom_gradient(f):
     """Decorator: ``f(*xs)`` returns ``(y, grad_fn)``; ``grad_fn(*dys)`` gets one upstream
     gradient per output of ``y`` (``y`` is a tensor or a nest of them, as TensorFlow
     allows) and returns the gradient for each input: one tensor for a single input, or a
-    list or tuple with exactly one entry (None for none) per input. ``f`` returning
+    list or tuple with exactly one entry per input. None for an input (or a variable)
+    gives it no gradient: as in TensorFlow, a source reached only through it is
+    unconnected (None, or zeros with ``unconnected_gradients="zero"``). ``f`` returning
     anything but such a pair is a ``TypeError`` that says what it returned.
 
     As in TensorFlow, when ``f`` reads trainable variables under a tape, ``grad_fn`` must
@@ -361,9 +363,9 @@ def custom_gradient(f):
 
         def vjp(m, g, ans, *inputs, index):
             dx = gradients(m, g)[index]
-            x = inputs[index]
             if dx is None:
-                return m.zeros_like(x)
+                return None  # no gradient: as in TensorFlow, this input is not reached
+            x = inputs[index]
             shape = np.shape(x) if not isinstance(x, Tensor) else x.shape
             dshape = dx.shape if isinstance(dx, Tensor) else np.shape(dx)
             if not _fits(dshape, shape):  # summing it to the input would hide the error
