@@ -292,6 +292,31 @@ def test_custom_gradient_none_for_an_input_inside_the_map():
     assert seen == [None]
 
 
+def test_custom_gradient_reading_a_shared_variable_inside_the_map():
+    w = gc.Variable(3.0)
+
+    @gc.custom_gradient
+    def f(x):
+        def grad_fn(dy, variables=None):
+            return dy * w, [dy * x * 10.0]  # scaled: the custom rule is the one used
+        return x * w, grad_fn
+
+    def per_example(x):
+        with gc.GradientTape() as tape:
+            tape.watch(x)
+            y = f(x)
+        return tape.gradient(y, x)
+    xs = np.array([1.0, 2.0, 4.0])
+    np.testing.assert_array_equal(_vectorised(per_example, xs).numpy(), [3.0, 3.0, 3.0])
+    t = gc.constant(xs)
+    with gc.GradientTape() as tape:  # around the map: w gets the examples' sum
+        tape.watch(t)
+        total = gc.sum(_vectorised(f, t))
+    gx, gw = tape.gradient(total, [t, w])
+    np.testing.assert_array_equal(gx.numpy(), [3.0, 3.0, 3.0])
+    assert gw.numpy() == 10.0 * xs.sum()
+
+
 # --- the modes of the command line on batched declared values ---------------------------
 PROGRAM = "u = Variable(0.5); y = w * sum(x ** 2) + f * x[0] * u + sin(w * x[1])"
 
