@@ -317,6 +317,13 @@ def test_custom_gradient_reading_a_shared_variable_inside_the_map():
     assert gw.numpy() == 10.0 * xs.sum()
 
 
+def test_custom_gradient_not_returning_a_pair_inside_the_map_says_so():
+    f = gc.custom_gradient(lambda a: a * 2.0)
+    with pytest.raises(TypeError, match=r"must return a pair \(outputs, grad_fn\).*"
+                                        r"returned a tensor of shape \(\)"):
+        gc.vectorized_map(f, np.array([1.0, 2.0]))
+
+
 # --- the modes of the command line on batched declared values ---------------------------
 PROGRAM = "u = Variable(0.5); y = w * sum(x ** 2) + f * x[0] * u + sin(w * x[1])"
 

@@ -620,15 +620,16 @@ def custom_gradient_call(wrap, f, xs, kwargs):
     underlying tensors. A gradient for an input shared by every example is summed over
     the examples (what that input receives from the whole batch). Keyword arguments,
     batched or not, reach ``f`` as given (they are not differentiated)."""
+    from .api import _pair  # the check outside the map (api loads this module lazily)
     batched = [isinstance(x, Batched) for x in xs]
     batched_keys = {k for k, v in kwargs.items() if isinstance(v, Batched)}
     size = next(x._tensor.shape[0] for x in (*xs, *kwargs.values()) if isinstance(x, Batched))
     leaves_of = {}
 
     def under_f(*values, **plain_kwargs):
-        ys, grad_fn = f(*[Batched(v) if b else v for v, b in zip(values, batched)],
-                        **{k: Batched(v) if k in batched_keys else v
-                           for k, v in plain_kwargs.items()})
+        ys, grad_fn = _pair(f, f(*[Batched(v) if b else v for v, b in zip(values, batched)],
+                                 **{k: Batched(v) if k in batched_keys else v
+                                    for k, v in plain_kwargs.items()}))
         leaves, rebuild = _flatten(ys)
         leaves_of["rebuild"] = rebuild
         plain = [leaf._tensor if isinstance(leaf, Batched) else
