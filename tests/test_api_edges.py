@@ -476,6 +476,25 @@ def test_custom_gradient_passes_keyword_arguments_to_f_undifferentiated():
     assert scaled(x).numpy() == 4.0  # the default, with no tape recording
 
 
+def test_custom_gradient_keyword_variable_is_watched_but_gets_no_gradient():
+    # TensorFlow's tape records f, so it watches what f reads; the keyword is no input.
+    w = gc.Variable(2.0)
+
+    @gc.custom_gradient
+    def f(x, v=None):
+        return x * v, lambda dy: dy * v
+    x = gc.constant(3.0)
+    for persistent in (False, True):
+        with gc.GradientTape(persistent=persistent) as tape:
+            tape.watch(x)
+            y = f(x, v=w)
+        assert tape.watched_variables() == (w,)
+        gx, gw = tape.gradient(y, [x, w])
+        assert gx.numpy() == 2.0 and gw is None
+    [(g, v)] = gc.implicit_gradients(lambda: f(x, v=w))()
+    assert g is None and v is w
+
+
 def test_custom_gradient_variable_passed_as_an_argument_is_an_input_not_a_variable():
     w = gc.Variable(3.0)
 

@@ -408,7 +408,9 @@ def _run(f, xs, kwargs):
     several recording tapes, a persistent one, or one recording what an accumulator
     computes. A single non-persistent tape never does (its ``gradient()`` stops its
     recording), so for it, the first-order case, ``f``'s operations are not recorded at
-    all: what it needs is the one entry that stands for the function."""
+    all: what it needs is the one entry that stands for the function, and the variables
+    ``f`` read. (Only a tensor made inside ``f`` and kept outside it could tell: on that
+    tape it is not connected, where TensorFlow's tape would have recorded it.)"""
     tapes = _recording
     if not tapes:
         return (*_pair(f, f(*xs, **kwargs)), [])
@@ -422,11 +424,18 @@ def _run(f, xs, kwargs):
     finally:
         if aside is not None:
             tapes[:] = aside
-    arguments = (*xs, *kwargs.values())
-    variables = [v for v in watcher.watched_variables()
-                 if v._trainable and all(v is not a for a in arguments)]
-    if any(isinstance(v, Batched) for v in variables):
+    read = watcher.watched_variables()
+    if any(isinstance(v, Batched) for v in read):
         raise NotBatchable("custom_gradient reading a batched variable")
+    if aside is not None:
+        # The tape watches what f read, as it would by recording f (a keyword argument's
+        # variable too, whose gradient is then None).
+        for trace in aside:
+            if trace.watch_accessed:
+                for v in read:
+                    trace.tape._watch_variable(v)
+    arguments = (*xs, *kwargs.values())
+    variables = [v for v in read if v._trainable and all(v is not a for a in arguments)]
     return y, grad_fn, variables
 
 
