@@ -399,6 +399,252 @@ def test_custom_gradient_unused_output_gets_a_zero_upstream_gradient():
     assert g.numpy() == 2.0 and seen == [(1.0, 0.0)]
 
 
+@pytest.mark.parametrize("result, what", [
+    (lambda a: a * 2.0, r"a tensor of shape \(\)"),
+    (lambda a: None, "None"),
+    (lambda a: (a, a), r"a pair whose second item is a tensor of shape \(\), not a function"),
+    (lambda a: (a, lambda dy: dy, a), r"a tuple of 3 item"),
+])
+@pytest.mark.parametrize("under_a_tape", [False, True])
+def test_custom_gradient_f_not_returning_a_pair_is_a_type_error_saying_so(result, what,
+                                                                          under_a_tape):
+    f = gc.custom_gradient(result)
+    x = gc.constant(1.0)
+    with pytest.raises(TypeError, match=r"<lambda> must return a pair \(outputs, grad_fn\)"
+                                        r".*it returned " + what):
+        if under_a_tape:
+            with gc.GradientTape() as tape:
+                tape.watch(x)
+                f(x)
+        else:
+            f(x)
+
+
+@gc.custom_gradient
+def _first_only(a, b):  # grad_fn gives b no gradient
+    return a + b, lambda dy: (dy, None)
+
+
+def test_custom_gradient_none_for_an_input_leaves_it_unconnected():
+    # As in TensorFlow, whose tape skips a None input gradient.
+    a, b = gc.constant([2.0, 3.0]), gc.constant([1.0, -1.0])
+    with gc.GradientTape(persistent=True) as tape:
+        tape.watch([a, b])
+        y = _first_only(a, b)
+        z = y + 3.0 * b  # reaches b another way too
+    ga, gb = tape.gradient(y, [a, b])
+    np.testing.assert_array_equal(ga.numpy(), [1.0, 1.0])
+    assert gb is None
+    zeros = tape.gradient(y, b, unconnected_gradients="zero")
+    assert zeros.shape == (2,)
+    np.testing.assert_array_equal(zeros.numpy(), [0.0, 0.0])
+    np.testing.assert_array_equal(tape.gradient(z, b).numpy(), [3.0, 3.0])
+    assert tape.jacobian(y, b) is None
+    np.testing.assert_array_equal(tape.jacobian(y, b, unconnected_gradients="zero").numpy(),
+                                  np.zeros((2, 2)))
+    assert gc.gradients_function(_first_only)(2.0, 1.0)[1] is None
+
+
+def test_custom_gradient_none_for_a_variable_leaves_it_unconnected():
+    w = gc.Variable(3.0)
+
+    @gc.custom_gradient
+    def f(x):
+        return x * w, lambda dy, variables=None: (dy * w, [None])
+    x = gc.constant(2.0)
+    with gc.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    gx, gw = tape.gradient(y, [x, w])
+    assert gx.numpy() == 3.0 and gw is None
+
+
+def test_custom_gradient_passes_keyword_arguments_to_f_undifferentiated():
+    # As TensorFlow eager: keywords reach f; only positional arguments are inputs.
+    @gc.custom_gradient
+    def scaled(a, scale=2.0):
+        return a * scale, lambda dy: dy * scale
+    x, s = gc.constant(2.0), gc.constant(5.0)
+    with gc.GradientTape() as tape:
+        tape.watch([x, s])
+        y = scaled(x, scale=s)
+    assert y.numpy() == 10.0
+    gx, gs = tape.gradient(y, [x, s])
+    assert gx.numpy() == 5.0 and gs is None
+    [g] = gc.gradients_function(lambda a: scaled(a, scale=3.0))(1.0)
+    assert g.numpy() == 3.0
+    assert scaled(x).numpy() == 4.0  # the default, with no tape recording
+
+
+def test_custom_gradient_keyword_variable_is_watched_but_gets_no_gradient():
+    # TensorFlow's tape records f, so it watches what f reads; the keyword is no input.
+    w = gc.Variable(2.0)
+
+    @gc.custom_gradient
+    def f(x, v=None):
+        return x * v, lambda dy: dy * v
+    x = gc.constant(3.0)
+    for persistent in (False, True):
+        with gc.GradientTape(persistent=persistent) as tape:
+            tape.watch(x)
+            y = f(x, v=w)
+        assert tape.watched_variables() == (w,)
+        gx, gw = tape.gradient(y, [x, w])
+        assert gx.numpy() == 2.0 and gw is None
+    [(g, v)] = gc.implicit_gradients(lambda: f(x, v=w))()
+    assert g is None and v is w
+
+
+def test_custom_gradient_variable_passed_as_an_argument_is_an_input_not_a_variable():
+    w = gc.Variable(3.0)
+
+    @gc.custom_gradient
+    def f(v, factor=None):
+        return v * v * factor, lambda dy: dy * 10.0 * v  # no variables=: none are read
+    with gc.GradientTape() as tape:
+        y = f(w, factor=gc.Variable(2.0))
+    assert y.numpy() == 18.0 and tape.gradient(y, w).numpy() == 30.0
+
+
+# --- custom_gradient: derivatives of grad_fn (second and higher order) -------------------
+# As in TensorFlow eager, f runs while the tapes record, so a grad_fn closing over f's
+# intermediates is connected to the inputs; the first derivative is grad_fn alone.
+def _sigmoid(x):
+    return 1.0 / (1.0 + math.exp(-x))
+
+
+@gc.custom_gradient
+def _log1pexp(x):  # the example of TensorFlow's custom_gradient documentation
+    e = gc.exp(x)
+
+    def grad(dy):
+        return dy * (1 - 1 / (1 + e))
+    return gc.log(1 + e), grad
+
+
+@gc.custom_gradient
+def _myexp(x):
+    y = gc.exp(x)
+
+    def grad(dy):
+        return dy * y
+    return y, grad
+
+
+def test_custom_gradient_second_derivative_through_intermediates_with_nested_tapes():
+    x = gc.constant(1.0)
+    with gc.GradientTape() as outer:
+        outer.watch(x)
+        with gc.GradientTape() as inner:
+            inner.watch(x)
+            y = _log1pexp(x)
+        g = inner.gradient(y, x)
+    assert float(g) == pytest.approx(_sigmoid(1.0), rel=1e-15)
+    s = _sigmoid(1.0)  # log1pexp'' = sigmoid' = s (1 - s) = 0.19661193324148185
+    assert float(outer.gradient(g, x)) == pytest.approx(s * (1 - s), rel=1e-14)
+
+
+def test_custom_gradient_hessian_through_the_output_it_closes_over():
+    [[h]] = gc.hessians_function(_myexp)(1.0)
+    assert float(h) == pytest.approx(math.e, rel=1e-15)
+    [d2] = gc.gradients_function(gc.gradients_function(_myexp))(1.0)
+    assert float(d2) == pytest.approx(math.e, rel=1e-15)
+
+
+def test_custom_gradient_third_derivative_with_three_tapes():
+    x = gc.constant(0.5)
+    with gc.GradientTape() as t3:
+        t3.watch(x)
+        with gc.GradientTape() as t2:
+            t2.watch(x)
+            with gc.GradientTape() as t1:
+                t1.watch(x)
+                y = _myexp(x)
+            g = t1.gradient(y, x)
+        h = t2.gradient(g, x)
+    assert float(t3.gradient(h, x)) == pytest.approx(math.exp(0.5), rel=1e-15)
+
+
+def test_custom_gradient_second_derivative_on_one_persistent_tape():
+    x = gc.constant(1.0)
+    with gc.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = _myexp(x)
+        g = tape.gradient(y, x)  # recorded: the tape is persistent and still recording
+    assert float(tape.gradient(g, x)) == pytest.approx(math.e, rel=1e-15)
+
+
+def test_custom_gradient_first_derivative_is_grad_fn_and_the_second_its_derivative():
+    # grad_fn deliberately is not f's derivative (3x^2): the first derivative is grad_fn's
+    # 2 y = 2 x^3, the second that of 2 x^3 through f's intermediate y: 6 x^2.
+    @gc.custom_gradient
+    def f(x):
+        y = x ** 3
+        return y, lambda dy: dy * 2.0 * y
+    x = 1.5
+    [[h]] = gc.hessians_function(f)(x)
+    assert float(h) == pytest.approx(6 * x ** 2, rel=1e-15)
+    for persistent in (False, True):
+        t = gc.constant(x)
+        with gc.GradientTape(persistent=persistent) as tape:
+            tape.watch(t)
+            y = f(t)
+        assert float(tape.gradient(y, t)) == pytest.approx(2 * x ** 3, rel=1e-15)
+
+
+def test_custom_gradient_hessian_of_two_arguments_matches_finite_differences():
+    @gc.custom_gradient
+    def f(x, y):
+        s, c, y2 = gc.sin(x), gc.cos(x), y * y
+
+        def grad(dz):
+            return dz * c * y2, dz * 2.0 * s * y
+        return s * y2, grad
+
+    def plain(p):
+        return np.sin(p[0]) * p[1] ** 2
+    point, h = np.array([0.7, -1.3]), 1e-4
+    steps = np.eye(2) * h
+    fd = np.array([[(plain(point + a + b) - plain(point + a - b) - plain(point - a + b)
+                     + plain(point - a - b)) / (4 * h * h) for b in steps] for a in steps])
+    blocks = gc.hessians_function(f)(*point)
+    got = np.array([[float(b) for b in row] for row in blocks])
+    np.testing.assert_allclose(got, fd, rtol=1e-6, atol=1e-7)
+
+
+def test_custom_gradient_second_derivative_in_a_variable_it_reads():
+    w = gc.Variable(0.5)
+
+    @gc.custom_gradient
+    def f(x):
+        y = gc.exp(w * x)
+
+        def grad(dy, variables=None):
+            return dy * w * y, [dy * x * y]
+        return y, grad
+    x = gc.constant(2.0)
+    with gc.GradientTape() as outer:
+        with gc.GradientTape() as inner:
+            y = f(x)
+        [gw] = inner.gradient(y, [w])
+    assert float(gw) == pytest.approx(2.0 * math.exp(1.0), rel=1e-15)
+    # d2/dw2 exp(w x) = x^2 exp(w x)
+    assert float(outer.gradient(gw, w)) == pytest.approx(4.0 * math.exp(1.0), rel=1e-15)
+
+
+def test_custom_gradient_tape_entered_after_the_call_sees_none_of_its_body():
+    # As in TensorFlow: a tape sees the operations of f only if it recorded while f ran.
+    x = gc.constant(1.0)
+    with gc.GradientTape() as first:
+        first.watch(x)
+        y = _myexp(x)
+    with gc.GradientTape() as later:
+        later.watch(x)
+        g = first.gradient(y, x)
+    assert float(g) == pytest.approx(math.e, rel=1e-15)
+    assert later.gradient(g, x) is None
+
+
 # --- jacobians ---------------------------------------------------------------------------
 def test_jacobian_of_an_empty_target_is_empty_with_tensorflows_shape():
     x = gc.zeros((1, 0))

@@ -222,6 +222,108 @@ def test_custom_gradient_inside_the_map():
     np.testing.assert_allclose(grads.numpy(), np.clip(3.0 * XS, -5, 5))
 
 
+@gc.custom_gradient
+def _log1pexp(x):  # TensorFlow's documented example: grad_fn closes over f's exp(x)
+    e = gc.exp(x)
+    return gc.log(1 + e), lambda dy: dy * (1 - 1 / (1 + e))
+
+
+def _vectorised(fn, elems):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)  # no per-example fallback
+        return gc.vectorized_map(fn, elems)
+
+
+def test_custom_gradient_second_derivatives_inside_the_map():
+    x = np.array([-2.0, 0.0, 1.0, 3.0])
+    s = 1 / (1 + np.exp(-x))
+
+    def nested_tapes(t):
+        with gc.GradientTape() as outer:
+            outer.watch(t)
+            with gc.GradientTape() as inner:
+                inner.watch(t)
+                y = _log1pexp(t)
+            g = inner.gradient(y, t)
+        return g, outer.gradient(g, t)
+    g, h = _vectorised(nested_tapes, x)
+    np.testing.assert_allclose(g.numpy(), s, rtol=1e-14)
+    np.testing.assert_allclose(h.numpy(), s * (1 - s), rtol=1e-13)
+    [[blocks]] = _vectorised(gc.hessians_function(_log1pexp), x)
+    np.testing.assert_allclose(blocks.numpy(), s * (1 - s), rtol=1e-13)
+    [hvp] = _vectorised(lambda t: gc.hessian_vector_product(_log1pexp, [t], [2.0]), x)
+    np.testing.assert_allclose(hvp.numpy(), 2 * s * (1 - s), rtol=1e-13)
+
+
+def test_custom_gradient_keyword_arguments_inside_the_map():
+    @gc.custom_gradient
+    def scaled(a, scale=2.0):
+        return a * scale, lambda dy: dy * scale
+
+    def fn(x):
+        with gc.GradientTape() as tape:
+            tape.watch(x)
+            y = scaled(x, scale=x + 1.0)  # a batched keyword argument
+        return y, tape.gradient(y, x)
+    x = np.array([1.0, 2.0, -3.0])
+    y, g = _vectorised(fn, x)
+    np.testing.assert_array_equal(y.numpy(), x * (x + 1))
+    np.testing.assert_array_equal(g.numpy(), x + 1)  # grad_fn's: scale, not 2x + 1
+    shared_input = _vectorised(lambda t: scaled(gc.constant(1.5), scale=t), x)
+    np.testing.assert_array_equal(shared_input.numpy(), 1.5 * x)
+
+
+def test_custom_gradient_none_for_an_input_inside_the_map():
+    @gc.custom_gradient
+    def first_only(a, b):
+        return a * b, lambda dy: (dy * b, None)
+
+    def grads(a, b, unconnected):
+        with gc.GradientTape() as tape:
+            tape.watch([a, b])
+            y = first_only(a, b)
+        return tape.gradient(y, [a, b], unconnected_gradients=unconnected)
+    a, b = np.array([1.0, 2.0]), np.array([3.0, -4.0])
+    ga, gb = _vectorised(lambda e: grads(*e, "zero"), [a, b])
+    np.testing.assert_array_equal(ga.numpy(), b)
+    np.testing.assert_array_equal(gb.numpy(), [0.0, 0.0])
+    seen = []
+    _vectorised(lambda e: seen.append(grads(*e, "none")[1]) or e[0], [a, b])
+    assert seen == [None]
+
+
+def test_custom_gradient_reading_a_shared_variable_inside_the_map():
+    w = gc.Variable(3.0)
+
+    @gc.custom_gradient
+    def f(x):
+        def grad_fn(dy, variables=None):
+            return dy * w, [dy * x * 10.0]  # scaled: the custom rule is the one used
+        return x * w, grad_fn
+
+    def per_example(x):
+        with gc.GradientTape() as tape:
+            tape.watch(x)
+            y = f(x)
+        return tape.gradient(y, x)
+    xs = np.array([1.0, 2.0, 4.0])
+    np.testing.assert_array_equal(_vectorised(per_example, xs).numpy(), [3.0, 3.0, 3.0])
+    t = gc.constant(xs)
+    with gc.GradientTape() as tape:  # around the map: w gets the examples' sum
+        tape.watch(t)
+        total = gc.sum(_vectorised(f, t))
+    gx, gw = tape.gradient(total, [t, w])
+    np.testing.assert_array_equal(gx.numpy(), [3.0, 3.0, 3.0])
+    assert gw.numpy() == 10.0 * xs.sum()
+
+
+def test_custom_gradient_not_returning_a_pair_inside_the_map_says_so():
+    f = gc.custom_gradient(lambda a: a * 2.0)
+    with pytest.raises(TypeError, match=r"must return a pair \(outputs, grad_fn\).*"
+                                        r"returned a tensor of shape \(\)"):
+        gc.vectorized_map(f, np.array([1.0, 2.0]))
+
+
 # --- the modes of the command line on batched declared values ---------------------------
 PROGRAM = "u = Variable(0.5); y = w * sum(x ** 2) + f * x[0] * u + sin(w * x[1])"
 

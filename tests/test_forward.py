@@ -7,7 +7,6 @@ import sympy as sp
 
 import gradcli as gc
 from gradcli.engine import state
-from gradcli.errors import ModeError
 
 
 def test_jvp_of_a_product_is_the_directional_derivative():
@@ -141,14 +140,64 @@ def test_large_arrays_stay_right_where_results_reuse_buffers():
     np.testing.assert_allclose(acc.jvp(y).numpy(), expected, rtol=1e-12)
 
 
-def test_custom_gradient_has_no_forward_rule_and_says_so():
-    @gc.custom_gradient
-    def clipped(x):
-        return x * 1.0, lambda dy: dy
+# --- custom_gradient: forward mode through grad_fn, as TensorFlow's accumulators ---------
+@gc.custom_gradient
+def _myexp(x):
+    y = gc.exp(x)
+    return y, lambda dy: dy * y
 
+
+@gc.custom_gradient
+def _sin_times_square(x, y):
+    s, c, y2 = gc.sin(x), gc.cos(x), y * y
+    return s * y2, lambda dz: (dz * c * y2, dz * 2.0 * s * y)
+
+
+def test_custom_gradient_jvp_is_the_transposition_of_grad_fn():
+    # The tangent follows grad_fn (J^T = 100), not f's body (2x), as the gradient does.
+    @gc.custom_gradient
+    def scaled(x):
+        return x * x, lambda dy: dy * 100.0
+    _, derivative = gc.jvp(scaled, [3.0], [2.0])
+    assert float(derivative) == 200.0
+
+
+def test_custom_gradient_jvp_of_several_inputs_and_outputs_matches_differences():
+    @gc.custom_gradient
+    def f(x, y):
+        def grad(da, db):
+            return da * y + db * gc.cos(x), da * x
+        return [x * y, gc.sin(x)], grad
+
+    def plain(p):
+        return np.array([p[0] * p[1], np.sin(p[0])])
+    point, tangent, h = np.array([0.4, -2.0]), np.array([1.5, 0.5]), 1e-6
+    fd = (plain(point + h * tangent) - plain(point - h * tangent)) / (2 * h)
+    _, derivative = gc.jvp(f, list(point), list(tangent))
+    np.testing.assert_allclose([float(d) for d in derivative], fd, rtol=1e-8)
+
+
+def test_hessian_vector_product_through_a_custom_gradient_function():
+    x, y, v = 0.7, -1.3, np.array([2.0, -0.5])
+    hessian = np.array([[-np.sin(x) * y * y, 2 * y * np.cos(x)],
+                        [2 * y * np.cos(x), 2 * np.sin(x)]])
+    got = gc.hessian_vector_product(_sin_times_square, [x, y], list(v))
+    np.testing.assert_allclose([float(g) for g in got], hessian @ v, rtol=1e-14)
+    [e] = gc.hessian_vector_product(_myexp, [1.0], [3.0])
+    assert float(e) == pytest.approx(3.0 * np.e, rel=1e-15)
+
+
+def test_reverse_over_forward_and_forward_over_forward_through_custom_gradient():
     x = gc.constant(1.0)
-    with pytest.raises(ModeError, match="no JVP rule"), gc.ForwardAccumulator(x, 1.0):
-        clipped(x)
+    with gc.GradientTape() as tape:
+        tape.watch(x)
+        _, derivative = gc.jvp(_myexp, [x], [1.0])
+    assert float(tape.gradient(derivative, x)) == pytest.approx(np.e, rel=1e-15)
+    with gc.ForwardAccumulator(x, 1.0) as outer:
+        with gc.ForwardAccumulator(x, 1.0) as inner:
+            y = _myexp(x)
+        first = inner.jvp(y)
+    assert float(outer.jvp(first)) == pytest.approx(np.e, rel=1e-15)
 
 
 # --- gc.jvp ----------------------------------------------------------------------------

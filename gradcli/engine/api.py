@@ -17,6 +17,7 @@ from ..errors import ShapeError
 from . import ops, state
 from .table import Op
 from .tape import GradientTape, _flatten, _pack
+from .tape import _recording  # the tapes recording now (state.recording)
 from .tensor import Batched, BatchedVariable, NotBatchable, Tensor, Variable, _make, as_value, \
     constant
 
@@ -270,37 +271,44 @@ def custom_gradient(f):
     """Decorator: ``f(*xs)`` returns ``(y, grad_fn)``; ``grad_fn(*dys)`` gets one upstream
     gradient per output of ``y`` (``y`` is a tensor or a nest of them, as TensorFlow
     allows) and returns the gradient for each input: one tensor for a single input, or a
-    list or tuple with exactly one entry (None for none) per input.
+    list or tuple with exactly one entry per input. None for an input (or a variable)
+    gives it no gradient: as in TensorFlow, a source reached only through it is
+    unconnected (None, or zeros with ``unconnected_gradients="zero"``). ``f`` returning
+    anything but such a pair is a ``TypeError`` that says what it returned.
 
     As in TensorFlow, when ``f`` reads trainable variables under a tape, ``grad_fn`` must
     take a keyword ``variables`` (the list of them) and return ``(input_gradients,
-    variable_gradients)``, one gradient per variable.
+    variable_gradients)``, one gradient per variable. Keyword arguments are passed to
+    ``f`` and are not differentiated, as in TensorFlow eager: the inputs are the
+    positional arguments, and a variable passed as an argument is not among
+    ``variables``.
+
+    Higher derivatives, as in TensorFlow eager: ``f`` runs while the tapes record, and
+    its outputs are fresh tensors whose recorded rule is ``grad_fn``. So the first
+    derivative is ``grad_fn``'s alone, and a tape that records while ``grad_fn`` runs
+    (nested tapes, a persistent tape, ``hessians_function``) differentiates ``grad_fn``'s
+    operations, through whatever of ``f``'s work it closes over: with ``y = exp(x)`` and
+    ``grad_fn = lambda dy: dy * y`` the second derivative is ``exp(x)``. A tape entered
+    after ``f`` ran sees none of it. In forward mode (``ForwardAccumulator``, ``jvp``,
+    ``hessian_vector_product``) the tangent of ``y`` is ``grad_fn`` transposed (``J t``
+    is the gradient in ``dy`` of ``<grad_fn(dy), t>``, as TensorFlow's accumulators
+    treat functions without a forward rule), so ``grad_fn`` must be linear in ``dy``.
 
     >>> @custom_gradient
-    ... def clipped_identity(x):
-    ...     return x, lambda dy: clip(dy, -1.0, 1.0)
+    ... def log1pexp(x):                    # TensorFlow's example
+    ...     e = ops.FUNCTIONS["exp"](x)
+    ...     return ops.FUNCTIONS["log"](1 + e), lambda dy: dy * (1 - 1 / (1 + e))
+    >>> [[d2]] = hessians_function(log1pexp)(0.0)     # sigmoid'(0)
+    >>> float(d2)
+    0.25
     """
     @_wraps(f)
-    def wrapper(*xs):
-        if state.batching and any(isinstance(x, Batched) for x in xs):
+    def wrapper(*xs, **kwargs):
+        if state.batching and (any(isinstance(x, Batched) for x in xs) or kwargs and any(
+                isinstance(v, Batched) for v in kwargs.values())):
             from .batching import custom_gradient_call  # inside vectorized_map
-            return custom_gradient_call(custom_gradient, f, xs)
-        from .tape import _recording  # the same list as state.recording
-        saved = list(_recording)
-        del _recording[:]  # f's own operations are not recorded: grad_fn replaces them
-        try:
-            if saved:  # a tape records: a throwaway tape sees which variables f reads
-                with GradientTape() as watcher:
-                    y, grad_fn = f(*xs)
-                variables = [v for v in watcher.watched_variables() if v._trainable]
-                del watcher
-                if any(isinstance(v, Batched) for v in variables):
-                    raise NotBatchable("custom_gradient reading a batched variable")
-            else:
-                y, grad_fn = f(*xs)
-                variables = []
-        finally:
-            _recording[:] = saved
+            return custom_gradient_call(custom_gradient, f, xs, kwargs)
+        y, grad_fn, variables = _run(f, xs, kwargs)
         if variables and not _takes_variables(grad_fn):
             raise TypeError(f"custom_gradient: {_name(f)} reads variables "
                             f"({', '.join(v.name for v in variables)}), so its grad_fn must "
@@ -357,9 +365,9 @@ def custom_gradient(f):
 
         def vjp(m, g, ans, *inputs, index):
             dx = gradients(m, g)[index]
-            x = inputs[index]
             if dx is None:
-                return m.zeros_like(x)
+                return None  # no gradient: as in TensorFlow, this input is not reached
+            x = inputs[index]
             shape = np.shape(x) if not isinstance(x, Tensor) else x.shape
             dshape = dx.shape if isinstance(dx, Tensor) else np.shape(dx)
             if not _fits(dshape, shape):  # summing it to the input would hide the error
@@ -372,8 +380,12 @@ def custom_gradient(f):
 
         packed = (values[0] if single else
                   np.concatenate([np.reshape(v, -1) for v in values]) if values else values)
+        # Forward mode, as TensorFlow's accumulators treat a function without a forward
+        # rule: the transposition of grad_fn (J t is the gradient in dy of <grad_fn(dy), t>).
+        # Only an accumulator active now can ask for it.
+        jvps = (ops.transposed(vjp, variadic=True),) if state.forward else ()
         op = Op(name=f"custom_gradient({_name(f)})", forward=lambda *_: packed,
-                vjps=(vjp,), inputs=("xs",), variadic=True,
+                vjps=(vjp,), inputs=("xs",), variadic=True, jvps=jvps,
                 doc="user-defined gradient", kind="custom")
         out = ops.apply(op, tuple(xs) + tuple(variables))
         if single:
@@ -384,6 +396,74 @@ def custom_gradient(f):
             start += size
         return _pack(y, iter(outputs))
     return wrapper
+
+
+def _run(f, xs, kwargs):
+    """Call ``f(*xs, **kwargs)``; return ``(y, grad_fn, variables)``: the trainable
+    variables it read, except those passed to it as arguments (as TensorFlow does: a
+    positional one is an input, a keyword one is not differentiated).
+
+    As in TensorFlow, ``f`` runs while the tapes record, so that a ``grad_fn`` closing
+    over ``f``'s intermediates (``dy * y`` for ``y = exp(x)``) is connected to ``x`` when
+    a tape differentiates its operations (second derivatives). Only a tape that records
+    while a backward pass runs through this function can see those operations: one of
+    several recording tapes, a persistent one, or one recording what an accumulator
+    computes. A single non-persistent tape never does (its ``gradient()`` stops its
+    recording), so for it, the first-order case, ``f``'s operations are not recorded at
+    all: what it needs is the one entry that stands for the function, and the variables
+    ``f`` read. (Only a tensor made inside ``f`` and kept outside it could tell: on that
+    tape it is not connected, where TensorFlow's tape would have recorded it.)"""
+    tapes = _recording
+    if not tapes:
+        return (*_pair(f, f(*xs, **kwargs)), [])
+    aside = None
+    if len(tapes) == 1 and not tapes[0].persistent and not state.forward:
+        aside = tapes[:]
+        del tapes[:]
+    try:
+        with GradientTape() as watcher:  # a tape of its own sees which variables f reads
+            y, grad_fn = _pair(f, f(*xs, **kwargs))
+    finally:
+        if aside is not None:
+            tapes[:] = aside
+    read = watcher.watched_variables()
+    if any(isinstance(v, Batched) for v in read):
+        raise NotBatchable("custom_gradient reading a batched variable")
+    if aside is not None:
+        # The tape watches what f read, as it would by recording f (a keyword argument's
+        # variable too, whose gradient is then None).
+        for trace in aside:
+            if trace.watch_accessed:
+                for v in read:
+                    trace.tape._watch_variable(v)
+    arguments = (*xs, *kwargs.values())
+    variables = [v for v in read if v._trainable and all(v is not a for a in arguments)]
+    return y, grad_fn, variables
+
+
+def _pair(f, result) -> tuple:
+    """``f``'s result as ``(outputs, grad_fn)``, or a TypeError saying what it was."""
+    if result.__class__ is tuple and len(result) == 2 and callable(result[1]):
+        return result
+    if isinstance(result, (tuple, list)) and len(result) == 2:
+        if callable(result[1]):
+            return tuple(result)
+        what = f"a pair whose second item is {_describe(result[1])}, not a function"
+    else:
+        what = _describe(result)
+    raise TypeError(f"custom_gradient: {_name(f)} must return a pair (outputs, grad_fn), "
+                    f"grad_fn being the function of the upstream gradients; it returned "
+                    f"{what}")
+
+
+def _describe(value) -> str:
+    if value is None:
+        return "None"
+    if isinstance(value, (Tensor, Batched)):
+        return f"a tensor of shape {value.shape}"
+    if isinstance(value, (tuple, list)):
+        return f"a {type(value).__name__} of {len(value)} item(s)"
+    return f"a {type(value).__name__}"
 
 
 def _takes_variables(grad_fn) -> bool:

@@ -614,17 +614,22 @@ def batched_arguments(args: list, argnums) -> None:
             args[i] = Batched(with_batch(x, size))
 
 
-def custom_gradient_call(wrap, f, xs):
+def custom_gradient_call(wrap, f, xs, kwargs):
     """A ``custom_gradient`` function called with batched inputs: ``f`` and its
     ``grad_fn`` see batched values (written for one example), the recorded entry the
     underlying tensors. A gradient for an input shared by every example is summed over
-    the examples (what that input receives from the whole batch)."""
+    the examples (what that input receives from the whole batch). Keyword arguments,
+    batched or not, reach ``f`` as given (they are not differentiated)."""
+    from .api import _pair  # the check outside the map (api loads this module lazily)
     batched = [isinstance(x, Batched) for x in xs]
-    size = next(x._tensor.shape[0] for x, b in zip(xs, batched) if b)
+    batched_keys = {k for k, v in kwargs.items() if isinstance(v, Batched)}
+    size = next(x._tensor.shape[0] for x in (*xs, *kwargs.values()) if isinstance(x, Batched))
     leaves_of = {}
 
-    def under_f(*values):
-        ys, grad_fn = f(*[Batched(v) if b else v for v, b in zip(values, batched)])
+    def under_f(*values, **plain_kwargs):
+        ys, grad_fn = _pair(f, f(*[Batched(v) if b else v for v, b in zip(values, batched)],
+                                 **{k: Batched(v) if k in batched_keys else v
+                                    for k, v in plain_kwargs.items()}))
         leaves, rebuild = _flatten(ys)
         leaves_of["rebuild"] = rebuild
         plain = [leaf._tensor if isinstance(leaf, Batched) else
@@ -632,23 +637,39 @@ def custom_gradient_call(wrap, f, xs):
                  for leaf in leaves]
 
         def under_grad(*dys, **kwargs):
-            dxs = grad_fn(*[Batched(dy if isinstance(dy, Tensor) else _make(dy))
-                            for dy in dys], **kwargs)
-            single = len(xs) == 1 and not isinstance(dxs, (list, tuple))
-            flat = [dxs] if single else list(dxs)
-            out = []
-            for dx, b in zip(flat, batched):
-                if isinstance(dx, Batched):
-                    dx = dx._tensor if b else FUNCTIONS["sum"](dx._tensor, axis=0)
-                elif dx is not None and not b:
-                    dx = dx * float(size)  # the same gradient from every example
-                out.append(dx)
-            return out[0] if single else out
+            result = grad_fn(*[Batched(dy if isinstance(dy, Tensor) else _make(dy))
+                               for dy in dys], **kwargs)
+            if "variables" not in kwargs:
+                return per_input(result)
+            if not isinstance(result, (list, tuple)) or len(result) != 2:
+                return result  # the caller's check says what grad_fn must return
+            dxs, dvs = result  # the variables f read are shared by every example
+            return per_input(dxs), None if dvs is None else [summed(dv, False) for dv in dvs]
         return (plain[0] if len(plain) == 1 and not isinstance(ys, (list, tuple, dict))
                 else plain), under_grad
 
+    def per_input(dxs):
+        """grad_fn's gradients for the inputs, each as the recorded entry's (one entry
+        beyond the inputs is kept, for the caller's count check to name)."""
+        if dxs is None:
+            return None
+        single = len(xs) == 1 and not isinstance(dxs, (list, tuple))
+        flat = [dxs] if single else list(dxs)
+        out = [summed(dx, b) for dx, b in zip(flat, batched)] + flat[len(batched):]
+        return out[0] if single else out
+
+    def summed(dx, is_batched: bool):
+        """One example's gradient as the entry's: as it is for a batched input, summed
+        over the examples for one every example shares."""
+        if isinstance(dx, Batched):
+            return dx._tensor if is_batched else FUNCTIONS["sum"](dx._tensor, axis=0)
+        if dx is not None and not is_batched:
+            return dx * float(size)  # the same gradient from every example
+        return dx
+
     under_f.__name__ = getattr(f, "__name__", "f")
-    out = wrap(under_f)(*[x._tensor if b else x for x, b in zip(xs, batched)])
+    out = wrap(under_f)(*[x._tensor if b else x for x, b in zip(xs, batched)],
+                        **{k: v._tensor if k in batched_keys else v for k, v in kwargs.items()})
     leaves, _ = _flatten(out)
     return leaves_of["rebuild"]([Batched(leaf) for leaf in leaves])
 

@@ -773,6 +773,8 @@ def transposed(vjp, variadic: bool = False):
                     x = inputs[i] if variadic else inputs[jvp.index]
                     gx = (vjp(ENGINE, g, ans, *inputs, index=i, **params) if variadic
                           else vjp(ENGINE, g, ans, *inputs, **params))
+                    if gx is None:  # no gradient (a custom_gradient's None): no tangent
+                        continue
                     gx = _unbroadcast(ENGINE, gx, _shape(x))
                     total = total + FUNCTIONS["sum"](gx * ti)
             out = tape.gradient(total, g, unconnected_gradients="zero")

@@ -327,6 +327,8 @@ class GradientTape:
                     gx = g.gradient
                 elif op.variadic:
                     gx = op.vjps[0](m, g, ans, *args, index=i, **node.params)
+                    if gx is None:  # a custom_gradient's grad_fn gave this input none
+                        continue
                 else:
                     rule = op.vjps[i]
                     if rule is None:
