@@ -92,6 +92,26 @@ def test_an_integer_tensor_is_a_python_index():
         [1, 2][x[0]]
 
 
+@pytest.mark.parametrize("value", [2.7, -2.7, 0.5, 1e300, -0.0, 3.0])
+def test_int_of_a_float_tensor_truncates_as_numpy_and_tensorflow(value):
+    assert int(gc.constant(value)) == int(np.float64(value))
+    assert int(gc.Variable(value)) == int(np.float64(value))
+    if abs(value) < 1e38:  # (float32's range)
+        assert int(gc.constant(np.float32(value))) == int(np.float32(value))
+
+
+def test_int_float_and_bool_of_tensors_follow_numpy_on_every_value():
+    for value in (np.float64(2.7), np.True_, np.int64(7)):
+        t = gc.constant(value)
+        assert (int(t), float(t), bool(t)) == (int(value), float(value), bool(value))
+    with pytest.raises(ValueError):  # as int(np.float64("nan"))
+        int(gc.constant(np.nan))
+    with pytest.raises(TypeError):  # as numpy 2: only a 0-d value converts
+        int(gc.constant([2.7, 1.0]))
+    with pytest.raises(TypeError, match="integer tensor"):  # still no float index
+        [1, 2][gc.constant(1.0)]
+
+
 def test_numpy_functions_on_tensors_dispatch_to_the_table_and_keep_gradients():
     def f(t):
         return (np.sum(np.sin(t) * np.ones(3), axis=1).sum() + np.mean(t)
