@@ -40,6 +40,47 @@ def test_clip_gradient_agrees_with_central_differences_off_the_kinks():
         np.testing.assert_allclose(grads(F["clip"], x, lo, hi), fd, atol=1e-8)
 
 
+CLIP_POINTS = np.array([-2.0, -0.3, 0.4, 0.9, 1.7, np.inf, -np.inf, np.nan])
+
+
+def _clip_fd(lo, hi, x, h=1e-6):
+    """Central differences of numpy's clip in x, elementwise (off the kinks)."""
+    return (np.clip(x + h, lo, hi) - np.clip(x - h, lo, hi)) / (2 * h)
+
+
+@pytest.mark.parametrize("lo, hi", [(None, 0.5), (0.5, None), (None, None), (-1.0, None)])
+def test_clip_takes_none_for_either_bound_as_numpy(lo, hi):
+    x = CLIP_POINTS
+    np.testing.assert_array_equal(F["clip"](x, lo, hi).numpy(), np.clip(x, lo, hi))
+    np.testing.assert_array_equal(gc.clip(x, lo=lo, hi=hi).numpy(), np.clip(x, lo, hi))
+    finite = x[np.isfinite(x)]
+    [g] = grads(lambda t: gc.sum(gc.clip(t, lo, hi)), finite)
+    np.testing.assert_allclose(g, _clip_fd(lo, hi, finite), atol=1e-8)
+    h = 1e-6
+    if lo is not None:  # the bound that is given gets its gradient
+        [b] = grads(lambda t: gc.sum(gc.clip(finite, t, hi)), lo)
+        fd = np.sum(np.clip(finite, lo + h, hi) - np.clip(finite, lo - h, hi)) / (2 * h)
+        assert b == pytest.approx(fd, abs=1e-8)
+    if hi is not None:
+        [b] = grads(lambda t: gc.sum(gc.clip(finite, lo, t)), hi)
+        fd = np.sum(np.clip(finite, lo, hi + h) - np.clip(finite, lo, hi - h)) / (2 * h)
+        assert b == pytest.approx(fd, abs=1e-8)
+
+
+def test_clip_with_a_none_bound_in_forward_mode_and_float32():
+    x = np.array([-2.0, 0.3, 0.9])
+    _, jvp = gc.jvp(lambda t: gc.clip(t, None, 0.5), [x], [np.ones(3)])
+    np.testing.assert_allclose(jvp.numpy(), _clip_fd(None, 0.5, x), atol=1e-8)
+    assert gc.clip(x.astype(np.float32), None, 0.5).dtype == np.float32
+
+
+def test_the_language_writes_an_absent_clip_bound_as_inf():
+    from gradcli.errors import ParseError
+    from gradcli.lang.parser import parse_program
+    with pytest.raises(ParseError, match="None is not allowed.*clip.*-inf"):
+        parse_program("clip(x, None, 1)")
+
+
 # --- hard zeros ----------------------------------------------------------------------
 def test_square_root_and_log_of_relu_below_zero_have_gradient_zero():
     assert grads(lambda x: F["sqrt"](F["relu"](x)), -1.0) == [0.0]

@@ -1063,12 +1063,26 @@ register(Op(name="where", forward=np.where, vjps=_WHERE_RULES,
 _CLIP_RULES = (lambda m, g, ans, x, lo, hi: m.where(x < lo, 0.0, m.where(x > hi, 0.0, g)),
                lambda m, g, ans, x, lo, hi: m.where(lo > hi, 0.0, m.where(x < lo, g, 0.0)),
                lambda m, g, ans, x, lo, hi: m.where(lo > hi, g, m.where(x > hi, g, 0.0)))
+
+
+def _clip_api(op, plain):
+    """``clip(x, lo=None, hi=None)``: None is no bound on that side, as in numpy (the
+    entry computes it as -inf or inf, which numpy's clip gives the same values for, and
+    whose gradient rules then never select the bound)."""
+    def clip(x, lo=None, hi=None):
+        return plain(x, -math.inf if lo is None else lo, math.inf if hi is None else hi)
+    clip.__doc__ = plain.__doc__
+    return clip
+
+
 register(Op(name="clip", forward=np.clip, vjps=_CLIP_RULES,
             jvps=_CLIP_RULES,  # elementwise: the VJPs are the JVPs (see _unary)
-            inputs=("x", "lo", "hi"), doc="x limited to [lo, hi] (hi where lo > hi, as numpy)",
+            inputs=("x", "lo", "hi"),
+            doc="x limited to [lo, hi] (hi where lo > hi, as numpy); a bound of None (in "
+            "the language -inf or inf) is no bound on that side",
             derivative="1 inside [lo, hi] (bounds included), else 0", elementwise=True,
             sympy=lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi), kind="elementwise",
-            saves="inputs"))
+            saves="inputs", api=_clip_api))
 register(Op(name="softmax", forward=_softmax,
             vjps=(lambda m, g, ans, x, axis=-1:
                   ans * (g - m.sum(g * ans, axis=axis, keepdims=True)),),
