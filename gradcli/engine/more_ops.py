@@ -485,6 +485,11 @@ def _repeat(x, repeats, axis=None):
 
 def _repeat_vjp(m, g, ans, x, repeats, axis=None):
     shape = _shape(x)
+    if np.ndim(repeats):
+        # A count per element (numpy broadcasts a list of one): repeat is take of the
+        # indices np.repeat(arange(n), repeats), so its adjoint is take's scatter-add.
+        n = math.prod(shape) if axis is None else shape[_axis_of(shape, axis)]
+        return _take_vjp(m, g, ans, x, np.repeat(np.arange(n), repeats), axis=axis)
     if axis is None:
         n = int(np.prod(shape, dtype=np.int64))
         return m.reshape(m.sum(m.reshape(g, shape=(n, repeats)), axis=1), shape=shape)
@@ -1115,7 +1120,8 @@ _entry("broadcast_to", ops._broadcast_to,
        sympy=_numpy_sympy(lambda x, shape: np.broadcast_to(x, shape)), saves="none",
        batch="broadcast")
 _entry("repeat", _repeat, (_repeat_vjp,), ("x",),
-       "each element repeated (an integer count; axis=None: flattened)",
+       "each element repeated (an integer count, or a count per element as numpy; "
+       "axis=None: flattened)",
        "sum of g over the copies", params=(("repeats", None), ("axis", None)),
        sympy=_numpy_sympy(_repeat), saves="none", batch=_axis_batch())
 _entry("tile", lambda x, reps: np.tile(x, reps), (_tile_vjp,), ("x",),

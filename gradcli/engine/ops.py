@@ -652,6 +652,11 @@ def _norm_vjp(m, g, ans, x, axis=None, keepdims=False, ord=None):
 
 
 def _concat_vjp(m, g, ans, *xs, index, axis=0):
+    if axis is None:  # numpy joins the flattened inputs: a stretch of the 1-D g, reshaped
+        sizes = [math.prod(_shape(x)) for x in xs]
+        start = sum(sizes[:index])
+        piece = m.getitem(g, index=(slice(start, start + sizes[index]),))
+        return m.reshape(piece, shape=_shape(xs[index]))
     nd = len(_shape(g))
     ax = axis % nd
     start = sum(_shape(x)[ax] for x in xs[:index])
