@@ -1258,9 +1258,16 @@ def norm_vjp(m, g, ans, x, axis, keepdims, ord):
     shape = _shape(x)
     kind, axes = _norm_axes(shape, axis)
     ge = _expand(m, g, shape, axes, keepdims)
-    top = _reduced(m, ans, shape, axes, keepdims)
     if kind == "vector" or ord == "fro":
         p = 2.0 if ord == "fro" else float(ord)
+        if p not in (0.0, 1.0) and not np.isinf(p) \
+                and not _ops.ordinary(_raw(ans), _ops.norm_bounds(x, p)):
+            # the norm underflowed or overflowed (or lost digits): the gradient, the same
+            # at x and c x, taken at x / max|x| (see ops.rescaled)
+            x, ans = _ops.rescaled(m, x, axes, lambda v: m.norm(
+                v, axis=axis, keepdims=keepdims, ord=ord))
+    top = _reduced(m, ans, shape, axes, keepdims)
+    if kind == "vector" or ord == "fro":
         if p == 0:
             return m.zeros_like(x)
         if p == 1:  # sign(x); a hard 0 at x = 0, whatever g is

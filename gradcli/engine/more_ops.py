@@ -232,6 +232,11 @@ def _var_vjp(m, g, ans, x, axis=None, keepdims=False, ddof=0):
 
 def _std_vjp(m, g, ans, x, axis=None, keepdims=False, ddof=0):
     shape = _shape(x)
+    if not ops.ordinary(_raw(ans), ops.norm_bounds(x, 2)):
+        # the squares underflowed or overflowed (std of [1e-200, 3e-200] is 0, of
+        # [1e200, -1e200] inf): the gradient, the same at x and c x, taken at x / max|x|
+        x, ans = ops.rescaled(m, x, axis, lambda v: m.std(v, axis=axis, keepdims=keepdims,
+                                                         ddof=ddof))
     std = _reduced(m, ans, shape, axis, keepdims)
     flat = std == 0  # all elements equal: the subgradient 0, a hard zero
     centered = x - m.mean(x, axis=axis, keepdims=True)
