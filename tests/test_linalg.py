@@ -348,6 +348,35 @@ def test_no_linalg_gradient_lets_numpys_linalg_error_escape(monkeypatch):
         monkeypatch.undo()
 
 
+@pytest.mark.parametrize("shape", [(3, 3), (4, 2), (2, 4)])
+@pytest.mark.parametrize("scale", [1e-170, 1e-200, 1e160])
+def test_singular_vector_gradients_of_tiny_and_huge_matrices(shape, scale):
+    """U and Vh are the same at a and c a, so the gradient of a function of them at c a is
+    its gradient at a over c. The rule's 1 / (s_j^2 - s_i^2) underflowed (a false
+    "values repeat" error at 1e-170) or overflowed (nan at 1e160)."""
+    a = RNG.uniform(-1, 1, shape)
+    wu, wv = RNG.uniform(-1, 1, (shape[0], min(shape))), RNG.uniform(-1, 1, (min(shape), shape[1]))
+
+    def loss_numpy(x):  # squares: the signs of the singular vectors do not matter
+        u, _, vh = np.linalg.svd(x, full_matrices=False)
+        return np.sum(wu * u * u) + np.sum(wv * vh * vh)
+
+    def loss(x):
+        u, _, vh = gc.svd(x, full_matrices=False)
+        return gc.sum(wu * u * u) + gc.sum(wv * vh * vh)
+    truth = np.zeros(shape)
+    h = 1e-6
+    for i in np.ndindex(shape):
+        e = np.zeros(shape)
+        e[i] = h
+        truth[i] = (loss_numpy(a + e) - loss_numpy(a - e)) / (2 * h)
+    with np.errstate(all="ignore"):
+        [g] = grad(loss, scale * a)
+        np.testing.assert_allclose(g * scale, truth, rtol=1e-6, atol=1e-8)
+        g_nested, _ = gradient_and_second(loss, scale * a, np.ones(shape))
+        np.testing.assert_allclose(g_nested * scale, truth, rtol=1e-6, atol=1e-8)
+
+
 def test_eigenvalue_gradients_exist_at_repeated_eigenvalues():
     [g] = grad(lambda a: gc.sum(gc.eigh(a)[0] ** 2), np.eye(3))
     np.testing.assert_allclose(g, 2 * np.eye(3), atol=1e-14)  # d tr(a^2) = 2a

@@ -563,11 +563,14 @@ def _svd_vjp(m, g, ans, a, full_matrices=True, compute_uv=True):
         return m.matmul(m.matmul(u, middle), vh)
     # autograd's grad_svd (Townsend, "Differentiating the singular value decomposition")
     v, gv = _T(m, vh), _T(m, gvh)
-    s2 = s * s
-    f = _off_diagonal_inverse(m, _row(m, s2) - _col(m, s2), "svd")
+    # F_ij = 1 / (s_j^2 - s_i^2) enters as F_ij s_j and F_ij s_i, taken as
+    # s / (s_j + s_i) / (s_j - s_i): the squares underflow or overflow (svd of 1e-170 a
+    # found "repeated" values, of 1e160 a gave nan) where these factors do not
+    inv_d = _off_diagonal_inverse(m, _row(m, s) - _col(m, s), "svd")
+    total = m.where(_eye(k, s) == 1, 1.0, _row(m, s) + _col(m, s))
+    f_row, f_col = inv_d * (_row(m, s) / total), inv_d * (_col(m, s) / total)
     utgu, vtgv = m.matmul(_T(m, u), gu), m.matmul(_T(m, v), gv)
-    middle = middle + (f * (utgu - _T(m, utgu))) * _row(m, s) \
-        + _col(m, s) * (f * (vtgv - _T(m, vtgv)))
+    middle = middle + f_row * (utgu - _T(m, utgu)) + f_col * (vtgv - _T(m, vtgv))
     out = m.matmul(m.matmul(u, middle), vh)
     if rows != cols and np.any(np.asarray(_raw(s)) == 0):
         raise ValueError("svd: the gradient through U or Vh of a rank-deficient "
