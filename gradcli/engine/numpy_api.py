@@ -148,7 +148,8 @@ def _short(value) -> str:
 
 def compute(func, args, kwargs):
     """``(result, None)``: numpy's ``func(*args, **kwargs)`` computed by gradcli (the
-    gradient kept); or ``(UNSUPPORTED, reason)`` where gradcli has no counterpart."""
+    gradient kept); or ``(UNSUPPORTED, reason)`` where gradcli has no counterpart, the
+    reason naming the function as ``{name}`` (the caller knows how to write it)."""
     entry = _table().get(func)
     if entry is None:
         return UNSUPPORTED, "gradcli has no function with {name}'s meaning"
