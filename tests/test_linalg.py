@@ -211,6 +211,172 @@ def test_det_gradient_of_a_singular_matrix_is_the_adjugate():
     assert np.all(g == 0.0)
 
 
+def numpy_cofactors(a, h=1e-6):
+    """d det / d a by central differences of numpy's det (det is a polynomial: the
+    differences are exact up to rounding)."""
+    out = np.zeros_like(a)
+    for i in np.ndindex(a.shape):
+        e = np.zeros_like(a)
+        e[i] = h
+        out[i] = (np.linalg.det(a + e) - np.linalg.det(a - e)) / (2 * h)
+    return out
+
+
+def mp_cofactors(m):
+    """The cofactor matrix of an mpmath matrix by its minors (exact at singular ones)."""
+    n = m.rows
+    out = mp.matrix(n, n)
+    for i in range(n):
+        for j in range(n):
+            minor = mp.matrix([[m[r, c] for c in range(n) if c != j]
+                               for r in range(n) if r != i])
+            out[i, j] = (-1) ** (i + j) * mp.det(minor)
+    return out
+
+
+def det_second_derivative(a, w):
+    """d <cofactors(a), w> / d a in 50-digit arithmetic."""
+    return mp_gradient(mp_cofactors, a, w)
+
+
+def gradient_and_second(f, a, w):
+    """(d f / d a, d <d f / d a, w> / d a) with nested tapes (the inner rule in engine ops)."""
+    x = gc.constant(a)
+    with gc.GradientTape() as outer:
+        outer.watch(x)
+        with gc.GradientTape() as inner:
+            inner.watch(x)
+            y = f(x)
+        g = inner.gradient(y, x)
+        s = gc.sum(g * w)
+    return g.numpy(), outer.gradient(s, x).numpy()
+
+
+SINGULAR = {"rank-2": np.outer([1.0, 2, 3], [1.0, -1, 2]) + np.outer([0.0, 1, 1], [1.0, 0, 1]),
+            "rank-1": np.outer([1.0, 2, 3], [1.0, -1, 2]), "zero": np.zeros((3, 3))}
+
+
+@pytest.mark.parametrize("label", SINGULAR)
+def test_det_at_a_singular_matrix_has_first_and_second_derivatives_in_every_mode(label):
+    """The adjugate was right on the numpy path only: under an outer tape (and in forward
+    mode, which transposes the rule there) inv(a) was called and refused the matrix."""
+    a = SINGULAR[label]
+    w = RNG.uniform(-1, 1, (3, 3))
+    truth = numpy_cofactors(a)
+    [g] = grad(gc.det, a)
+    np.testing.assert_allclose(g, truth, atol=1e-9)
+    g_nested, second = gradient_and_second(gc.det, a, w)
+    np.testing.assert_allclose(g_nested, truth, atol=1e-9)
+    np.testing.assert_allclose(second, det_second_derivative(a, w), atol=1e-12)
+    _, jvp = gc.jvp(gc.det, [a], [w])
+    assert jvp.numpy() == pytest.approx(np.sum(truth * w), abs=1e-9)
+
+
+@pytest.mark.parametrize("scale", [1e120, 1e-120, 1e100, 1e-110, 1e150])
+def test_det_gradient_beyond_the_range_of_det_is_the_representable_cofactor_matrix(scale):
+    """det(c a) overflows (or underflows) where its cofactors c^(n-1) cof(a) do not: the
+    rule det(a) inv(a)^T gave inf and nan (0 elsewhere: the true cofactors of c I)."""
+    a = RNG.uniform(-1, 1, (3, 3)) + np.eye(3)
+    truth = scale ** 2 * numpy_cofactors(a)  # cofactors are homogeneous of degree n - 1
+    with np.errstate(all="ignore"):
+        [g] = grad(gc.det, scale * a)
+        np.testing.assert_allclose(g, truth, rtol=1e-8)
+        [g] = grad(gc.det, scale * np.eye(3))
+        np.testing.assert_allclose(g, scale ** 2 * np.eye(3), rtol=1e-12, atol=0)
+        w = RNG.uniform(-1, 1, (3, 3))
+        g_nested, second = gradient_and_second(gc.det, scale * a, w)
+        np.testing.assert_allclose(g_nested, truth, rtol=1e-8)
+        # second derivatives are homogeneous of degree n - 2
+        np.testing.assert_allclose(second, scale * det_second_derivative(a, w), rtol=1e-9)
+        batched = grad(lambda x: gc.sum(gc.det(x)), np.stack([scale * a, a]))[0]
+        np.testing.assert_allclose(batched[0], truth, rtol=1e-8)
+        np.testing.assert_allclose(batched[1], numpy_cofactors(a), rtol=1e-8)
+
+
+def test_det_gradient_of_a_matrix_holding_nan_is_nan_not_numpys_error():
+    with np.errstate(all="ignore"):
+        [g] = grad(gc.det, np.array([[np.nan, 1.0], [1.0, 1.0]]))
+        assert np.all(np.isnan(g))
+        [g] = grad(lambda x: gc.sum(gc.det(x)), np.stack([[[np.nan, 1.0], [1.0, 1.0]],
+                                                           [[2.0, 1.0], [1.0, 3.0]]]))
+    assert np.all(np.isnan(g[0]))
+    np.testing.assert_allclose(g[1], [[3.0, -1.0], [-1.0, 2.0]], rtol=1e-14)  # cofactors
+
+
+@pytest.mark.parametrize("a", [np.array([[1.0, 2.0], [2.0, 4.0]]), np.zeros((2, 2)),
+                               SINGULAR["rank-2"]])
+def test_slogdet_gradient_at_a_singular_matrix_is_gradclis_error_in_every_mode(a):
+    """numpy's LinAlgError escaped from the backward pass; d log|det| has no limit at a
+    singular matrix (+-inf on either side), so it is refused as inv refuses it."""
+    from gradcli.errors import ShapeError
+    with pytest.raises(ShapeError, match="slogdet: the gradient of logabsdet is not defined "
+                                         "at a singular matrix"):
+        grad(lambda x: gc.slogdet(x)[1], a)
+    with pytest.raises(ShapeError, match="slogdet"):
+        gradient_and_second(lambda x: gc.slogdet(x)[1], a, np.ones_like(a))
+    with pytest.raises(ShapeError, match="slogdet"):
+        gc.jvp(lambda x: gc.slogdet(x)[1], [a], [np.ones_like(a)])
+    [g] = grad(lambda x: gc.slogdet(x)[0], a)  # the sign alone: gradient 0
+    assert np.all(g == 0.0)
+
+
+def test_slogdet_gradient_of_a_batch_reads_only_what_each_matrix_needs():
+    good = np.array([[2.0, 1.0], [1.0, 3.0]])
+    batch = np.stack([good, [[1.0, 2.0], [2.0, 4.0]]])
+    [g] = grad(lambda x: gc.slogdet(x)[1][0] + gc.sum(gc.slogdet(x)[0]), batch)
+    np.testing.assert_allclose(g[0], np.linalg.inv(good).T, rtol=1e-14)
+    assert np.all(g[1] == 0.0)
+
+
+def test_no_linalg_gradient_lets_numpys_linalg_error_escape(monkeypatch):
+    """Every rule of the linear algebra entries turns a LAPACK refusal into the entry's
+    ShapeError (here: an SVD made to fail inside svd's and norm's rules)."""
+    from gradcli.errors import ShapeError
+
+    def refuse(*args, **kwargs):
+        raise np.linalg.LinAlgError("SVD did not converge")
+    a = RNG.uniform(-1, 1, (3, 3))
+    for name, f in (("svd", lambda x: gc.sum(gc.svd(x, compute_uv=False))),
+                    ("norm", lambda x: gc.norm(x, ord=2)), ("det", gc.det)):
+        x = gc.constant(a if name != "det" else np.zeros((3, 3)))
+        with gc.GradientTape() as tape:
+            tape.watch(x)
+            y = f(x)
+        monkeypatch.setattr(np.linalg, "svd", refuse)
+        with pytest.raises(ShapeError, match=f"{name}: SVD did not converge in its gradient"):
+            tape.gradient(y, x)
+        monkeypatch.undo()
+
+
+@pytest.mark.parametrize("shape", [(3, 3), (4, 2), (2, 4)])
+@pytest.mark.parametrize("scale", [1e-170, 1e-200, 1e160])
+def test_singular_vector_gradients_of_tiny_and_huge_matrices(shape, scale):
+    """U and Vh are the same at a and c a, so the gradient of a function of them at c a is
+    its gradient at a over c. The rule's 1 / (s_j^2 - s_i^2) underflowed (a false
+    "values repeat" error at 1e-170) or overflowed (nan at 1e160)."""
+    a = RNG.uniform(-1, 1, shape)
+    wu, wv = RNG.uniform(-1, 1, (shape[0], min(shape))), RNG.uniform(-1, 1, (min(shape), shape[1]))
+
+    def loss_numpy(x):  # squares: the signs of the singular vectors do not matter
+        u, _, vh = np.linalg.svd(x, full_matrices=False)
+        return np.sum(wu * u * u) + np.sum(wv * vh * vh)
+
+    def loss(x):
+        u, _, vh = gc.svd(x, full_matrices=False)
+        return gc.sum(wu * u * u) + gc.sum(wv * vh * vh)
+    truth = np.zeros(shape)
+    h = 1e-6
+    for i in np.ndindex(shape):
+        e = np.zeros(shape)
+        e[i] = h
+        truth[i] = (loss_numpy(a + e) - loss_numpy(a - e)) / (2 * h)
+    with np.errstate(all="ignore"):
+        [g] = grad(loss, scale * a)
+        np.testing.assert_allclose(g * scale, truth, rtol=1e-6, atol=1e-8)
+        g_nested, _ = gradient_and_second(loss, scale * a, np.ones(shape))
+        np.testing.assert_allclose(g_nested * scale, truth, rtol=1e-6, atol=1e-8)
+
+
 def test_eigenvalue_gradients_exist_at_repeated_eigenvalues():
     [g] = grad(lambda a: gc.sum(gc.eigh(a)[0] ** 2), np.eye(3))
     np.testing.assert_allclose(g, 2 * np.eye(3), atol=1e-14)  # d tr(a^2) = 2a

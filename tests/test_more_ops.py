@@ -342,3 +342,83 @@ def test_var_of_too_few_elements_on_the_command_line_is_a_result_not_an_error():
                          text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert [g["gradient"] for g in json.loads(run.stdout)["gradients"]] == ["-inf", "inf"]
+
+
+def numpy_gradient(f, x, h=1e-6):
+    """Central differences of the scalar numpy function f at x (plain numpy)."""
+    x = np.asarray(x, dtype=float)
+    out = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        out[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return out
+
+
+def numpy_hessian(f, x, h=1e-3):
+    """Central second differences of the scalar numpy function f at x, (size, size)."""
+    x = np.asarray(x, dtype=float)
+    n = x.size
+    out = np.zeros((n, n))
+    for i in range(n):
+        for j in range(n):
+            ei, ej = np.zeros(n), np.zeros(n)
+            ei[i], ej[j] = h, h
+            ei, ej = ei.reshape(x.shape), ej.reshape(x.shape)
+            out[i, j] = (f(x + ei + ej) - f(x + ei - ej) - f(x - ei + ej)
+                         + f(x - ei - ej)) / (4 * h * h)
+    return out
+
+
+@pytest.mark.parametrize("shapes, axis", [(((2, 2), (2, 2)), None), (((2, 3), (4,)), None),
+                                          (((), (3,)), None), (((2, 3), (1, 3)), 0)])
+def test_concatenate_along_axis_none_has_a_gradient_in_every_mode(shapes, axis):
+    """numpy's concatenate(axis=None) joins the flattened inputs: the forward worked, the
+    backward raised a TypeError (axis None % ndim)."""
+    rng = np.random.default_rng(1)
+    xs = [rng.uniform(-1, 1, s) for s in shapes]
+    w = rng.uniform(-1, 1, np.concatenate(xs, axis=axis).shape)
+    grads = gc.gradients_function(
+        lambda a, b: gc.sum(gc.concatenate([a, b], axis=axis) * w))(*xs)
+    for k, g in enumerate(grads):
+        def f(v, k=k):
+            parts = list(xs)
+            parts[k] = v
+            return np.sum(np.concatenate(parts, axis=axis) * w)
+        np.testing.assert_allclose(g.numpy(), numpy_gradient(f, xs[k]), atol=1e-8)
+    tangents = [rng.uniform(-1, 1, s) for s in shapes]
+    _, jvp = gc.jvp(lambda a, b: gc.concatenate([a, b], axis=axis), xs, tangents)
+    np.testing.assert_array_equal(jvp.numpy(), np.concatenate(tangents, axis=axis))
+    batch = [np.stack([x, 2 * x]) for x in xs]
+    mapped = gc.vectorized_map(lambda ab: gc.concatenate(list(ab), axis=axis), batch)
+    np.testing.assert_array_equal(mapped.numpy(), [np.concatenate([b[i] for b in batch],
+                                                                  axis=axis) for i in range(2)])
+
+
+@pytest.mark.parametrize("shape, repeats, axis", [
+    ((3,), [1, 0, 2], None), ((2, 2), [2, 1, 0, 3], None), ((2, 3), [1, 0, 2], 1),
+    ((2, 3), [3, 1], 0), ((2, 3), [2], 1), ((3,), np.array([0, 0, 0]), None), ((), [3], None)])
+def test_repeat_with_a_count_per_element_has_a_gradient_in_every_mode(shape, repeats, axis):
+    """np.repeat takes one count per element: the forward worked, the backward raised
+    TypeError (a list as a reshape size). The gradient of each element is the sum of g
+    over its copies (zero for a count of 0)."""
+    rng = np.random.default_rng(2)
+    x = rng.uniform(-1, 1, shape)
+    w = rng.uniform(-1, 1, np.repeat(x, repeats, axis=axis).shape)
+    [g] = grad(lambda t: gc.sum(gc.repeat(t, repeats, axis) * w), x)
+    truth = numpy_gradient(lambda v: np.sum(np.repeat(v, repeats, axis=axis) * w), x)
+    np.testing.assert_allclose(g, truth, atol=1e-8)
+    t = rng.uniform(-1, 1, shape)
+    _, jvp = gc.jvp(lambda v: gc.repeat(v, repeats, axis), [x], [t])
+    np.testing.assert_array_equal(jvp.numpy(), np.repeat(t, repeats, axis=axis))
+    [[h]] = gc.hessians_function(lambda v: gc.sum(gc.repeat(v, repeats, axis) ** 2 * w))(x)
+    hessian = numpy_hessian(lambda v: np.sum(np.repeat(v, repeats, axis=axis) ** 2 * w), x)
+    np.testing.assert_allclose(h.numpy().reshape(x.size, x.size), hessian, atol=1e-8)
+    if shape:
+        batch = np.stack([x, 2 * x, -x])
+        mapped = gc.vectorized_map(lambda v: gc.sum(gc.repeat(v, repeats, axis) * w), batch)
+        np.testing.assert_allclose(mapped.numpy(), [np.sum(np.repeat(b, repeats, axis=axis) * w)
+                                                    for b in batch], rtol=1e-14)
+        per_example = gc.vectorized_map(gc.gradients_function(
+            lambda v: gc.sum(gc.repeat(v, repeats, axis) * w)), batch)
+        np.testing.assert_allclose(per_example[0].numpy(), np.stack([truth] * 3), atol=1e-8)

@@ -40,6 +40,47 @@ def test_clip_gradient_agrees_with_central_differences_off_the_kinks():
         np.testing.assert_allclose(grads(F["clip"], x, lo, hi), fd, atol=1e-8)
 
 
+CLIP_POINTS = np.array([-2.0, -0.3, 0.4, 0.9, 1.7, np.inf, -np.inf, np.nan])
+
+
+def _clip_fd(lo, hi, x, h=1e-6):
+    """Central differences of numpy's clip in x, elementwise (off the kinks)."""
+    return (np.clip(x + h, lo, hi) - np.clip(x - h, lo, hi)) / (2 * h)
+
+
+@pytest.mark.parametrize("lo, hi", [(None, 0.5), (0.5, None), (None, None), (-1.0, None)])
+def test_clip_takes_none_for_either_bound_as_numpy(lo, hi):
+    x = CLIP_POINTS
+    np.testing.assert_array_equal(F["clip"](x, lo, hi).numpy(), np.clip(x, lo, hi))
+    np.testing.assert_array_equal(gc.clip(x, lo=lo, hi=hi).numpy(), np.clip(x, lo, hi))
+    finite = x[np.isfinite(x)]
+    [g] = grads(lambda t: gc.sum(gc.clip(t, lo, hi)), finite)
+    np.testing.assert_allclose(g, _clip_fd(lo, hi, finite), atol=1e-8)
+    h = 1e-6
+    if lo is not None:  # the bound that is given gets its gradient
+        [b] = grads(lambda t: gc.sum(gc.clip(finite, t, hi)), lo)
+        fd = np.sum(np.clip(finite, lo + h, hi) - np.clip(finite, lo - h, hi)) / (2 * h)
+        assert b == pytest.approx(fd, abs=1e-8)
+    if hi is not None:
+        [b] = grads(lambda t: gc.sum(gc.clip(finite, lo, t)), hi)
+        fd = np.sum(np.clip(finite, lo, hi + h) - np.clip(finite, lo, hi - h)) / (2 * h)
+        assert b == pytest.approx(fd, abs=1e-8)
+
+
+def test_clip_with_a_none_bound_in_forward_mode_and_float32():
+    x = np.array([-2.0, 0.3, 0.9])
+    _, jvp = gc.jvp(lambda t: gc.clip(t, None, 0.5), [x], [np.ones(3)])
+    np.testing.assert_allclose(jvp.numpy(), _clip_fd(None, 0.5, x), atol=1e-8)
+    assert gc.clip(x.astype(np.float32), None, 0.5).dtype == np.float32
+
+
+def test_the_language_writes_an_absent_clip_bound_as_inf():
+    from gradcli.errors import ParseError
+    from gradcli.lang.parser import parse_program
+    with pytest.raises(ParseError, match="None is not allowed.*clip.*-inf"):
+        parse_program("clip(x, None, 1)")
+
+
 # --- hard zeros ----------------------------------------------------------------------
 def test_square_root_and_log_of_relu_below_zero_have_gradient_zero():
     assert grads(lambda x: F["sqrt"](F["relu"](x)), -1.0) == [0.0]
@@ -127,6 +168,110 @@ def test_arctan2_gradient_of_tiny_arguments_does_not_underflow():
     y, x = mpmath.mpf(3e-170), mpmath.mpf(4e-170)
     assert gy == pytest.approx(float(x / (x * x + y * y)), rel=1e-14)
     assert gx == pytest.approx(float(-y / (x * x + y * y)), rel=1e-14)
+
+
+# --- norms and std at extreme magnitudes --------------------------------------------------
+def numpy_gradient(f, x, h=1e-6):
+    """Central differences of the scalar numpy function f at x."""
+    x = np.asarray(x, dtype=float)
+    out = np.zeros_like(x)
+    for i in np.ndindex(x.shape):
+        e = np.zeros_like(x)
+        e[i] = h
+        out[i] = (f(x + e) - f(x - e)) / (2 * h)
+    return out
+
+
+# (gradcli function, numpy function, input shape): each gradient is homogeneous of
+# degree 0, the same at x and at c x for every c > 0
+SCALE_FREE = {
+    "norm": (gc.norm, np.linalg.norm, (3,)),
+    "norm-rows": (lambda t: gc.norm(t, axis=1), lambda a: np.linalg.norm(a, axis=1), (2, 3)),
+    "norm-keepdims": (lambda t: gc.norm(t, axis=0, keepdims=True),
+                      lambda a: np.linalg.norm(a, axis=0, keepdims=True), (2, 3)),
+    "norm-ord3": (lambda t: gc.norm(t, ord=3), lambda a: np.linalg.norm(a, 3), (3,)),
+    "norm-ord1.5": (lambda t: gc.norm(t, ord=1.5), lambda a: np.linalg.norm(a, 1.5), (3,)),
+    "norm-ord0.5": (lambda t: gc.norm(t, ord=0.5), lambda a: np.linalg.norm(a, 0.5), (3,)),
+    "norm-ord-2": (lambda t: gc.norm(t, ord=-2), lambda a: np.linalg.norm(a, -2), (3,)),
+    "norm-fro": (lambda t: gc.norm(t, ord="fro"), lambda a: np.linalg.norm(a, "fro"), (2, 3)),
+    "norm-ord2-axis": (lambda t: gc.norm(t, axis=1, ord=2),
+                       lambda a: np.linalg.norm(a, 2, axis=1), (2, 3)),
+    "std": (gc.std, np.std, (4,)),
+    "std-ddof1-axis": (lambda t: gc.std(t, axis=0, ddof=1),
+                       lambda a: np.std(a, axis=0, ddof=1), (3, 2)),
+}
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e-165, 1e200, 1e160])
+@pytest.mark.parametrize("name", SCALE_FREE)
+def test_norm_and_std_gradients_survive_underflow_and_overflow_of_their_values(name, scale):
+    """[1e-200, 1e-200] has norm 0 and [1e200, 1e200] inf in float64 (numpy's values too),
+    but its gradient x / norm(x) is 1/sqrt(2): the rules gave 0 (the zero-vector
+    convention fired for a non-zero vector). Truth: numpy's differences at x itself."""
+    f, reference, shape = SCALE_FREE[name]
+    x = np.random.default_rng(3).uniform(0.2, 1.0, shape) * np.where(
+        np.arange(np.prod(shape)).reshape(shape) % 2, 1.0, -1.0)
+    w = np.random.default_rng(4).uniform(0.5, 1.5, np.shape(reference(x)))
+    truth = numpy_gradient(lambda v: np.sum(reference(v) * w), x)
+    with np.errstate(all="ignore"):
+        [g] = grads(lambda t: gc.sum(f(t) * w), scale * x)
+        np.testing.assert_allclose(g, truth, rtol=1e-7, atol=1e-9)
+        # the rule in engine operations (under an outer tape) and in forward mode
+        t = gc.constant(scale * x)
+        with gc.GradientTape() as outer:
+            outer.watch(t)
+            with gc.GradientTape() as inner:
+                inner.watch(t)
+                y = gc.sum(f(t) * w)
+            g_nested = inner.gradient(y, t)
+        np.testing.assert_allclose(g_nested.numpy(), truth, rtol=1e-7, atol=1e-9)
+        direction = np.random.default_rng(5).uniform(-1, 1, shape)
+        _, jvp = gc.jvp(lambda v: gc.sum(f(v) * w), [scale * x], [direction])
+        assert float(jvp) == pytest.approx(np.sum(truth * direction), rel=1e-6, abs=1e-9)
+
+
+@pytest.mark.parametrize("scale", [1e-200, 1e-170, 1e170, 1e200])
+def test_norm_second_derivatives_at_extreme_magnitudes(scale):
+    """The Hessian of a norm is homogeneous of degree -1: H(c x) = H(x) / c."""
+    x = np.array([0.3, -0.4, 0.5])
+    truth = np.array([numpy_gradient(lambda v, i=i: numpy_gradient(
+        np.linalg.norm, v, 1e-5)[i], x, 1e-4) for i in range(3)])
+    with np.errstate(over="ignore", under="ignore"):  # (the value overflows, as numpy's)
+        [[h]] = gc.hessians_function(gc.norm)(scale * x)
+    np.testing.assert_allclose(h.numpy() * scale, truth, rtol=1e-5, atol=1e-6)
+
+
+def test_norm_gradient_of_ordinary_vectors_is_still_the_plain_formula():
+    """Ordinary magnitudes keep the fast rule, bit for bit: x / sqrt(sum x^2)."""
+    x = np.random.default_rng(6).uniform(-1, 1, 50)
+    [g] = grads(gc.norm, x)
+    np.testing.assert_array_equal(g, x / np.sqrt(np.sum(x * x)))
+    [g] = grads(gc.norm, np.zeros(3))  # the zero vector keeps its subgradient 0
+    np.testing.assert_array_equal(g, np.zeros(3))
+
+
+def test_prod_gradient_when_the_product_underflows_or_overflows():
+    """d prod / d x_i is the product of the others: ans / x_i divided an underflowed
+    (0) or overflowed (inf) product where the others' product is a number."""
+    from fractions import Fraction
+    for values in ([1e-200, 1e-200, 1e200], [1e200, 1e200, 1e-200], [1e300, 1e10, 1e-300]):
+        with np.errstate(all="ignore"):
+            [g] = grads(F["prod"], np.array(values))
+        exact = [math.prod(Fraction(v) for j, v in enumerate(values) if j != i)
+                 for i in range(len(values))]
+        exact = [math.inf if e > Fraction(np.finfo(float).max) else float(e) for e in exact]
+        np.testing.assert_allclose(g, exact, rtol=1e-15)
+
+
+@pytest.mark.parametrize("x, y", [(1e-200, 1e-200), (1e200, 1e200), (3e-200, 1e-160),
+                                  (2.5, -4.0)])
+def test_divide_gradient_in_the_divisor_does_not_square_it(x, y):
+    """d (x / y) / dy = -x / y^2: y * y underflowed or overflowed (1e-200^2 is 0) where
+    the derivative is representable."""
+    from fractions import Fraction
+    gx, gy = grads(F["divide"], x, y)
+    assert gy == pytest.approx(float(-Fraction(x) / Fraction(y) ** 2), rel=1e-15)
+    assert gx == pytest.approx(float(1 / Fraction(y)), rel=1e-15)
 
 
 # --- accuracy at extreme arguments ------------------------------------------------------

@@ -500,14 +500,16 @@ def _install() -> None:
 
 def _array_function(self, func, types, args, kwargs):
     """numpy's functions on a batched value: its shape functions read one example; a
-    table entry of the name runs batched; anything else cannot be batched."""
-    name = func.__name__
-    if name in ("shape", "ndim", "size") and len(args) == 1 and not kwargs:
-        return getattr(self, name)
-    op = REGISTRY.get(name)
-    if op is not None and op.kind != "constructor":
-        return FUNCTIONS[name](*args, **kwargs)
-    raise NotBatchable(f"numpy's {name} has no batching rule")
+    numpy function with a gradcli counterpart (engine/numpy_api: found by the function
+    itself, numpy's meaning kept) runs batched; anything else cannot be batched."""
+    if func in (np.shape, np.ndim, np.size) and len(args) == 1 and not kwargs:
+        return getattr(self, func.__name__)
+    from . import numpy_api
+    result, reason = numpy_api.compute(func, args, kwargs)
+    if result is numpy_api.UNSUPPORTED:
+        reason = reason.replace("{name}", f"np.{func.__name__}")
+        raise NotBatchable(f"numpy's {func.__name__} has no batching rule: {reason}")
+    return result
 
 
 _install()

@@ -12,6 +12,11 @@ of their input (numpy reads one triangle); their gradients are then symmetric an
 for any perturbation. ``svd(full_matrices=True)`` ignores the gradient of the extra
 columns of U and rows of Vh (arbitrary bases of the complement, as PyTorch does).
 
+``det``'s gradient is the cofactor matrix wherever it exists: at singular matrices and
+where det itself overflows or underflows (``_cofactors``). The gradient of ``slogdet``'s
+logabsdet at a singular matrix has no limit and is refused; a LAPACK refusal inside any
+rule is the entry's ``ShapeError`` (``_refusing``), as ``apply`` makes it for forwards.
+
 Entries returning several tensors (``slogdet``, ``eigh``, ``svd``) record one packed
 array on the tape (``Op.outputs``); their API function unpacks it into a tuple through
 differentiable indexing, so the gradient of any output reaches the one rule.
@@ -116,9 +121,32 @@ def _rng_spd(rng, shape):
     return x @ np.swapaxes(x, -1, -2) + shape[-1] * np.eye(shape[-1])
 
 
+def _refusing(name, vjp):
+    """A rule whose LAPACK calls (on the numpy path, where no entry's ``apply`` sits
+    between) may refuse a matrix: numpy's LinAlgError becomes the entry's ShapeError, as
+    ``apply`` makes it for a forward (``inv`` of a singular matrix), never numpy's own."""
+    if vjp is None:
+        return None
+
+    def rule(m, g, ans, *inputs, **params):
+        try:
+            return vjp(m, g, ans, *inputs, **params)
+        except np.linalg.LinAlgError as err:
+            raise _not_defined(name, f"{str(err).splitlines()[0]} in its gradient",
+                               inputs) from None
+    return rule
+
+
+def _not_defined(name, detail, inputs):
+    from ..errors import ShapeError
+    shapes = ", ".join(str(_shape(x)) for x in inputs)
+    return ShapeError(f"{name}: {detail} ({shapes})")
+
+
 def _linalg(name, forward, vjps, inputs, doc, derivative, *, sympy=None, params=(),
             saves="all", domain="all real matrices", samples=None, outputs=(), api=None,
             variadic=False, aliases=(), own_axes=False, jvps=None, batch=None):
+    vjps = tuple(_refusing(name, vjp) for vjp in vjps)
     # Forward mode: linear and bilinear entries give their own JVPs (the entry applied to
     # the tangent); the factorisations and multi-output entries take the transposition of
     # their VJP (ops.transposed), exact and held to finite differences by the tests.
@@ -290,17 +318,70 @@ def _det(a):
 
 
 def _det_vjp(m, g, ans, a):
-    ga = g * ans
-    if m is _ops.NP and np.any(ans == 0):
-        # singular: det inv(a)^T is 0 * inf, but the gradient, the adjugate's transpose,
-        # exists: through the SVD, adj(a)^T = det(U) det(Vh) U diag(prod_{j!=i} s_j) Vh
-        u, s, vh = np.linalg.svd(a)
-        eye = np.eye(s.shape[-1], dtype=bool)
-        others = np.prod(np.where(eye, 1.0, s[..., None, :]), axis=-1)
-        sign = np.linalg.det(u) * np.linalg.det(vh)
-        adj_t = (u * others[..., None, :]) @ vh * sign[..., None, None]
-        return np.reshape(g, np.shape(g) + (1, 1)) * adj_t.astype(_dtype(a))
-    return m.reshape(ga, shape=_shape(ga) + (1, 1)) * _T(m, m.inv(a))
+    det = np.asarray(_raw(ans))
+    if np.all(np.isfinite(det) & (np.abs(det) >= np.finfo(_dtype(a)).tiny)):
+        # an ordinary determinant: the cofactors are det(a) inv(a)^T (Giles)
+        ga = g * ans
+        return m.reshape(ga, shape=_shape(ga) + (1, 1)) * _T(m, m.inv(a))
+    # singular, or a determinant beyond the float range (det(1e120 I) overflows, where its
+    # cofactors 1e240 I do not; det(1e-120 I) underflows to 0): the cofactors themselves
+    return m.reshape(g, shape=_shape(g) + (1, 1)) * _cofactors(m, a)
+
+
+def _cofactors(m, a):
+    """The cofactor matrix adj(a)^T, d det(a) / d a, without det(a) or inv(a): on the
+    numpy path through the SVD; under an outer tape (differentiable again) as
+    scale^(n-1) det(b) inv(b)^T of b = a / scale, or for a singular b through the
+    (n-1) x (n-1) minors' determinants. A matrix with a non-finite entry gets nan."""
+    raw = np.asarray(_raw(a))
+    n = raw.shape[-1]
+    bad = ~np.all(np.isfinite(raw), axis=(-2, -1))[..., None, None]
+    if np.any(bad):
+        ok = _cofactors(m, m.where(bad, _eye(n, a), a))
+        return m.where(bad, np.nan, ok)
+    if m is _ops.NP:
+        return _cofactors_svd(raw)
+    scale = np.max(np.abs(raw), axis=(-2, -1), keepdims=True)
+    scale = np.where(scale == 0, 1.0, scale).astype(_dtype(a))
+    if np.all(np.abs(np.linalg.det(raw / scale)) >= np.finfo(_dtype(a)).tiny):
+        # cofactors are homogeneous of degree n - 1, and scale a constant
+        b = a / scale
+        d = m.det(b)
+        return scale ** (n - 1) * m.reshape(d, shape=_shape(d) + (1, 1)) * _T(m, m.inv(b))
+    if n == 1:
+        return m.ones_like(a)
+    if raw.size * (n - 1) ** 2 > _MINORS_LIMIT:
+        raise _not_defined("det", "the derivative of the gradient at a singular matrix "
+                           f"goes through its minors, too many for n = {n}", (a,))
+    rows, cols, signs = _minors(n)
+    return _dtype(a).type(1) * signs * m.det(m.getitem(a, index=(Ellipsis, rows, cols)))
+
+
+_MINORS_LIMIT = 10 ** 7  # elements of all the minors at once (the language's array limit)
+
+
+@lru_cache(maxsize=16)
+def _minors(n):
+    """Index arrays picking the (n-1) x (n-1) minor M_ij of an n x n matrix at [i, j]
+    (shape (n, n, n-1, n-1)), and the signs (-1)^(i+j) of the cofactors."""
+    keep = np.array([[q for q in range(n) if q != i] for i in range(n)])  # (n, n-1)
+    rows = keep[:, None, :, None] + np.zeros((n, n, n - 1, n - 1), dtype=int)
+    cols = keep[None, :, None, :] + np.zeros((n, n, n - 1, n - 1), dtype=int)
+    signs = (-1.0) ** np.add.outer(np.arange(n), np.arange(n))
+    return rows, cols, signs
+
+
+def _cofactors_svd(a):
+    """adj(a)^T = det(U) det(Vh) U diag(prod_{j!=i} s_j) Vh, the products taken as
+    mantissas and exponents (np.frexp): no intermediate overflow or underflow, so a
+    cofactor is finite wherever it is representable."""
+    u, s, vh = np.linalg.svd(a)
+    mantissa, exponent = np.frexp(s)
+    eye = np.eye(s.shape[-1], dtype=bool)
+    others = np.ldexp(np.prod(np.where(eye, 1.0, mantissa[..., None, :]), axis=-1),
+                      np.sum(np.where(eye, 0, exponent[..., None, :]), axis=-1))
+    sign = np.linalg.det(u) * np.linalg.det(vh)
+    return ((u * others[..., None, :]) @ vh * sign[..., None, None]).astype(_dtype(a))
 
 
 _linalg("det", _det, (_det_vjp,), ("a",), "determinant (batched)", "det(a) inv(a)^T",
@@ -316,6 +397,15 @@ def _slogdet(a):
 
 def _slogdet_vjp(m, g, ans, a):
     gl = m.getitem(g, index=(Ellipsis, 1))
+    singular = np.asarray(_raw(ans))[..., 0] == 0  # sign 0: log|det| = -inf
+    if np.any(singular):
+        if np.any(singular & (np.asarray(_raw(gl)) != 0)):
+            # d log|det a| = tr(inv(a) da) has no limit at a singular a (it is +-inf on
+            # the sides of the singular set): refused as inv refuses a singular matrix
+            raise _not_defined("slogdet", "the gradient of logabsdet is not defined at a "
+                               "singular matrix (logabsdet is -inf there)", (a,))
+        # only the sign of those is read, whose gradient is 0: invert I in their place
+        a = m.where(singular[..., None, None], _eye(_shape(a)[-1], a), a)
     return m.reshape(gl, shape=_shape(gl) + (1, 1)) * _T(m, m.inv(a))
 
 
@@ -445,10 +535,13 @@ def _svd_unpack(packed, a, full_matrices=True, compute_uv=True):
     return _svd_split(_ops.ENGINE, packed, _shape(a), full_matrices)
 
 
-def _svd_parts(m, a):
+def _svd_parts(m, a, name="svd"):
     """The reduced (U, s, Vh) of a in namespace m (differentiable under an outer tape)."""
     if m is _ops.NP:
-        return np.linalg.svd(a, full_matrices=False)
+        try:
+            return np.linalg.svd(a, full_matrices=False)
+        except np.linalg.LinAlgError as err:  # (norm's rule calls this too)
+            raise _not_defined(name, f"{err} in its gradient", (a,)) from None
     return m.svd(a, full_matrices=False)
 
 
@@ -470,11 +563,14 @@ def _svd_vjp(m, g, ans, a, full_matrices=True, compute_uv=True):
         return m.matmul(m.matmul(u, middle), vh)
     # autograd's grad_svd (Townsend, "Differentiating the singular value decomposition")
     v, gv = _T(m, vh), _T(m, gvh)
-    s2 = s * s
-    f = _off_diagonal_inverse(m, _row(m, s2) - _col(m, s2), "svd")
+    # F_ij = 1 / (s_j^2 - s_i^2) enters as F_ij s_j and F_ij s_i, taken as
+    # s / (s_j + s_i) / (s_j - s_i): the squares underflow or overflow (svd of 1e-170 a
+    # found "repeated" values, of 1e160 a gave nan) where these factors do not
+    inv_d = _off_diagonal_inverse(m, _row(m, s) - _col(m, s), "svd")
+    total = m.where(_eye(k, s) == 1, 1.0, _row(m, s) + _col(m, s))
+    f_row, f_col = inv_d * (_row(m, s) / total), inv_d * (_col(m, s) / total)
     utgu, vtgv = m.matmul(_T(m, u), gu), m.matmul(_T(m, v), gv)
-    middle = middle + (f * (utgu - _T(m, utgu))) * _row(m, s) \
-        + _col(m, s) * (f * (vtgv - _T(m, vtgv)))
+    middle = middle + f_row * (utgu - _T(m, utgu)) + f_col * (vtgv - _T(m, vtgv))
     out = m.matmul(m.matmul(u, middle), vh)
     if rows != cols and np.any(np.asarray(_raw(s)) == 0):
         raise ValueError("svd: the gradient through U or Vh of a rank-deficient "
@@ -1165,9 +1261,16 @@ def norm_vjp(m, g, ans, x, axis, keepdims, ord):
     shape = _shape(x)
     kind, axes = _norm_axes(shape, axis)
     ge = _expand(m, g, shape, axes, keepdims)
-    top = _reduced(m, ans, shape, axes, keepdims)
     if kind == "vector" or ord == "fro":
         p = 2.0 if ord == "fro" else float(ord)
+        if p not in (0.0, 1.0) and not np.isinf(p) \
+                and not _ops.ordinary(_raw(ans), _ops.norm_bounds(x, p)):
+            # the norm underflowed or overflowed (or lost digits): the gradient, the same
+            # at x and c x, taken at x / max|x| (see ops.rescaled)
+            x, ans = _ops.rescaled(m, x, axes, lambda v: m.norm(
+                v, axis=axis, keepdims=keepdims, ord=ord))
+    top = _reduced(m, ans, shape, axes, keepdims)
+    if kind == "vector" or ord == "fro":
         if p == 0:
             return m.zeros_like(x)
         if p == 1:  # sign(x); a hard 0 at x = 0, whatever g is
@@ -1193,7 +1296,7 @@ def norm_vjp(m, g, ans, x, axis, keepdims, ord):
     # 2, -2, 'nuc': through the singular value decomposition of the moved matrices
     nd = len(shape)
     perm = tuple(i for i in range(nd) if i not in axes) + (rows, cols)
-    u, _, vh = _svd_parts(m, m.transpose(x, axes=perm))
+    u, _, vh = _svd_parts(m, m.transpose(x, axes=perm), "norm")
     if ord == "nuc":
         dx = m.matmul(u, vh)
     else:

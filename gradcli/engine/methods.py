@@ -3,12 +3,14 @@
 
 numpy hands a tensor given to one of its functions to the tensor's ``__array_ufunc__``
 (``np.sin(t)``, ``ndarray * t``) or ``__array_function__`` (``np.sum(t)``,
-``np.concatenate([t, t])``). Both dispatch to the function table when it has an entry of
-the same name (numpy's keyword names are the table's), so the gradient is kept. A numpy
-function the table does not have computes on the plain values, as numpy always did, unless
-a tape is recording one of its tensor arguments and the result is floating point: then it
-raises ``TypeError`` naming the table function to use, since a result no tape can
-differentiate would be a silent wrong gradient.
+``np.linalg.norm(t, 1)``). A ufunc dispatches to the table entry of its name when it is
+numpy's own ufunc of that name; a function to its counterpart in ``numpy_api``, found by
+the numpy function itself and bound by numpy's signature, so that numpy's meaning is
+kept (``np.linalg.norm(t, 1)`` is the matrix 1-norm, not ``gc.norm(t, axis=1)``) with the
+gradient. A numpy function without a counterpart (or given arguments gradcli does not
+take) computes on the plain values, as numpy always did, unless a tape is recording one
+of its tensor arguments and the result is floating point: then it raises ``TypeError``,
+since a result no tape can differentiate would be a silent wrong gradient.
 
 >>> import numpy as np, gradcli as gc
 >>> x = gc.constant([1.0, 2.0])
@@ -50,15 +52,16 @@ def _plain(value):
     return value
 
 
-def _fallback(what: str, name: str, call, args, kwargs):
-    """A numpy function the table lacks: numpy on the values, unless that would cut a
-    gradient a tape is recording."""
-    result = call(*_plain(args), **{k: _plain(v) for k, v in kwargs.items()})
+def _fallback(func, reason: str, args, kwargs):
+    """numpy's own function on the values, unless that would cut a gradient a tape is
+    recording: ``reason`` says why gradcli has no counterpart."""
+    result = func(*_plain(args), **{k: _plain(v) for k, v in kwargs.items()})
     if _traced(list(args) + list(kwargs.values())) and _is_float(result):
-        hint = f"gradcli.{name}" if name in FUNCTIONS else "a gradcli function"
-        raise TypeError(f"numpy's {what} {name!r} on a tensor a tape is recording would lose "
-                        f"its gradient, and gradcli has no {name!r}: use {hint} (functions "
-                        f"of the table keep gradients), or x.numpy() for a plain value")
+        module = (getattr(func, "__module__", None) or "numpy").replace("numpy", "np", 1)
+        name = f"{module}.{func.__name__}"
+        raise TypeError(f"{name} on a tensor a tape is recording would lose its gradient: "
+                        f"{reason.replace('{name}', name)}; use gradcli's functions (they "
+                        f"keep gradients), or x.numpy() for a plain value")
     return result
 
 
@@ -68,12 +71,19 @@ def _is_float(result) -> bool:
     return np.asarray(result).dtype.kind in "fc"
 
 
-def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
-    """``np.sin(t)``, ``ndarray * t``: the table entry of the ufunc's name."""
+def _ufunc_function(ufunc):
+    """The table function of a ufunc: only numpy's own ufunc of an entry's name (np.abs is
+    the entry absolute); another library's ufunc is not guessed from its name."""
     fn = FUNCTIONS.get(ufunc.__name__)
-    if method == "__call__" and fn is not None and not kwargs:
+    return fn if fn is not None and getattr(np, ufunc.__name__, None) is ufunc else None
+
+
+def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
+    """``np.sin(t)``, ``ndarray * t``: the table entry of the ufunc."""
+    fn = _ufunc_function(ufunc) if method == "__call__" else None
+    if fn is not None and not kwargs:
         return fn(*inputs)
-    if method == "__call__" and fn is not None:
+    if fn is not None:
         raise TypeError(f"numpy's {ufunc.__name__} on tensors takes no {', '.join(kwargs)} "
                         f"(gradcli.{ufunc.__name__} computes a new tensor)")
     if method != "__call__":  # np.add.reduce(t), np.multiply.outer(t, t), ...
@@ -81,19 +91,28 @@ def _array_ufunc(self, ufunc, method, *inputs, **kwargs):
             raise TypeError(f"numpy's {ufunc.__name__}.{method} would lose the gradient: use "
                             f"gradcli functions (np.add.reduce is gradcli.sum)")
         return getattr(ufunc, method)(*_plain(inputs), **kwargs)
-    return _fallback("ufunc", ufunc.__name__, ufunc, inputs, kwargs)
+    return _fallback(ufunc, "gradcli has no function with {name}'s meaning", inputs, kwargs)
 
 
 def _array_function(self, func, types, args, kwargs):
-    """``np.sum(t, axis=0)``, ``np.concatenate([a, t])``: the table entry of the name."""
-    name = func.__name__
-    op = REGISTRY.get(name)
-    if op is not None and op.kind != "constructor":
-        try:
-            return FUNCTIONS[name](*args, **kwargs)
-        except TypeError as err:
-            raise TypeError(f"np.{name} on tensors is gradcli.{name}: {err}") from None
-    return _fallback("function", name, func, args, kwargs)
+    """``np.sum(t, axis=0)``, ``np.linalg.norm(t, 1)``: gradcli's counterpart of that
+    numpy function, with numpy's meaning (``numpy_api``), or numpy on the values."""
+    api = _numpy_api or _load_numpy_api()
+    result, reason = api.compute(func, args, kwargs)
+    if result is api.UNSUPPORTED:
+        return _fallback(func, reason, args, kwargs)
+    return result
+
+
+_numpy_api = None
+
+
+def _load_numpy_api():
+    """numpy_api, imported on the first numpy function given a tensor (not at start-up)."""
+    global _numpy_api
+    from . import numpy_api
+    _numpy_api = numpy_api
+    return numpy_api
 
 
 # --- methods ---------------------------------------------------------------------------

@@ -239,6 +239,11 @@ def _var_vjp(m, g, ans, x, axis=None, keepdims=False, ddof=0):
 
 def _std_vjp(m, g, ans, x, axis=None, keepdims=False, ddof=0):
     shape = _shape(x)
+    if not ops.ordinary(_raw(ans), ops.norm_bounds(x, 2)):
+        # the squares underflowed or overflowed (std of [1e-200, 3e-200] is 0, of
+        # [1e200, -1e200] inf): the gradient, the same at x and c x, taken at x / max|x|
+        x, ans = ops.rescaled(m, x, axis, lambda v: m.std(v, axis=axis, keepdims=keepdims,
+                                                         ddof=ddof))
     std = _reduced(m, ans, shape, axis, keepdims)
     flat = std == 0  # all elements equal: the subgradient 0, a hard zero
     centered = x - m.mean(x, axis=axis, keepdims=True)
@@ -492,6 +497,11 @@ def _repeat(x, repeats, axis=None):
 
 def _repeat_vjp(m, g, ans, x, repeats, axis=None):
     shape = _shape(x)
+    if np.ndim(repeats):
+        # A count per element (numpy broadcasts a list of one): repeat is take of the
+        # indices np.repeat(arange(n), repeats), so its adjoint is take's scatter-add.
+        n = math.prod(shape) if axis is None else shape[_axis_of(shape, axis)]
+        return _take_vjp(m, g, ans, x, np.repeat(np.arange(n), repeats), axis=axis)
     if axis is None:
         n = int(np.prod(shape, dtype=np.int64))
         return m.reshape(m.sum(m.reshape(g, shape=(n, repeats)), axis=1), shape=shape)
@@ -1122,7 +1132,8 @@ _entry("broadcast_to", ops._broadcast_to,
        sympy=_numpy_sympy(lambda x, shape: np.broadcast_to(x, shape)), saves="none",
        batch="broadcast")
 _entry("repeat", _repeat, (_repeat_vjp,), ("x",),
-       "each element repeated (an integer count; axis=None: flattened)",
+       "each element repeated (an integer count, or a count per element as numpy; "
+       "axis=None: flattened)",
        "sum of g over the copies", params=(("repeats", None), ("axis", None)),
        sympy=_numpy_sympy(_repeat), saves="none", batch=_axis_batch())
 _entry("tile", lambda x, reps: np.tile(x, reps), (_tile_vjp,), ("x",),

@@ -573,10 +573,14 @@ def _prod_vjp(m, g, ans, x, axis=None, keepdims=False):
     shape = _shape(x)
     raw = x._value if isinstance(x, Tensor) else x
     ge = _expand(m, g, shape, axis, keepdims)
-    if not np.any(raw == 0):
+    product = ans._value if isinstance(ans, Tensor) else ans
+    if not np.any(raw == 0) and ordinary(np.abs(product), (TINY.get(raw.dtype, 0.0),
+                                                                     math.inf)):
         return ge * m.broadcast_to(_reduced(m, ans, shape, axis, keepdims), shape=shape) / x
-    # With zeros, ans / x is 0/0: the product of the others is the product of the
-    # elements before times the product of those after, in O(n) (never an n x n array).
+    # With zeros, ans / x is 0/0 (and with a product that underflowed or overflowed,
+    # 0/x or inf/x where the others' product is a number: [1e-200, 1e-200, 1e200]): the
+    # product of the others is the product of the elements before times the product of
+    # those after, in O(n) (never an n x n array).
     axes = _norm_axes(axis, len(shape))
     rest = tuple(i for i in range(len(shape)) if i not in axes)
     perm = rest + axes
@@ -640,10 +644,53 @@ def _norm(x, axis=None, keepdims=False, ord=None):
     return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))
 
 
+def ordinary(values, bounds) -> bool:
+    """Whether every value (a reduction's results) lies in ``bounds = (low, high)``: a
+    number the rules of norms may divide by. Outside, the powers summed under it lost
+    digits to underflow, or it underflowed to 0 or overflowed to inf."""
+    low, high = bounds
+    if values.__class__ is not np.ndarray:
+        return bool(low <= values < high)
+    return bool(np.all((values >= low) & (values < high)))
+
+
+# tiny / eps of each float dtype (read on every norm's rule: np.finfo costs a microsecond)
+_TINY_OVER_EPS = {np.dtype(t): float(np.finfo(t).tiny / np.finfo(t).eps)
+                  for t in (np.float64, np.float32)}
+TINY = {np.dtype(t): float(np.finfo(t).tiny) for t in (np.float64, np.float32)}
+
+
+def norm_bounds(x, p) -> tuple:
+    """The p-norms whose powers |x|^p kept all their digits (no subnormal power):
+    from (tiny / eps)^(1/p) up (1e-146 for a float64 2-norm) for p > 0 (above, inf shows
+    an overflow); below (tiny / eps)^(1/p) for p < 0, whose powers underflow for large x."""
+    dtype = getattr(x, "dtype", None)
+    ratio = _TINY_OVER_EPS.get(dtype, _TINY_OVER_EPS[np.dtype(np.float64)])
+    if p < 0:
+        return TINY.get(dtype, TINY[np.dtype(np.float64)]), ratio ** (1.0 / p)
+    return ratio ** (1.0 / max(p, 1.0)), math.inf
+
+
+def rescaled(m, x, axes, reduce):
+    """``x / s`` and ``reduce(x / s)`` with ``s = max |x|`` over ``axes`` (a constant;
+    1 where it is 0 or not finite): the gradients of norms and of std are homogeneous of
+    degree 0 (the same at x and at c x for any c > 0), so their rules may run at x / s,
+    where no square underflows or overflows, when the norm at x did."""
+    raw = x._value if isinstance(x, Tensor) else x
+    s = np.max(np.abs(raw), axis=axes, keepdims=True)
+    s = np.where((s > 0) & (s < math.inf), s, 1.0).astype(raw.dtype)
+    xs = x / s
+    return xs, reduce(xs)
+
+
 def _norm_vjp(m, g, ans, x, axis=None, keepdims=False, ord=None):
     if ord is not None:
         return _linalg.norm_vjp(m, g, ans, x, axis, keepdims, ord)
     shape = _shape(x)
+    if not ordinary(ans._value if isinstance(ans, Tensor) else ans, norm_bounds(x, 2)):
+        # underflowed or overflowed ([1e-200, 1e-200] has norm 0, [1e200, 1e200] inf):
+        # the gradient x / norm(x) taken at x / max|x|, where the norm is representable
+        x, ans = rescaled(m, x, axis, lambda v: m.norm(v, axis=axis, keepdims=keepdims))
     denom = _reduced(m, ans, shape, axis, keepdims)
     # Zero norm: the subgradient 0, as PyTorch gives (a hard zero, whatever g is).
     nonzero = denom != 0
@@ -652,6 +699,11 @@ def _norm_vjp(m, g, ans, x, axis=None, keepdims=False, ord=None):
 
 
 def _concat_vjp(m, g, ans, *xs, index, axis=0):
+    if axis is None:  # numpy joins the flattened inputs: a stretch of the 1-D g, reshaped
+        sizes = [math.prod(_shape(x)) for x in xs]
+        start = sum(sizes[:index])
+        piece = m.getitem(g, index=(slice(start, start + sizes[index]),))
+        return m.reshape(piece, shape=_shape(xs[index]))
     nd = len(_shape(g))
     ax = axis % nd
     start = sum(_shape(x)[ax] for x in xs[:index])
@@ -837,7 +889,9 @@ MULTIPLY = _binary("multiply", operator.mul,
                    inplace=(lambda g, ans, x, y, spare=None: _scale_in_place(g, y),
                             lambda g, ans, x, y, spare=None: _scale_in_place(g, x)))
 DIVIDE = _binary("divide", operator.truediv,
-                 (lambda m, g, ans, x, y: g / y, lambda m, g, ans, x, y: -g * x / (y * y)),
+                 # -x / y / y, not -x / y^2: y^2 underflows or overflows for |y| past
+                 # 1e154 or below 1e-154 where x / y^2 need not (1e-200 / 1e-200^2)
+                 (lambda m, g, ans, x, y: g / y, lambda m, g, ans, x, y: -g * (x / y) / y),
                  lambda sp, x, y: x / y, "x / y", "1/y, -x/y^2", sample=(0.5, 2.0),
                  domain="y != 0", saves="inputs")
 # operator.pow, not np.power: ndarray ** 2 takes numpy's fast square path.
@@ -1065,12 +1119,26 @@ register(Op(name="where", forward=np.where, vjps=_WHERE_RULES,
 _CLIP_RULES = (lambda m, g, ans, x, lo, hi: m.where(x < lo, 0.0, m.where(x > hi, 0.0, g)),
                lambda m, g, ans, x, lo, hi: m.where(lo > hi, 0.0, m.where(x < lo, g, 0.0)),
                lambda m, g, ans, x, lo, hi: m.where(lo > hi, g, m.where(x > hi, g, 0.0)))
+
+
+def _clip_api(op, plain):
+    """``clip(x, lo=None, hi=None)``: None is no bound on that side, as in numpy (the
+    entry computes it as -inf or inf, which numpy's clip gives the same values for, and
+    whose gradient rules then never select the bound)."""
+    def clip(x, lo=None, hi=None):
+        return plain(x, -math.inf if lo is None else lo, math.inf if hi is None else hi)
+    clip.__doc__ = plain.__doc__
+    return clip
+
+
 register(Op(name="clip", forward=np.clip, vjps=_CLIP_RULES,
             jvps=_CLIP_RULES,  # elementwise: the VJPs are the JVPs (see _unary)
-            inputs=("x", "lo", "hi"), doc="x limited to [lo, hi] (hi where lo > hi, as numpy)",
+            inputs=("x", "lo", "hi"),
+            doc="x limited to [lo, hi] (hi where lo > hi, as numpy); a bound of None (in "
+            "the language -inf or inf) is no bound on that side",
             derivative="1 inside [lo, hi] (bounds included), else 0", elementwise=True,
             sympy=lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi), kind="elementwise",
-            saves="inputs"))
+            saves="inputs", api=_clip_api))
 register(Op(name="softmax", forward=_softmax,
             vjps=(lambda m, g, ans, x, axis=-1:
                   ans * (g - m.sum(g * ans, axis=axis, keepdims=True)),),

@@ -93,6 +93,11 @@ class Tensor:
     def __float__(self) -> float:
         return float(self._value)
 
+    def __int__(self) -> int:
+        """``int(t)`` truncates toward zero, as numpy's ``int(np.float64(2.7))`` and
+        TensorFlow's give 2 (only a one-element index needs an integer dtype: ``__index__``)."""
+        return int(self._value)
+
     def __bool__(self) -> bool:
         return bool(self._value)
 

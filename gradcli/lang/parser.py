@@ -185,7 +185,8 @@ _KEYWORD_MESSAGES = {
     "is": "'is' is not allowed (use ==)",
     "def": "function definitions ('def') are not allowed",
     "class": "class definitions are not allowed",
-    "None": "None is not allowed",
+    "None": "None is not allowed (leave an optional argument out; an absent bound of "
+            "clip is -inf or inf: clip(x, -inf, 1))",
 }
 
 
