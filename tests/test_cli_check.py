@@ -472,6 +472,47 @@ def test_an_empty_check_says_nothing_to_check_and_never_passed():
     assert out["check"]["passed"] is False and out["check"]["gradients"] == []
 
 
+X_SQUARED = ["x^2", "--arg", "x=3"]
+
+
+@pytest.mark.parametrize("args", [
+    # the report's four: a false mismatch (exit 1), the same with nothing said, a pass of
+    # everything, and Python's "Out of range float values are not JSON compliant"
+    ["grad", *X_SQUARED, "--rtol", "nan"],
+    ["grad", *X_SQUARED, "--atol", "nan", "--plain"],
+    ["grad", *X_SQUARED, "--atol", "inf", "--json"],
+    ["grad", *X_SQUARED, "--rtol", "nan", "--json"],
+    # every other command that takes them
+    ["tape", "x^2", "--var", "x=3", "--rtol", "inf"],
+    ["implicit", "x^2", "--var", "x=3", "--atol", "NaN"],
+    ["value-grad", "x^2", "--var", "x=3", "--atol", "Infinity", "--json"],
+    ["compare", "x^2", "--var", "x=3", "--rtol", "nan"],
+    ["jacobian", *X_SQUARED, "--atol", "inf"],
+    ["hessian", *X_SQUARED, "--rtol", "nan", "--json"],
+    ["jvp", *X_SQUARED, "--tangent", "x=1", "--atol", "nan"],
+    ["grad", *X_SQUARED, "--order", "2", "--rtol", "inf"],
+    ["grad", "x^2", "--arg", "x", "--at", "-", "--atol", "nan"],
+])
+def test_a_non_finite_tolerance_is_refused_up_front_with_exit_2(args):
+    result = subprocess.run(COMMAND + [*args, "--check"], input="x\n3\n", capture_output=True,
+                            text=True, timeout=TIMEOUT, check=False)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    option = next(a for a in args if a in ("--rtol", "--atol"))
+    assert f"Invalid value for '{option}'" in result.stderr
+    assert "is not a finite number (a tolerance must be a finite number >= 0)" in result.stderr
+    assert "JSON compliant" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_library_check_refuses_a_non_finite_tolerance_too():
+    from gradcli.check.compare import Tolerances
+    from gradcli.errors import InputError
+    with pytest.raises(InputError, match="--rtol must be a finite number >= 0, got inf"):
+        Tolerances.for_dtype("float64", rtol=float("inf"))
+    with pytest.raises(InputError, match="--atol must be a finite number >= 0, got nan"):
+        Tolerances.for_dtype("float32", atol=float("nan"))
+
+
 @pytest.mark.parametrize("value", ["nan", "inf", "-1", "soon", "1e9"])
 def test_a_bad_check_timeout_is_one_clear_message_and_exit_2(value):
     result = run("grad", "x^2", "--arg", "x=1", "--check", "--check-timeout", value)

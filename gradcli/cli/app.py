@@ -222,6 +222,17 @@ OUTPUT = [
         "float64"),
 ]
 
+def _finite_tolerance(ctx: typer.Context, param: typer.CallbackParam,
+                      value: Optional[float]) -> Optional[float]:
+    """--rtol/--atol: nan or inf would judge nothing (nan fails every comparison, a false
+    mismatch; inf passes everything), so they are refused with the negative ones."""
+    import math
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number (a tolerance must be a "
+                                 "finite number >= 0)", ctx=ctx, param=param)
+    return value
+
+
 CHECK = [
     _opt("check", Annotated[bool, typer.Option(
         "--check", help="Cross-check every gradient with sympy and finite differences; "
@@ -229,10 +240,10 @@ CHECK = [
     _opt("symbolic", Annotated[bool, typer.Option(
         "--symbolic", help="Also print each symbolic derivative (sympy).")], False),
     _opt("rtol", Annotated[Optional[float], typer.Option(
-        "--rtol", min=0.0, show_default=False,
+        "--rtol", min=0.0, show_default=False, callback=_finite_tolerance,
         help="Relative tolerance of --check.")], None),
     _opt("atol", Annotated[Optional[float], typer.Option(
-        "--atol", min=0.0, show_default=False,
+        "--atol", min=0.0, show_default=False, callback=_finite_tolerance,
         help="Absolute tolerance of --check.")], None),
     _opt("check_timeout", Annotated[float, typer.Option(
         "--check-timeout", min=0.1, max=3600.0, metavar="SECONDS",
