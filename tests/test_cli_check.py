@@ -393,6 +393,45 @@ def test_past_sympys_time_limit_a_right_gradient_passes_on_finite_differences():
     assert g["numeric"] == pytest.approx(SUM_INV * np.cos(0.5), rel=1e-6)
 
 
+# With --plain, standard output holds only numbers: a failed check says so on standard
+# error, one line, with the reason (sympy's cos(0.5) beside the swapped rule's sin(0.5)).
+TAPE_SIN, SYMPY_COS = f"{np.sin(0.5):.10g}", f"{np.cos(0.5):.10g}"
+WHY = f"tape differs from sympy at {{}}: tape {TAPE_SIN}, sympy {SYMPY_COS}"
+
+
+@pytest.mark.parametrize("args, lines", [
+    (["value-grad", "sin(w)", "--var", "w=0.5"], [f"check: MISMATCH: {WHY.format('w')}"]),
+    (["grad", "sin(x)", "--arg", "x=0.5"], [f"check: MISMATCH: {WHY.format('x')}"]),
+    (["jacobian", "sin(x)", "--arg", "x=0.5"], [f"check: MISMATCH: {WHY.format('x')}"]),
+    (["hessian", "sin(x)", "--arg", "x=0.5"],
+     [f"check: MISMATCH: {WHY.format('gradient[0]')}; tape differs from sympy at "
+      f"hessian row x[0]: tape {SYMPY_COS}, sympy {-np.sin(0.5):.10g}"]),
+    (["grad", "sin(x)", "--arg", "x=0.5", "--order", "2"],
+     [f"check: MISMATCH: tape differs from sympy at x: tape {TAPE_SIN}, "
+      f"sympy {-np.sin(0.5):.10g}"]),
+    (["jvp", "sin(x)", "--arg", "x=0.5", "--tangent", "x=1"],
+     [f"check: MISMATCH: {WHY.format('jvp')}"]),
+    (["compare", "sin(w)", "--var", "w=0.5", "--tangent", "w=1"],
+     [f"check: {mode}: MISMATCH: {WHY.format(name)}"
+      for mode, name in (("tape", "w"), ("implicit", "w"), ("value-grad", "w"),
+                         ("jvp", "jvp"))]),
+])
+def test_a_plain_mismatch_says_why_on_standard_error(args, lines):
+    failed = run_with_sin_rule("wrong", *args, "--check", "--plain")
+    assert failed.returncode == 1, failed.stderr
+    assert failed.stderr.splitlines() == lines
+    # Standard output is the plain numbers, as without --check.
+    unchecked = run_with_sin_rule("wrong", *args, "--plain")
+    assert unchecked.returncode == 0 and unchecked.stderr == ""
+    assert failed.stdout == unchecked.stdout
+
+
+def test_a_plain_check_that_passes_writes_nothing_on_standard_error():
+    result = run("grad", "sin(x)", "--arg", "x=0.5", "--check", "--plain")
+    assert result.returncode == 0 and result.stderr == ""
+    assert result.stdout == f"{float(np.cos(0.5))!r}\n"
+
+
 # ---------------------------------------------------------------------------------------
 # --symbolic
 # ---------------------------------------------------------------------------------------

@@ -412,6 +412,7 @@ def _run_mode(mode: str, s: _Settings) -> None:
         render.print_json(render.outcome_json(outcome, check, symbolic))
     elif s.plain:
         render.print_plain(outcome, s.precision)
+        render.print_check_failures({"": check})
     else:
         render.print_human(outcome, s.precision, check=check, symbolic=symbolic,
                            target=model.target_name)
@@ -476,6 +477,7 @@ def _run_compare(s: _Settings) -> None:
         _compare_plain(results, s.precision)
         if jacobian is not None:
             jacobian.print_plain(s.precision)
+        render.print_check_failures(checks)
     else:
         render.print_compare_human(results, s.precision, checks=checks if s.check else None,
                                    symbolics=symbolics if s.symbolic else None)

@@ -29,7 +29,9 @@ from . import render
 from .app import _guarded, _mode_options, _prepare, _split
 
 
-def _finish(check: dict | None) -> None:
+def _finish(check: dict | None, plain: bool = False) -> None:
+    if plain:  # the plain numbers are out; what failed goes to standard error
+        render.print_check_failures({"": check})
     # Only a mismatch fails: "nothing to check" is said, not failed (as the four modes).
     if check is not None and check["verdict"] == "mismatch":
         raise typer.Exit(1)
@@ -78,7 +80,7 @@ def run_jacobian(s) -> None:
                + [_flat(j.jacobian, s.precision) for j in result.jacobians])
     else:
         _print_jacobian(result, s.precision, check, model.target_name)
-    _finish(check)
+    _finish(check, s.plain)
 
 
 def jacobian_json(result, check: dict | None = None) -> dict:
@@ -133,7 +135,7 @@ def run_hessian(s) -> None:
                         s.precision), result.verdict])
     else:
         _print_hessian(result, s.precision, check, model.target_name)
-    _finish(check)
+    _finish(check, s.plain)
 
 
 def hessian_json(result, check: dict | None = None) -> dict:
@@ -240,7 +242,7 @@ def run_grad_order(s) -> None:
         _write(render.plain_lines(outcome, s.precision))
     else:
         _print_order(outcome, order, s.precision, check, texts)
-    _finish(check)
+    _finish(check, s.plain)
 
 
 def _print_order(outcome, order: int, precision, check, texts, out=None) -> None:

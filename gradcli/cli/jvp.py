@@ -64,7 +64,7 @@ def run_jvp(s: _Settings) -> None:
         sys.stdout.write("".join(line + "\n" for line in plain_lines(outcome, s.precision)))
     else:
         print_human(outcome, s.precision, check=check, target=model.target_name)
-    _finish(check)
+    _finish(check, s.plain)
 
 
 def run_compare(s: _Settings) -> None:
@@ -103,6 +103,7 @@ def run_compare(s: _Settings) -> None:
             sys.stdout.write(f"jvp error: {jvp}\n")
         else:
             sys.stdout.write("".join(f"jvp {line}\n" for line in plain_lines(jvp, s.precision)))
+        render.print_check_failures({**checks, "jvp": jvp_check})
     else:
         render.print_compare_human(results, s.precision, checks=checks if s.check else None,
                                    symbolics=symbolics if s.symbolic else None)
