@@ -70,8 +70,9 @@ def run_jacobian(s) -> None:
     from ..derivatives import jacobian
 
     def compute(s):
+        wrt = _split(s.wrt)
         model = _prepare(s)
-        return model, jacobian(model, _split(s.wrt), s.mode)
+        return model, jacobian(model, wrt, s.mode)
     model, result, check = computed_and_checked(s, compute, "higher.check_jacobian")
     if s.json_out:
         render.print_json(jacobian_json(result, check))
@@ -123,8 +124,9 @@ def run_hessian(s) -> None:
     from ..derivatives import hessian
 
     def compute(s):
+        wrt = _split(s.wrt)
         model = _prepare(s)
-        return model, hessian(model, _split(s.wrt))
+        return model, hessian(model, wrt)
     model, result, check = computed_and_checked(s, compute, "higher.check_hessian")
     if s.json_out:
         render.print_json(hessian_json(result, check))
@@ -221,8 +223,9 @@ def run_grad_order(s) -> None:
     order = s.order
 
     def work():
+        options = _mode_options(s)
         model = _prepare(s)
-        outcome = order_outcome(model, _mode_options(s), order)
+        outcome = order_outcome(model, options, order)
         check = texts = None
         if s.check or s.symbolic:
             from ..check.higher import check_order

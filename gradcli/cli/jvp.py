@@ -72,10 +72,11 @@ def run_compare(s: _Settings) -> None:
     (with --check, each checked), then a ``jvp`` row: forward mode along the tangents,
     its value and directional derivative (checked too with --check)."""
     from ..errors import GradcliError
-    from .app import _compare_modes, _compare_plain
+    from .app import _compare_modes, _compare_plain, _mode_options
 
     def work():
         from ..directional import parse_tangents, run_jvp as jvp_mode
+        _mode_options(s)  # a malformed option is the command's error, not one mode's
         model = _prepare(s)
         tangents = parse_tangents(model, s.tangent)  # a bad --tangent is a usage error
         results, checks, symbolics = _compare_modes(s, model)
