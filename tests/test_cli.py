@@ -161,6 +161,9 @@ def test_version():
     (["value-grad", "w", "--var", "1x=2"], "error:"),
     (["tape", "w * 2", "--var", "w=1", "--wrt", "v"], "unknown source 'v'"),
     (["grad", "x", "--arg", "x=1", "--params", "x,0"], "mix"),
+    (["grad", "sin(x=x)", "--arg", "x=1"],
+     "error: sin: keyword arguments are not accepted for the input 'x'; pass it by "
+     "position: sin(x)\n  1 | sin(x=x)\n    |       ^\n"),
     (["value-grad", "w", "--var", "w=1", "--json", "--plain"], "together"),
 ])
 def test_bad_input_exits_2_with_one_message_and_no_stdout(args, needle):
