@@ -161,6 +161,9 @@ def test_version():
     (["value-grad", "w", "--var", "1x=2"], "error:"),
     (["tape", "w * 2", "--var", "w=1", "--wrt", "v"], "unknown source 'v'"),
     (["grad", "x", "--arg", "x=1", "--params", "x,0"], "mix"),
+    (["grad", "sin(x=x)", "--arg", "x=1"],
+     "error: sin: keyword arguments are not accepted for the input 'x'; pass it by "
+     "position: sin(x)\n  1 | sin(x=x)\n    |       ^\n"),
     (["value-grad", "w", "--var", "w=1", "--json", "--plain"], "together"),
 ])
 def test_bad_input_exits_2_with_one_message_and_no_stdout(args, needle):
@@ -169,6 +172,32 @@ def test_bad_input_exits_2_with_one_message_and_no_stdout(args, needle):
     assert result.stdout == ""
     assert needle in result.stderr
     assert "Traceback" not in result.stderr
+
+
+@pytest.mark.parametrize("args, message", [
+    (["grad", "x^2", "--arg", "x=3", "--params", ""], "--params '' names nothing"),
+    (["grad", "x^2", "--arg", "x=3", "--params", ","], "--params ',' names nothing"),
+    (["grad", "x^2", "--arg", "x=3", "--params", "x,"], "--params 'x,' has an empty name"),
+    (["grad", "x^2", "--arg", "x=3", "--params", "", "--order", "2"],
+     "--params '' names nothing"),
+    (["grad", "x^2", "--arg", "x", "--params", " , ", "--at", "-"],
+     "--params ' , ' names nothing"),
+    (["tape", "x^2", "--arg", "x=3", "--wrt", ""], "--wrt '' names nothing"),
+    (["tape", "x^2", "--var", "x=3", "--wrt", "x", "--wrt", ""], "--wrt '' names nothing"),
+    (["tape", "x^2", "--arg", "x=3", "--watch", ""], "--watch '' names nothing"),
+    (["compare", "x^2", "--arg", "x=3", "--params", ""], "--params '' names nothing"),
+    (["compare", "x^2", "--arg", "x=3", "--wrt", ",", "--tangent", "x=1"],
+     "--wrt ',' names nothing"),
+    (["jacobian", "x^2", "--arg", "x=3", "--wrt", ""], "--wrt '' names nothing"),
+    (["hessian", "x^2", "--arg", "x", "--wrt", "", "--at", "-"], "--wrt '' names nothing"),
+    # refused before any file is read, as an unknown name is
+    (["grad", "x^2", "--arg", "x=@missing.npy", "--params", ""], "--params '' names nothing"),
+])
+def test_an_empty_selection_is_refused_as_an_unknown_name_is(args, message):
+    result = run(*args, stdin="x\n1\n")
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    assert result.stderr == f"error: {message}: give NAME[,NAME...]\n"
 
 
 def test_unknown_option_is_a_usage_error():

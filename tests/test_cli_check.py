@@ -30,6 +30,7 @@ import time
 from concurrent.futures import ThreadPoolExecutor
 
 import more_cases
+import numpy as np
 import pytest
 
 from gradcli.engine.table import ORDER
@@ -269,8 +270,9 @@ WRONG_SIN = textwrap.dedent("""
     if sys.argv[1] == "wrong":
         # d/dx sin(x) is cos(x); this rule says sin(x). The language looks entries up in
         # REGISTRY when it builds a program, the sympy side reads the unchanged .sympy.
-        REGISTRY["sin"] = REGISTRY["sin"].replace(
-            vjps=(lambda m, g, ans, x: g * m.sin(x),))
+        # Forward mode's rule (jvp) likewise.
+        wrong = lambda m, g, ans, x: g * m.sin(x)  # noqa: E731
+        REGISTRY["sin"] = REGISTRY["sin"].replace(vjps=(wrong,), jvps=(wrong,))
     from gradcli.cli.app import main
     sys.argv = ["gradcli", *sys.argv[2:]]
     main()
@@ -317,6 +319,117 @@ def test_wrong_backward_rule_in_process_with_clirunner(monkeypatch):
                                       "--arg", "x=[2, 3]", "--check", "--json"])
     assert result.exit_code == 0, result.output
     assert json.loads(result.stdout)["check"]["gradients"][0]["status"] == "ok"
+
+
+# sympy takes minutes over inv of an 8x8 matrix (symbolic in its 64 entries), the finite
+# differences in x a few milliseconds: past a short --check-timeout the finite differences
+# alone decide, in every command that takes --check.
+SLOW_FOR_SYMPY = ["sum(inv(A)) * sin(x)", "--frozen", "A=eye(8)+0.1"]
+SUM_INV = float(np.sum(np.linalg.inv(np.eye(8) + 0.1)))  # 8/1.8, in plain numpy
+SLOW_SYMPY_COMMANDS = {
+    "grad": ["grad", "--arg", "x=0.5"],
+    "tape": ["tape", "--var", "x=0.5"],
+    "implicit": ["implicit", "--var", "x=0.5"],
+    "value-grad": ["value-grad", "--var", "x=0.5"],
+    "compare": ["compare", "--var", "x=0.5"],
+    "jacobian": ["jacobian", "--arg", "x=0.5"],
+    "hessian": ["hessian", "--arg", "x=0.5"],
+    "jvp": ["jvp", "--arg", "x=0.5", "--tangent", "x=1"],
+    "grad --order": ["grad", "--arg", "x=0.5", "--order", "2"],
+    "--at": ["grad", "--arg", "x", "--at", "-", "--check-rows", "1"],
+}
+
+
+def slow_sympy_run(rule: str, command: str):
+    mode, *rest = SLOW_SYMPY_COMMANDS[command]
+    program, *frozen = SLOW_FOR_SYMPY
+    return subprocess.run([sys.executable, "-c", WRONG_SIN, rule, mode, program, *frozen,
+                           *rest, "--check", "--check-timeout", "1", "--json"],
+                          input="x\n0.5\n", capture_output=True, text=True, timeout=TIMEOUT,
+                          check=False)
+
+
+def slow_sympy_entries(command: str, out: dict) -> list[dict]:
+    """The check entries of the first derivative in x (every mode's, for compare)."""
+    if command == "compare":
+        return [out[mode]["check"]["gradients"][0] for mode in ("tape", "implicit",
+                                                                 "value-grad")]
+    if command == "--at":
+        return [json.loads(out["last"])["check"]["rows"][0]["gradients"][0]]
+    return [out["check"]["gradients"][0]]
+
+
+@pytest.mark.parametrize("command", list(SLOW_SYMPY_COMMANDS))
+def test_finite_differences_decide_when_sympy_runs_out_of_time(command):
+    # Before: the finished differences were thrown away with sympy's time-out, and a
+    # wrong rule was "nothing to check", exit 0.
+    result = slow_sympy_run("wrong", command)
+    assert result.returncode == 1, (result.stdout[-2000:], result.stderr)
+    lines = result.stdout.splitlines()
+    out = {"last": lines[-1]} if command == "--at" else json.loads(result.stdout)
+    for g in slow_sympy_entries(command, out):
+        assert g["symbolic"] is None and g["symbolic_skipped"] == "took longer than 1s"
+        assert g["status"] == "mismatch", g
+        assert g["reason"].startswith("tape differs from finite differences")
+        # The swapped rule gives S sin(x); the finite differences of the target
+        # S sin(x) give S cos(x) (for --order 2 and the Hessian's row, the differences
+        # of the first derivative the tape computes, S sin(x): S cos(x) too, where the
+        # truth is -S sin(x)).
+        tape = g["tape"][0] if isinstance(g["tape"], list) else g["tape"]
+        numeric = g["numeric"][0] if isinstance(g["numeric"], list) else g["numeric"]
+        assert tape == pytest.approx(SUM_INV * np.sin(0.5), rel=1e-12)
+        assert numeric == pytest.approx(SUM_INV * np.cos(0.5), rel=1e-6)
+    if command == "hessian":
+        assert [g["status"] for g in out["check"]["gradients"]] == ["mismatch", "mismatch"]
+
+
+def test_past_sympys_time_limit_a_right_gradient_passes_on_finite_differences():
+    result = slow_sympy_run("right", "grad")
+    out = checked(result)
+    [g] = out["check"]["gradients"]
+    assert out["check"]["verdict"] == "passed"
+    assert g["status"] == "skipped"
+    assert g["reason"] == "sympy: took longer than 1s; finite differences agree"
+    assert g["numeric"] == pytest.approx(SUM_INV * np.cos(0.5), rel=1e-6)
+
+
+# With --plain, standard output holds only numbers: a failed check says so on standard
+# error, one line, with the reason (sympy's cos(0.5) beside the swapped rule's sin(0.5)).
+TAPE_SIN, SYMPY_COS = f"{np.sin(0.5):.10g}", f"{np.cos(0.5):.10g}"
+WHY = f"tape differs from sympy at {{}}: tape {TAPE_SIN}, sympy {SYMPY_COS}"
+
+
+@pytest.mark.parametrize("args, lines", [
+    (["value-grad", "sin(w)", "--var", "w=0.5"], [f"check: MISMATCH: {WHY.format('w')}"]),
+    (["grad", "sin(x)", "--arg", "x=0.5"], [f"check: MISMATCH: {WHY.format('x')}"]),
+    (["jacobian", "sin(x)", "--arg", "x=0.5"], [f"check: MISMATCH: {WHY.format('x')}"]),
+    (["hessian", "sin(x)", "--arg", "x=0.5"],
+     [f"check: MISMATCH: {WHY.format('gradient[0]')}; tape differs from sympy at "
+      f"hessian row x[0]: tape {SYMPY_COS}, sympy {-np.sin(0.5):.10g}"]),
+    (["grad", "sin(x)", "--arg", "x=0.5", "--order", "2"],
+     [f"check: MISMATCH: tape differs from sympy at x: tape {TAPE_SIN}, "
+      f"sympy {-np.sin(0.5):.10g}"]),
+    (["jvp", "sin(x)", "--arg", "x=0.5", "--tangent", "x=1"],
+     [f"check: MISMATCH: {WHY.format('jvp')}"]),
+    (["compare", "sin(w)", "--var", "w=0.5", "--tangent", "w=1"],
+     [f"check: {mode}: MISMATCH: {WHY.format(name)}"
+      for mode, name in (("tape", "w"), ("implicit", "w"), ("value-grad", "w"),
+                         ("jvp", "jvp"))]),
+])
+def test_a_plain_mismatch_says_why_on_standard_error(args, lines):
+    failed = run_with_sin_rule("wrong", *args, "--check", "--plain")
+    assert failed.returncode == 1, failed.stderr
+    assert failed.stderr.splitlines() == lines
+    # Standard output is the plain numbers, as without --check.
+    unchecked = run_with_sin_rule("wrong", *args, "--plain")
+    assert unchecked.returncode == 0 and unchecked.stderr == ""
+    assert failed.stdout == unchecked.stdout
+
+
+def test_a_plain_check_that_passes_writes_nothing_on_standard_error():
+    result = run("grad", "sin(x)", "--arg", "x=0.5", "--check", "--plain")
+    assert result.returncode == 0 and result.stderr == ""
+    assert result.stdout == f"{float(np.cos(0.5))!r}\n"
 
 
 # ---------------------------------------------------------------------------------------
@@ -396,6 +509,47 @@ def test_an_empty_check_says_nothing_to_check_and_never_passed():
     out = checked(run("tape", "x * 2", "--arg", "x=1", "--check", "--json"))
     assert out["check"]["verdict"] == "nothing to check"
     assert out["check"]["passed"] is False and out["check"]["gradients"] == []
+
+
+X_SQUARED = ["x^2", "--arg", "x=3"]
+
+
+@pytest.mark.parametrize("args", [
+    # the report's four: a false mismatch (exit 1), the same with nothing said, a pass of
+    # everything, and Python's "Out of range float values are not JSON compliant"
+    ["grad", *X_SQUARED, "--rtol", "nan"],
+    ["grad", *X_SQUARED, "--atol", "nan", "--plain"],
+    ["grad", *X_SQUARED, "--atol", "inf", "--json"],
+    ["grad", *X_SQUARED, "--rtol", "nan", "--json"],
+    # every other command that takes them
+    ["tape", "x^2", "--var", "x=3", "--rtol", "inf"],
+    ["implicit", "x^2", "--var", "x=3", "--atol", "NaN"],
+    ["value-grad", "x^2", "--var", "x=3", "--atol", "Infinity", "--json"],
+    ["compare", "x^2", "--var", "x=3", "--rtol", "nan"],
+    ["jacobian", *X_SQUARED, "--atol", "inf"],
+    ["hessian", *X_SQUARED, "--rtol", "nan", "--json"],
+    ["jvp", *X_SQUARED, "--tangent", "x=1", "--atol", "nan"],
+    ["grad", *X_SQUARED, "--order", "2", "--rtol", "inf"],
+    ["grad", "x^2", "--arg", "x", "--at", "-", "--atol", "nan"],
+])
+def test_a_non_finite_tolerance_is_refused_up_front_with_exit_2(args):
+    result = subprocess.run(COMMAND + [*args, "--check"], input="x\n3\n", capture_output=True,
+                            text=True, timeout=TIMEOUT, check=False)
+    assert result.returncode == 2, (result.stdout, result.stderr)
+    assert result.stdout == ""
+    option = next(a for a in args if a in ("--rtol", "--atol"))
+    assert f"Invalid value for '{option}'" in result.stderr
+    assert "is not a finite number (a tolerance must be a finite number >= 0)" in result.stderr
+    assert "JSON compliant" not in result.stderr and "Traceback" not in result.stderr
+
+
+def test_the_library_check_refuses_a_non_finite_tolerance_too():
+    from gradcli.check.compare import Tolerances
+    from gradcli.errors import InputError
+    with pytest.raises(InputError, match="--rtol must be a finite number >= 0, got inf"):
+        Tolerances.for_dtype("float64", rtol=float("inf"))
+    with pytest.raises(InputError, match="--atol must be a finite number >= 0, got nan"):
+        Tolerances.for_dtype("float32", atol=float("nan"))
 
 
 @pytest.mark.parametrize("value", ["nan", "inf", "-1", "soon", "1e9"])

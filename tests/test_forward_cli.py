@@ -99,6 +99,20 @@ def test_bad_tangents_are_one_message_and_exit_2(args, message):
     assert message in result.stderr and "Traceback" not in result.stderr
 
 
+@pytest.mark.parametrize("tangent, message", [
+    ("x=nan", "--tangent x: a value can use only numbers, pi, e, inf and functions, not "
+              "the name 'nan'"),
+    ("x=[1, 2", "--tangent x: '[' was never closed"),
+    ("x=@missing.npy", "--tangent x: missing.npy: cannot read file"),
+    ("x", "--tangent: expected NAME=VALUE, got 'x'"),
+    ("=1", "--tangent: invalid name ''"),
+])
+def test_every_bad_tangent_value_names_its_option_as_arg_does(tangent, message):
+    result = run("jvp", "x^2", "--arg", "x=[3, 4]", "--tangent", tangent)
+    assert result.returncode == 2 and result.stdout == ""
+    assert result.stderr.startswith(f"error: {message}"), result.stderr
+
+
 def test_compare_gains_a_jvp_row_with_tangents_only():
     without = run_json("compare", "w * x", "--var", "w=2", "--arg", "x=3")
     assert "jvp" not in without

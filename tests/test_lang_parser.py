@@ -179,6 +179,15 @@ def test_a_power_of_literals_beyond_float64_is_a_limit_error():
     ("sum(x, 0, True, 1)", ArgumentError, "sum takes 1 to 3 arguments"),
     ("sum(x, axes=0)", UnknownNameError, "sum has no keyword 'axes' (did you mean 'axis'?)"),
     ("sin(x, foo=1)", UnknownNameError, "sin has no keyword 'foo'"),
+    # a keyword is judged by its name, not counted (was "sin takes 1 argument (x), got 1")
+    ("sin(x=x)", ArgumentError, "sin: keyword arguments are not accepted for the input "
+                                "'x'; pass it by position: sin(x)"),
+    ("sum(x=x, axis=0)", ArgumentError, "sum: keyword arguments are not accepted for the "
+                                        "input 'x'; pass it by position: sum(x, axis=None, "
+                                        "keepdims=False)"),
+    ("maximum(x, y=x)", ArgumentError, "keyword arguments are not accepted for the input "
+                                       "'y'; pass it by position: maximum(x, y)"),
+    ("sin(y=x)", UnknownNameError, "sin has no keyword 'y'; it takes no keywords"),
     ("sum(x, 0, axis=1)", ArgumentError, "two values for 'axis'"),
     ("sum(x, axis=0, axis=1)", ArgumentError, "twice"),
     ("sum(axis=0, x)", ParseError, "positional argument after a keyword"),

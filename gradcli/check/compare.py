@@ -133,7 +133,16 @@ class Tolerances:
 
         >>> Tolerances.for_dtype("float64", rtol=1e-3).numeric_rtol
         0.001
+        >>> Tolerances.for_dtype("float64", atol=float("nan"))
+        Traceback (most recent call last):
+        ...
+        gradcli.errors.InputError: --atol must be a finite number >= 0, got nan
         """
+        from ..errors import InputError
+        for option, given in (("--rtol", rtol), ("--atol", atol)):
+            # nan fails every comparison (a false mismatch), inf passes everything.
+            if given is not None and not (np.isfinite(given) and given >= 0):
+                raise InputError(f"{option} must be a finite number >= 0, got {given:g}")
         base = cls(1e-3, 1e-4, 1e-3, 1e-4) if np.dtype(dtype) == np.float32 else cls()
         return cls(symbolic_rtol=base.symbolic_rtol if rtol is None else rtol,
                    symbolic_atol=base.symbolic_atol if atol is None else atol,

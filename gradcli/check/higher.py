@@ -163,20 +163,10 @@ def check_order(model: Any, outcome: Any, order: int, *, rtol: float | None = No
 
 def _both(numeric, symbolic) -> tuple:
     """sympy's results (``symbolic()``, waiting for its worker) and the finite
-    differences' (``numeric.collect()``), read side by side: a Jacobian's differences
-    are more than a pipe holds, and a worker blocked on a full pipe until sympy is done
-    would be reported as out of time."""
-    import threading
-    box: dict = {}
-    reader = None
-    if numeric is not None:
-        reader = threading.Thread(target=lambda: box.update(num=numeric.collect()),
-                                  daemon=True)
-        reader.start()
+    differences' (``numeric.collect()``; their worker's results are read as they come,
+    while sympy runs: see :class:`gradcli.check.numeric.NumericRun`)."""
     sym = symbolic()
-    if reader is not None:
-        reader.join()
-    return sym, box.get("num")
+    return sym, None if numeric is None else numeric.collect()
 
 
 # ---------------------------------------------------------------------------------------

@@ -430,7 +430,12 @@ def _worker(conn, jobs: list, timeout: float) -> None:
 
 class NumericRun:
     """Finite-difference jobs running in a worker until a deadline (see
-    :func:`numeric_in_worker`); :meth:`collect` waits for them."""
+    :func:`numeric_in_worker`); :meth:`collect` waits for them.
+
+    A thread reads the worker's results as they come, while the caller waits for sympy:
+    a result that is more than a pipe holds (a Jacobian's) never blocks the worker, and
+    a result finished in time is kept however long sympy takes afterwards.
+    """
 
     def __init__(self, jobs: list, names: Sequence[str], timeout: float) -> None:
         self.names = list(dict.fromkeys(names))
@@ -439,7 +444,7 @@ class NumericRun:
         self.deadline = time.monotonic() + timeout + 60.0
         self.results: dict[str, NumericGradient] = {}
         self.failure: str | None = None
-        self.process = self.receiver = None
+        self.process = self.receiver = self.reader = None
         import multiprocessing as mp
         if "fork" not in mp.get_all_start_methods():
             # Without fork the jobs (closures over the model) cannot be sent to a worker:
@@ -461,37 +466,48 @@ class NumericRun:
             self.failure = f"the finite-difference worker could not start: {err}"
             self.process = None
         sender.close()
+        if self.process is not None:
+            import threading
+            self.reader = threading.Thread(target=self._read, daemon=True,
+                                           name="gradcli-numeric-reader")
+            self.reader.start()
+
+    def _read(self) -> None:
+        """The worker's messages until "done", an error or the deadline; then it is ended."""
+        try:
+            while self.failure is None:
+                remaining = self.deadline - time.monotonic()
+                # Past the deadline, what the worker has already sent still counts
+                # (poll(0) only looks): only a result not sent by then is out of time.
+                if not self.receiver.poll(max(remaining, 0.0)):
+                    self.failure = f"took longer than {self.timeout:g}s (the time limit)"
+                    break
+                try:
+                    message = self.receiver.recv()
+                except (EOFError, OSError):
+                    self.process.join(1.0)
+                    self.failure = ("the finite-difference worker stopped unexpectedly "
+                                    f"(exit code {self.process.exitcode})")
+                    break
+                if message[0] == "ready":
+                    self.deadline = message[1] + self.timeout
+                elif message[0] == "result":
+                    self.results.update(message[1])
+                elif message[0] == "error":
+                    self.failure = message[1]
+                else:
+                    break
+        finally:
+            if self.process.is_alive():
+                self.process.kill()
+            self.process.join(5.0)
+            self.receiver.close()
 
     def collect(self) -> dict[str, NumericGradient]:
         """Every name's result; a name not finished by the deadline says so in ``note``."""
-        if self.process is not None:
-            try:
-                while self.failure is None:
-                    remaining = self.deadline - time.monotonic()
-                    if remaining <= 0 or not self.receiver.poll(remaining):
-                        self.failure = f"took longer than {self.timeout:g}s (the time limit)"
-                        break
-                    try:
-                        message = self.receiver.recv()
-                    except (EOFError, OSError):
-                        self.process.join(1.0)
-                        self.failure = ("the finite-difference worker stopped unexpectedly "
-                                        f"(exit code {self.process.exitcode})")
-                        break
-                    if message[0] == "ready":
-                        self.deadline = message[1] + self.timeout
-                    elif message[0] == "result":
-                        self.results.update(message[1])
-                    elif message[0] == "error":
-                        self.failure = message[1]
-                    else:
-                        break
-            finally:
-                if self.process.is_alive():
-                    self.process.kill()
-                self.process.join(5.0)
-                self.receiver.close()
-            self.process = None
+        if self.reader is not None:
+            self.reader.join()
+            self.reader = self.process = None
         failure = self.failure or "not taken"
         return {name: self.results.get(name) or NumericGradient(name, "central", note=failure)
                 for name in self.names}

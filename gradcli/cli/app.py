@@ -222,6 +222,17 @@ OUTPUT = [
         "float64"),
 ]
 
+def _finite_tolerance(ctx: typer.Context, param: typer.CallbackParam,
+                      value: Optional[float]) -> Optional[float]:
+    """--rtol/--atol: nan or inf would judge nothing (nan fails every comparison, a false
+    mismatch; inf passes everything), so they are refused with the negative ones."""
+    import math
+    if value is not None and not math.isfinite(value):
+        raise typer.BadParameter(f"{value} is not a finite number (a tolerance must be a "
+                                 "finite number >= 0)", ctx=ctx, param=param)
+    return value
+
+
 CHECK = [
     _opt("check", Annotated[bool, typer.Option(
         "--check", help="Cross-check every gradient with sympy and finite differences; "
@@ -229,10 +240,10 @@ CHECK = [
     _opt("symbolic", Annotated[bool, typer.Option(
         "--symbolic", help="Also print each symbolic derivative (sympy).")], False),
     _opt("rtol", Annotated[Optional[float], typer.Option(
-        "--rtol", min=0.0, show_default=False,
+        "--rtol", min=0.0, show_default=False, callback=_finite_tolerance,
         help="Relative tolerance of --check.")], None),
     _opt("atol", Annotated[Optional[float], typer.Option(
-        "--atol", min=0.0, show_default=False,
+        "--atol", min=0.0, show_default=False, callback=_finite_tolerance,
         help="Absolute tolerance of --check.")], None),
     _opt("check_timeout", Annotated[float, typer.Option(
         "--check-timeout", min=0.1, max=3600.0, metavar="SECONDS",
@@ -328,11 +339,25 @@ class _Settings:
         self.__dict__.update(options)
 
 
-def _split(values: list | None) -> list | None:
-    """``--wrt a,b --wrt c`` -> ['a', 'b', 'c']."""
+def _split(values: list | None, option: str = "--wrt") -> list | None:
+    """``--wrt a,b --wrt c`` -> ['a', 'b', 'c']. An empty name (``--params ''``,
+    ``--wrt ','``, ``--wrt 'x,'``) is refused as an unknown one is: it selected nothing,
+    silently, and the output said the tape watched nothing.
+
+    >>> _split(["a, b", "c"])
+    ['a', 'b', 'c']
+    """
     if values is None:
         return None
-    return [part.strip() for v in values for part in v.split(",") if part.strip()]
+    names = []
+    for value in values:
+        parts = [part.strip() for part in value.split(",")]
+        if not all(parts):
+            what = "names nothing" if not any(parts) else "has an empty name"
+            from ..errors import InputError
+            raise InputError(f"{option} {value!r} {what}: give NAME[,NAME...]")
+        names += parts
+    return names
 
 
 def _fail(err: GradcliError) -> None:
@@ -356,9 +381,9 @@ def _prepare(s: _Settings):
 
 def _mode_options(s: _Settings):
     from ..modes import ModeOptions
-    return ModeOptions(wrt=_split(s.wrt), watch=_split(s.watch) or [],
+    return ModeOptions(wrt=_split(s.wrt), watch=_split(s.watch, "--watch") or [],
                        watch_accessed=not s.no_watch_accessed, unconnected=s.unconnected,
-                       params=_split(s.params))
+                       params=_split(s.params, "--params"))
 
 
 def _guarded(work):
@@ -389,8 +414,9 @@ def _run_mode(mode: str, s: _Settings) -> None:
         _guarded(lambda: check_options(s))
 
     def work():
+        options = _mode_options(s)  # a malformed option before any file is read
         model = _prepare(s)
-        outcome = run_mode(mode, model, _mode_options(s))
+        outcome = run_mode(mode, model, options)
         check = _check(s, model, outcome) if s.check else None
         symbolic = _symbolic(s, model, outcome) if s.symbolic else None
         return model, outcome, check, symbolic
@@ -401,6 +427,7 @@ def _run_mode(mode: str, s: _Settings) -> None:
         render.print_json(render.outcome_json(outcome, check, symbolic))
     elif s.plain:
         render.print_plain(outcome, s.precision)
+        render.print_check_failures({"": check})
     else:
         render.print_human(outcome, s.precision, check=check, symbolic=symbolic,
                            target=model.target_name)
@@ -450,6 +477,7 @@ def _compare_plain(results: dict, precision: int | None) -> None:
 
 def _run_compare(s: _Settings) -> None:
     def work():
+        _mode_options(s)  # a malformed option is the command's error, not one mode's
         model = _prepare(s)
         results, checks, symbolics = _compare_modes(s, model)
         return results, checks, symbolics, _jacobian_row(model, results)
@@ -465,6 +493,7 @@ def _run_compare(s: _Settings) -> None:
         _compare_plain(results, s.precision)
         if jacobian is not None:
             jacobian.print_plain(s.precision)
+        render.print_check_failures(checks)
     else:
         render.print_compare_human(results, s.precision, checks=checks if s.check else None,
                                    symbolics=symbolics if s.symbolic else None)
@@ -546,7 +575,7 @@ def _many_or_one(kind: str, arguments, one):
         if s.at is None:
             _guarded(lambda: batch.check_options(s))
             return one(s)
-        return batch.run(getattr(batch, kind)(*arguments(s)), s, _prepare)
+        return batch.run(getattr(batch, kind)(*_guarded(lambda: arguments(s))), s, _prepare)
     return run
 
 

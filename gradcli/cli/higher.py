@@ -29,7 +29,9 @@ from . import render
 from .app import _guarded, _mode_options, _prepare, _split
 
 
-def _finish(check: dict | None) -> None:
+def _finish(check: dict | None, plain: bool = False) -> None:
+    if plain:  # the plain numbers are out; what failed goes to standard error
+        render.print_check_failures({"": check})
     # Only a mismatch fails: "nothing to check" is said, not failed (as the four modes).
     if check is not None and check["verdict"] == "mismatch":
         raise typer.Exit(1)
@@ -68,8 +70,9 @@ def run_jacobian(s) -> None:
     from ..derivatives import jacobian
 
     def compute(s):
+        wrt = _split(s.wrt)
         model = _prepare(s)
-        return model, jacobian(model, _split(s.wrt), s.mode)
+        return model, jacobian(model, wrt, s.mode)
     model, result, check = computed_and_checked(s, compute, "higher.check_jacobian")
     if s.json_out:
         render.print_json(jacobian_json(result, check))
@@ -78,7 +81,7 @@ def run_jacobian(s) -> None:
                + [_flat(j.jacobian, s.precision) for j in result.jacobians])
     else:
         _print_jacobian(result, s.precision, check, model.target_name)
-    _finish(check)
+    _finish(check, s.plain)
 
 
 def jacobian_json(result, check: dict | None = None) -> dict:
@@ -121,8 +124,9 @@ def run_hessian(s) -> None:
     from ..derivatives import hessian
 
     def compute(s):
+        wrt = _split(s.wrt)
         model = _prepare(s)
-        return model, hessian(model, _split(s.wrt))
+        return model, hessian(model, wrt)
     model, result, check = computed_and_checked(s, compute, "higher.check_hessian")
     if s.json_out:
         render.print_json(hessian_json(result, check))
@@ -133,7 +137,7 @@ def run_hessian(s) -> None:
                         s.precision), result.verdict])
     else:
         _print_hessian(result, s.precision, check, model.target_name)
-    _finish(check)
+    _finish(check, s.plain)
 
 
 def hessian_json(result, check: dict | None = None) -> dict:
@@ -219,8 +223,9 @@ def run_grad_order(s) -> None:
     order = s.order
 
     def work():
+        options = _mode_options(s)
         model = _prepare(s)
-        outcome = order_outcome(model, _mode_options(s), order)
+        outcome = order_outcome(model, options, order)
         check = texts = None
         if s.check or s.symbolic:
             from ..check.higher import check_order
@@ -240,7 +245,7 @@ def run_grad_order(s) -> None:
         _write(render.plain_lines(outcome, s.precision))
     else:
         _print_order(outcome, order, s.precision, check, texts)
-    _finish(check)
+    _finish(check, s.plain)
 
 
 def _print_order(outcome, order: int, precision, check, texts, out=None) -> None:

@@ -64,7 +64,7 @@ def run_jvp(s: _Settings) -> None:
         sys.stdout.write("".join(line + "\n" for line in plain_lines(outcome, s.precision)))
     else:
         print_human(outcome, s.precision, check=check, target=model.target_name)
-    _finish(check)
+    _finish(check, s.plain)
 
 
 def run_compare(s: _Settings) -> None:
@@ -72,10 +72,11 @@ def run_compare(s: _Settings) -> None:
     (with --check, each checked), then a ``jvp`` row: forward mode along the tangents,
     its value and directional derivative (checked too with --check)."""
     from ..errors import GradcliError
-    from .app import _compare_modes, _compare_plain
+    from .app import _compare_modes, _compare_plain, _mode_options
 
     def work():
         from ..directional import parse_tangents, run_jvp as jvp_mode
+        _mode_options(s)  # a malformed option is the command's error, not one mode's
         model = _prepare(s)
         tangents = parse_tangents(model, s.tangent)  # a bad --tangent is a usage error
         results, checks, symbolics = _compare_modes(s, model)
@@ -103,6 +104,7 @@ def run_compare(s: _Settings) -> None:
             sys.stdout.write(f"jvp error: {jvp}\n")
         else:
             sys.stdout.write("".join(f"jvp {line}\n" for line in plain_lines(jvp, s.precision)))
+        render.print_check_failures({**checks, "jvp": jvp_check})
     else:
         render.print_compare_human(results, s.precision, checks=checks if s.check else None,
                                    symbolics=symbolics if s.symbolic else None)

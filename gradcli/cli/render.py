@@ -565,6 +565,24 @@ def print_check(out, check: dict, precision: int | None, tapes: dict | None = No
           f" ({check['reason']})" if check.get("reason") else "")
 
 
+def print_check_failures(checks: dict) -> None:
+    """``--plain``: standard output holds only numbers, so a check that failed says so on
+    standard error, one line each (``checks``: {label: check object or None}; the label
+    names compare's mode, "" for a single check):
+    ``check: MISMATCH: tape differs from sympy at x: tape 0.479, sympy 0.878``."""
+    lines = []
+    for label, check in checks.items():
+        if check is None or check_verdict(check) != "mismatch":
+            continue
+        reasons = [entry.get("reason") or f"{entry['name']} differs"
+                   for entry in check["gradients"] if entry["status"] == "mismatch"]
+        where = f"{label}: " if label else ""
+        lines.append(f"check: {where}MISMATCH: {'; '.join(reasons)}\n")
+    if lines:
+        sys.stdout.flush()  # keep the order of the two streams on a terminal
+        sys.stderr.write("".join(lines))
+
+
 def check_verdict(check: dict) -> str:
     """The check's verdict: "passed", "mismatch" or "nothing to check" (a check object
     without one: from its ``passed``)."""

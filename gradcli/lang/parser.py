@@ -1152,6 +1152,21 @@ def resolve_call(call: Call, source: str = "", shadowed: frozenset = frozenset()
     binding = _binding(op)
     required, n_inputs, param_names = binding.required, binding.n_inputs, binding.names
     n_max, n_min = binding.n_max, binding.n_min
+    # Inputs are positional only, static parameters positional or keyword: a keyword is
+    # judged by its name before the count, which it would otherwise only confuse
+    # ("sin takes 1 argument (x), got 1" for sin(x=x)).
+    for key, value in call.kwargs:
+        if key in param_names:
+            continue
+        if key in op.inputs:
+            raise _arg_error(ArgumentError, f"{call.func}: keyword arguments are not accepted "
+                                            f"for the input '{key}'; pass it by position: "
+                                            f"{call.func}({binding.text})", value, source)
+        hint = did_you_mean(key, param_names)
+        accepts = (f"it accepts {', '.join(param_names)}" if param_names
+                   else "it takes no keywords")
+        raise _arg_error(UnknownNameError, f"{call.func} has no keyword '{key}'{hint}; "
+                                           f"{accepts}", value, source)
     given_keywords = {key for key, _ in call.kwargs}
     n_positional = len(call.args)
     n_given = n_positional + sum(1 for key in given_keywords if key in required)
@@ -1164,16 +1179,7 @@ def resolve_call(call: Call, source: str = "", shadowed: frozenset = frozenset()
                                         f"({binding.text}), "
                                         f"got {n_positional + len(call.kwargs)}", call, source)
     exprs: dict[str, Any] = dict(zip(param_names, call.args[n_inputs:]))
-    for key, value in call.kwargs:
-        if key not in param_names:
-            if key in op.inputs:
-                message = f"'{key}' is an input of {call.func}: pass it by position"
-                raise _arg_error(ArgumentError, message, value, source)
-            hint = did_you_mean(key, param_names)
-            accepts = (f"it accepts {', '.join(param_names)}" if param_names
-                       else "it takes no keywords")
-            raise _arg_error(UnknownNameError, f"{call.func} has no keyword '{key}'{hint}; "
-                                               f"{accepts}", value, source)
+    for key, value in call.kwargs:  # every key is a parameter's (checked above)
         if key in exprs:
             raise _arg_error(ArgumentError, f"{call.func} got two values for '{key}'",
                              value, source)
