@@ -1,19 +1,22 @@
 """Sampling a program and its derivatives over a range: the math of ``gradcli plot``.
 
-``sample`` evaluates every point at once with the batching transform
-(``gc.vectorized_map``): the program runs once, on a value that holds all the points
-and reads as one, so any program (``sum`` over a vector, ``x * mean(x)``, matrix
-products) gives each point exactly what it gives alone. Where the transform cannot
-batch the program, or a point fails, each point is evaluated on its own (a loop in this
-process).
+Every sampling function here evaluates the points a chunk at a time with the batching
+transform (``gc.vectorized_map``, ``CHUNK_POINTS`` points per call): the program runs once
+per chunk, on values that hold all its points and read as one (``Model.bind``), so any
+program (``sum`` over a vector, ``x * mean(x)``, matrix products) gives each point exactly
+what it gives alone, and memory stays bounded whatever the number of points. Where the
+transform cannot batch the program, or a point fails, points are evaluated on their own
+(at most ``MAX_SINGLE_POINTS`` of them: past that the plot is refused rather than left to
+run for minutes).
 
 Higher derivatives come from nested tapes (the engine's rules are written in its own ops).
 
 >>> import numpy as np
 >>> from gradcli.lang import parse_program, Declarations, build
->>> program = parse_program("x^3")
->>> make = lambda text: build(program, Declarations.from_options(arg=[f"x={text}"]))
->>> table, how = sample(make, "x", np.linspace(-1, 1, 3), order=2)
+>>> declarations = Declarations()
+>>> _ = declarations.add("arg", "x", -1.0)
+>>> model = build(parse_program("x^3"), declarations)
+>>> table, how = sample(model, "x", np.linspace(-1, 1, 3), order=2)
 >>> how, [column.tolist() for column in table]
 ('vectorised', [[-1.0, 0.0, 1.0], [3.0, 0.0, 3.0], [-6.0, 0.0, 6.0]])
 """
@@ -25,11 +28,26 @@ from contextlib import ExitStack
 import numpy as np
 
 from . import engine as gc
-from .engine.tensor import Batched
-from .errors import GradcliError, InputError
+from .errors import ChunkTooLarge, GradcliError, InputError, LimitError
 
-__all__ = ["critical_points", "parse_range", "points_of_interest", "range_text", "sample",
-           "sample_grid", "sample_mode"]
+__all__ = ["critical_points", "parse_range", "points_of_interest", "sample", "sample_grid",
+           "sample_mode", "check_size", "MAX_CURVE_POINTS", "MAX_GRID_POINTS",
+           "MAX_SINGLE_POINTS"]
+
+#: Points of one curve (``--points``, or the count of a ``linspace(a, b, n)`` range).
+MAX_CURVE_POINTS = 100_000
+#: Points of a contour grid (the points per axis, squared): 500 x 500. The largest grid
+#: of a simple program (``x^2 + y``) takes about 3 s with --json or --csv (printing 1.25
+#: million numbers is most of it), about 2 s drawn in the terminal.
+MAX_GRID_POINTS = 250_000
+#: Points per ``vectorized_map`` call: bounds the memory of one call (a chunk that goes
+#: over the limits of one evaluation, ``ChunkTooLarge``, is computed in halves).
+CHUNK_POINTS = 1 << 16
+#: Points evaluated on their own (where the transform cannot batch the program, or points
+#: fail: a failing chunk is cut in halves down to ``_ALONE`` points, which go one by one).
+#: One point of a simple program takes 0.1 to 0.3 ms, so these take a few seconds at most.
+MAX_SINGLE_POINTS = 10_000
+_ALONE = 32
 
 _RANGE = re.compile(r"^\s*([^:]+?)\s*:\s*([^:]+?)\s*$")
 
@@ -42,50 +60,172 @@ def parse_range(text: str, points: int):
     stripped = text.strip()
     if stripped.startswith("linspace("):
         values = np.asarray(load_value(stripped), dtype=float).ravel()
+        if not np.all(np.isfinite(values)):
+            raise InputError(f"range {text!r}: its points are not all finite numbers (the "
+                             "span overflows float64); write it as a:b")
     else:
         match = _RANGE.match(stripped)
         if match is None or stripped.startswith("@"):
             return None
-        a, b = (float(load_value(part)) for part in match.groups())
+        ends = [np.asarray(load_value(part), dtype=float) for part in match.groups()]
+        if any(end.size != 1 for end in ends):
+            raise InputError(f"range {text!r}: each end must be one number")
+        a, b = (float(end.reshape(())) for end in ends)
         if not (np.isfinite(a) and np.isfinite(b)) or a == b:
             raise InputError(f"range {text!r}: the ends must be finite and different")
-        values = np.linspace(a, b, points)
+        with np.errstate(over="ignore"):
+            span = b - a
+        if np.isfinite(span):
+            values = np.linspace(a, b, points)
+        else:  # the span overflows float64 (-1e308:1e308): halve the ends, exactly
+            values = np.linspace(a / 2, b / 2, points) * 2
     if values.size < 2:
         raise InputError(f"range {text!r}: at least 2 points are needed")
     return values
 
 
-def range_text(values: np.ndarray) -> str:
-    """The declaration text that makes exactly these points: the numbers in a list."""
-    return "[" + ", ".join(repr(float(v)) for v in values) + "]"
+def check_size(axes) -> None:
+    """Refuse, before any work, a curve of more than ``MAX_CURVE_POINTS`` points or a grid
+    of more than ``MAX_GRID_POINTS``."""
+    sizes = [len(a) for a in axes]
+    if len(sizes) == 1 and sizes[0] > MAX_CURVE_POINTS:
+        raise LimitError(f"a curve of {sizes[0]:,} points is over the limit of "
+                         f"{MAX_CURVE_POINTS:,} points")
+    if len(sizes) == 2 and sizes[0] * sizes[1] > MAX_GRID_POINTS:
+        side = int(MAX_GRID_POINTS ** 0.5)
+        raise LimitError(f"a contour grid of {sizes[0]:,} x {sizes[1]:,} = "
+                         f"{sizes[0] * sizes[1]:,} points is over the limit of "
+                         f"{MAX_GRID_POINTS:,} points ({side} per axis: --points {side})")
 
 
-def _derivatives(model, name: str, order: int, value=None) -> list[np.ndarray]:
-    """[f, f', ..., f^(order)] at the model's value of ``name`` (or at ``value``)."""
-    return [np.asarray(c.numpy(), dtype=float)
-            for c in _derivative_tensors(model, name, order, value)]
+def _shown(value) -> str:
+    """A point's coordinate in a message: the number's shortest text, not numpy's repr."""
+    return repr(float(value))
 
 
-def _derivative_tensors(model, name: str, order: int, value=None) -> list:
-    """``_derivatives`` as tensors; ``value`` may be a batched value of
-    ``vectorized_map`` (the tensors are then batched too)."""
-    kind = model.kinds.get(name)
-    args = list(model.arg_values)
+# ---------------------------------------------------------------------------------------
+# Evaluating the points: a chunk at a time by vectorized_map, one at a time where needed
+# ---------------------------------------------------------------------------------------
+class _Points:
+    """``columns(model)`` (``count`` tensors or arrays, each one number per point) at every
+    point of ``elems`` (declared name -> array, the points on axis 0), bound to ``model``
+    by ``Model.bind``: ``run()`` -> (a float array per column, ``how``).
+
+    ``failures`` are the errors that make one point's columns nan (its own failure);
+    ``scalar(i, k, shape)`` is the error for a column k that is not one number (at
+    point i)."""
+
+    def __init__(self, model, elems: dict, count: int, columns, scalar,
+                 failures=(GradcliError,), axes: int = 1):
+        self.model, self.elems, self.columns = model, elems, columns
+        # the --points that keeps every point within MAX_SINGLE_POINTS (per axis)
+        self.hint = int(MAX_SINGLE_POINTS ** (1 / axes) + 1e-9)
+        self.scalar, self.failures = scalar, failures
+        self.n = len(next(iter(elems.values())))
+        self.table = [np.full(self.n, np.nan) for _ in range(count)]
+        self.chunk = CHUNK_POINTS
+        self.batchable = True
+        self.alone = 0            # points evaluated on their own so far
+        self.failure = None       # the first error of a chunk (why points go alone)
+
+    def run(self):
+        try:
+            at = 0
+            while at < self.n:
+                size = min(self.chunk, self.n - at)
+                self._fill(at, at + size)
+                at += size
+        finally:
+            self.model.bind({})   # back to the declared values
+        return self.table, "loop" if self.alone else "vectorised"
+
+    def _fill(self, lo: int, hi: int, failed: bool = False) -> None:
+        """Points lo..hi-1: at once, or (``failed``: a piece of a chunk that failed) in
+        halves, down to ``_ALONE`` points, which are evaluated one by one."""
+        size = hi - lo
+        if self.batchable and not (failed and size <= _ALONE):
+            try:
+                for out, column in zip(self.table, self._batched(lo, hi)):
+                    out[lo:hi] = column
+                return
+            except ChunkTooLarge:
+                if size == 1:
+                    raise
+                # the points together go over the limits of one evaluation: fewer at once
+                self.chunk = step = (size + 1) // 2
+                for start in range(lo, hi, step):
+                    self._fill(start, min(start + step, hi), failed)
+                return
+            except (GradcliError, ValueError, *self.failures) as err:
+                if isinstance(err, ValueError) and str(err).startswith("vectorized_map:"):
+                    # data-dependent Python code: every remaining point on its own
+                    self.batchable = False
+                    if self.n - lo > MAX_SINGLE_POINTS:
+                        raise LimitError(
+                            "plot: the batching transform cannot batch this program, so "
+                            f"its points are computed one at a time, and {self.n:,} are "
+                            f"more than the limit of {MAX_SINGLE_POINTS:,}: use "
+                            f"--points {self.hint} or fewer") from None
+                else:
+                    # some point fails: find it by halves, the others stay batched
+                    if self.failure is None:
+                        self.failure = getattr(err, "message", None) or \
+                            f"{type(err).__name__}: {err}"
+                    middle = lo + size // 2
+                    self._fill(lo, middle, True)
+                    self._fill(middle, hi, True)
+                    return
+        if self.alone + size > MAX_SINGLE_POINTS:
+            raise LimitError(
+                f"plot: the program fails at some points ({self.failure}); the points "
+                "near them are computed one at a time to find them, and more than "
+                f"{MAX_SINGLE_POINTS:,} would be (the limit): use fewer --points, or a "
+                "range where the program is defined")
+        self.alone += size
+        for i in range(lo, hi):
+            for out, value in zip(self.table, self._alone(i)):
+                out[i] = value
+
+    def _batched(self, lo: int, hi: int) -> list:
+        from .engine.batching import vectorized_map
+        model, dtype = self.model, self.model.dtype
+        elems = {name: gc.constant(v[lo:hi], dtype=dtype) for name, v in self.elems.items()}
+
+        def at(example):
+            model.bind(example)
+            return list(self.columns(model))
+        with np.errstate(all="ignore"):
+            out = vectorized_map(at, elems, fallback_to_while_loop=False)
+        columns = [np.asarray(c.numpy(), dtype=float) for c in out]
+        for k, column in enumerate(columns):
+            if column.shape != (hi - lo,):
+                raise self.scalar(lo, k, column.shape[1:])
+        return columns
+
+    def _alone(self, i: int) -> list:
+        """The columns at point i, evaluated on its own (nan where it fails)."""
+        try:
+            with np.errstate(all="ignore"):
+                self.model.bind({name: v[i] for name, v in self.elems.items()})
+                columns = [np.asarray(c.numpy() if hasattr(c, "numpy") else c, dtype=float)
+                           for c in self.columns(self.model)]
+        except self.failures:
+            return [np.nan] * len(self.table)
+        for k, column in enumerate(columns):
+            if column.size != 1:
+                raise self.scalar(i, k, column.shape)
+        return [float(column.reshape(())) for column in columns]
+
+
+def _derivative_tensors(model, name: str, order: int) -> list:
+    """[f, f', ..., f^(order)] with respect to ``name`` at the model's bound values (which
+    may be batched values of ``vectorized_map``: the tensors are then batched too)."""
     with ExitStack() as stack:
         tapes = [stack.enter_context(gc.GradientTape()) for _ in range(order)]
-        if kind == "arg":
-            i = model.arg_names.index(name)
-            if value is not None:
-                args[i] = value if isinstance(value, Batched) else gc.constant(
-                    value, dtype=model.dtype)
-            x = args[i]
-        else:
-            x = model.source(name)
-            if value is not None:
-                x.assign(value)
+        x = model.source(name)
         for tape in tapes:
             tape.watch(x)
-        y = model.function(*args)
+        y = model.function(*model.arg_values)
         out = [y]
         current = y
         for k in range(order):
@@ -95,63 +235,25 @@ def _derivative_tensors(model, name: str, order: int, value=None) -> list:
     return out
 
 
-def _at_point(model, name, order, x) -> list[float]:
-    try:
-        column = _derivatives(model, name, order, x)
-    except GradcliError:
-        return [float("nan")] * (order + 1)
-    if any(np.size(c) != 1 for c in column):
-        raise InputError(f"plot needs a scalar target; at {name} = {x!r} the target has "
-                         f"shape {np.shape(column[0])} (reduce it, e.g. sum(...))")
-    return [float(np.reshape(c, ())) for c in column]
+def _not_scalar(names, points):
+    def error(i, k, shape):
+        at = ", ".join(f"{n} = {_shown(p[i])}" for n, p in zip(names, points))
+        return InputError(f"plot needs a scalar target; at {at} the target has shape "
+                          f"{tuple(shape)} (reduce it, e.g. sum(...))")
+    return error
 
 
-def sample(make_model, name: str, xs: np.ndarray, order: int = 1):
+def sample(model, name: str, xs: np.ndarray, order: int = 1):
     """f and its derivatives up to ``order`` with respect to ``name`` at every point of
-    ``xs``: ``([f, f', ...], how)`` with ``how`` "vectorised" or "loop".
+    ``xs``: ``([f, f', ...], how)`` with ``how`` "vectorised" (every point in chunks by
+    ``vectorized_map``) or "loop" (some points on their own).
 
-    ``make_model(text)`` builds the program with ``name`` declared as ``text`` (a number,
-    or a list holding every point)."""
+    ``model`` is the built program, ``name`` one of its declared names (its declared value
+    is put back at the end)."""
     xs = np.asarray(xs, dtype=float)
-    single = make_model(repr(float(xs[0])))
-    try:
-        with np.errstate(all="ignore"):
-            table = _batched_derivatives(single, name, order, xs)
-        if all(np.shape(c) == xs.shape for c in table):  # else: not a scalar target
-            return table, "vectorised"
-    except (GradcliError, ValueError):
-        pass  # not batchable, or a point fails: each point alone says how
-    single = make_model(repr(float(xs[0])))
-    with np.errstate(all="ignore"):
-        rows = [_at_point(single, name, order, x) for x in xs]
-    return [np.array(col) for col in zip(*rows)], "loop"
-
-
-def _batched_derivatives(model, name: str, order: int, xs: np.ndarray) -> list[np.ndarray]:
-    """``_derivatives`` at every point of ``xs`` at once, by ``vectorized_map`` (a
-    ``ValueError`` where it would fall back to a loop)."""
-    from .engine.batching import vectorized_map
-    kind = model.kinds.get(name)
-
-    def at(x):
-        if kind == "arg":
-            return _derivative_tensors(model, name, order, x)
-        # a variable: one per point, in the declared one's place for this call
-        declared = model.source(name)
-        batched = gc.Variable(x, trainable=declared.trainable, name=declared.name)
-        outside = name in model._base_env
-        model._variables[name] = batched
-        if outside:
-            model._base_env[name] = batched
-        try:
-            return _derivative_tensors(model, name, order)
-        finally:
-            model._variables[name] = declared
-            if outside:
-                model._base_env[name] = declared
-    columns = vectorized_map(at, gc.constant(xs, dtype=model.dtype),
-                             fallback_to_while_loop=False)
-    return [np.asarray(c.numpy(), dtype=float) for c in columns]
+    points = _Points(model, {name: xs}, order + 1,
+                     lambda m: _derivative_tensors(m, name, order), _not_scalar([name], [xs]))
+    return points.run()
 
 
 def points_of_interest(xs, table) -> list[tuple[str, float, float]]:
@@ -225,113 +327,79 @@ def _jumps(xs, column) -> list[float]:
 # ---------------------------------------------------------------------------------------
 # Another mode's gradients, and two ranged values (a grid)
 # ---------------------------------------------------------------------------------------
-def _set_value(model, name: str, value) -> None:
-    """Bind ``name`` (a declared argument or variable) to ``value`` for the next runs."""
-    if model.kinds.get(name) == "arg":
-        model.arg_values[model.arg_names.index(name)] = gc.constant(value, dtype=model.dtype)
-    else:
-        model.source(name).assign(value)
+def sample_mode(model, name: str, xs: np.ndarray, mode: str):
+    """f and the gradients one mode (tape, grad, implicit, value-grad) returns at every
+    point: ``([f, g1, g2, ...], [source names], how)``. A tape also watches the ranged
+    name, so that its derivative is among the curves. Each gradient must be one number.
 
-
-def sample_mode(make_model, name: str, xs: np.ndarray, mode: str):
-    """f and the gradients one mode (tape, grad, implicit, value-grad) returns, at each
-    point in turn: ``([f, g1, g2, ...], [source names])``. A tape also watches the ranged
-    name, so that its derivative is among the curves. Each gradient must be one number."""
+    The mode's own code runs at each point, a chunk of points at a time by
+    ``vectorized_map`` (as ``--at`` runs it); every other declared number is given to
+    each point as its own copy, so that a gradient for it is per point too."""
     from .modes import ModeOptions, run_mode
-    model = make_model(repr(float(xs[0])))
+    xs = np.asarray(xs, dtype=float)
     options = ModeOptions(watch=[name] if mode == "tape" else None)
-    columns, names = [], None
-    for x in xs:
-        _set_value(model, name, x)
-        try:
-            outcome = run_mode(mode, model, options)
-            value = outcome.value
-            if value is None:
-                value = model.function(*model.arg_values).numpy()
-            grads = [(g.name, g.gradient) for g in outcome.gradients]
-        except (GradcliError, ValueError, ArithmeticError):
-            if names is None:
-                raise
-            columns.append([float("nan")] * (len(names) + 1))
-            continue
-        if names is None:
-            names = [g for g, _ in grads]
-        for source, g in grads:
-            if g is not None and np.size(g) != 1:
-                raise InputError(f"plot draws one number per point: the {mode} gradient "
-                                 f"for '{source}' has shape {np.shape(g)}")
-        if np.size(value) != 1:
-            raise InputError(f"plot needs a scalar target; it has shape {np.shape(value)}")
-        columns.append([float(np.reshape(value, ()))]
-                       + [0.0 if g is None else float(np.reshape(g, ())) for _, g in grads])
-    return [np.array(c) for c in zip(*columns)], names
+    # The first point alone: the sources' names, and their shapes (an error raises here).
+    model.bind({name: xs[0]})
+    with np.errstate(all="ignore"):
+        outcome = run_mode(mode, model, options)
+    names = [g.name for g in outcome.gradients]
+    for g in outcome.gradients:
+        if g.gradient is not None and np.size(g.gradient) != 1:
+            raise InputError(f"plot draws one number per point: the {mode} gradient "
+                             f"for '{g.name}' has shape {np.shape(g.gradient)}")
+
+    def columns(m):
+        out = run_mode(mode, m, options)
+        value = out.value if out.value is not None else m.function(*m.arg_values)
+        return [value] + [np.zeros(()) if g.gradient is None else g.gradient
+                          for g in out.gradients]
+
+    elems = {name: xs}
+    for decl in model.declarations:
+        if decl.name != name and decl.has_value and np.size(decl.value) == 1:
+            elems[decl.name] = np.broadcast_to(decl.value, (len(xs),) + np.shape(decl.value))
+
+    def scalar(i, k, shape):
+        if k == 0:
+            return _not_scalar([name], [xs])(i, k, shape)
+        return InputError(f"plot draws one number per point: the {mode} gradient for "
+                          f"'{names[k - 1]}' has shape {tuple(shape)}")
+    points = _Points(model, elems, len(names) + 1, columns, scalar,
+                     failures=(GradcliError, ValueError, ArithmeticError))
+    table, how = points.run()
+    return table, names, how
 
 
-def _value_and_gradients(model, names, values=None) -> list[np.ndarray]:
-    """[f, df/dname1, df/dname2, ...] at the model's values (or at ``values``)."""
-    args = list(model.arg_values)
-    sources = []
+def _value_and_gradient_tensors(model, names) -> list:
+    """[f, df/dname1, df/dname2, ...] at the model's bound values (batched values inside
+    ``vectorized_map``)."""
+    sources = [model.source(name) for name in names]
     with gc.GradientTape() as tape:
-        for k, name in enumerate(names):
-            if model.kinds.get(name) == "arg":
-                i = model.arg_names.index(name)
-                if values is not None:
-                    args[i] = gc.constant(values[k], dtype=model.dtype)
-                sources.append(args[i])
-            else:
-                sources.append(model.source(name))
-                if values is not None:
-                    sources[-1].assign(values[k])
-            tape.watch(sources[-1])
-        y = model.function(*args)
+        for source in sources:
+            tape.watch(source)
+        y = model.function(*model.arg_values)
     grads = tape.gradient(y, sources)
-    return [np.asarray(y.numpy(), dtype=float)] + [
-        np.zeros(np.shape(s)) if g is None else np.asarray(g.numpy(), dtype=float)
-        for g, s in zip(grads, sources)]
+    return [y] + [gc.constant(np.zeros(np.shape(s))) if g is None else g
+                  for g, s in zip(grads, sources)]
 
 
-def sample_grid(make_model, names, axes):
+def _value_and_gradients(model, names, values) -> list[np.ndarray]:
+    """[f, df/dname1, df/dname2, ...] at ``values`` (one point)."""
+    model.bind(dict(zip(names, values)))
+    return [np.asarray(c.numpy(), dtype=float) for c in _value_and_gradient_tensors(model, names)]
+
+
+def sample_grid(model, names, axes):
     """f and its gradient on the grid of two ranged values: ``([F, dF/dx, dF/dy], how)``,
     each of shape (len(axes[1]), len(axes[0])) -- rows follow the second name, as
-    ``numpy.meshgrid``. ``make_model(texts)`` takes one declaration text per name.
-    Evaluated at once where the program is elementwise in both (checked at three
-    points, as ``sample``), else point by point."""
+    ``numpy.meshgrid``. The points go a chunk at a time through ``vectorized_map`` (as
+    ``sample``), whatever the program."""
     grid = np.meshgrid(*axes)
     flat = [g.ravel() for g in grid]
-    single = make_model([repr(float(a[0])) for a in axes])
-
-    def at_point(point):
-        try:
-            out = _value_and_gradients(single, names, point)
-        except GradcliError:
-            return [float("nan")] * (len(names) + 1)
-        if any(np.size(c) != 1 for c in out):
-            raise InputError("plot needs a scalar target; it has shape "
-                             f"{np.shape(out[0])} (reduce it, e.g. sum(...))")
-        return [float(np.reshape(c, ())) for c in out]
-
-    table = None
-    try:
-        with np.errstate(all="ignore"):
-            table = _value_and_gradients(make_model([range_text(f) for f in flat]), names)
-        if any(np.shape(c) != flat[0].shape for c in table):
-            table = None
-    except GradcliError:
-        table = None
-    if table is not None:
-        for i in sorted({0, flat[0].size // 2, flat[0].size - 1}):
-            with np.errstate(all="ignore"):
-                expected = at_point([f[i] for f in flat])
-            if not np.allclose([c[i] for c in table], expected, rtol=1e-9, atol=1e-12,
-                               equal_nan=True):
-                table = None
-                break
-    how = "vectorised"
-    if table is None:
-        how = "loop"
-        with np.errstate(all="ignore"):
-            rows = [at_point(point) for point in zip(*flat)]
-        table = [np.array(c) for c in zip(*rows)]
+    points = _Points(model, dict(zip(names, flat)), len(names) + 1,
+                     lambda m: _value_and_gradient_tensors(m, names),
+                     _not_scalar(names, flat), axes=2)
+    table, how = points.run()
     return [np.reshape(c, grid[0].shape) for c in table], how
 
 
@@ -386,22 +454,15 @@ def _zero_in_cell(xs, ys, a, b) -> bool:
 
 def _gradient_and_hessian(model, names, point):
     """The gradient and the Hessian of f at ``point`` (nested tapes on the engine)."""
-    sources = []
-    args = list(model.arg_values)
+    model.bind(dict(zip(names, point)))
+    sources = [model.source(name) for name in names]
     with gc.GradientTape(persistent=True) as outer:
-        for k, name in enumerate(names):
-            if model.kinds.get(name) == "arg":
-                i = model.arg_names.index(name)
-                args[i] = gc.constant(point[k], dtype=model.dtype)
-                sources.append(args[i])
-            else:
-                sources.append(model.source(name))
-                sources[-1].assign(point[k])
-            outer.watch(sources[-1])
+        for source in sources:
+            outer.watch(source)
         with gc.GradientTape() as inner:
             for source in sources:
                 inner.watch(source)
-            y = model.function(*args)
+            y = model.function(*model.arg_values)
         grads = inner.gradient(y, sources)
     grads = [g if g is not None else gc.constant(0.0) for g in grads]
     hessian = [[0.0 if h is None else float(h.numpy()) for h in outer.gradient(g, sources)]
@@ -413,10 +474,19 @@ def refine_critical(model, names, axes, candidates, iterations: int = 30):
     """Newton's method from each candidate of ``critical_points``: keeps those that
     converge (gradient norm below 1e-9 of the gradient's scale on the grid, or 1e-12)
     inside the plotted box, once each, classified by the Hessian's eigenvalues
-    ("minimum", "maximum", "saddle", or "critical point" when one is zero)."""
+    ("minimum", "maximum", "saddle", or "critical point" when one is zero). The model's
+    declared values are put back at the end."""
+    try:
+        return _refined(model, names, axes, candidates, iterations)
+    finally:
+        model.bind({})
+
+
+def _refined(model, names, axes, candidates, iterations):
     lo = np.array([a[0] for a in axes])
     hi = np.array([a[-1] for a in axes])
-    cell = (hi - lo) / np.array([len(a) - 1 for a in axes])
+    with np.errstate(over="ignore"):
+        cell = np.array([a[1] - a[0] for a in axes])
     found = []
     for _, *start, _ in candidates:
         point = np.array(start, dtype=float)

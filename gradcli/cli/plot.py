@@ -36,12 +36,13 @@ OPTIONS = [
         help="Plot this named value instead of the last statement.")], None),
     _opt("points", Annotated[Optional[int], typer.Option(
         "--points", min=2, max=100_000, metavar="N", show_default=False,
-        help="Samples of an a:b range (default 400; 60 per axis for a contour plot).")],
+        help="Samples of an a:b range (default 400; 60 per axis for a contour plot, "
+             "at most 500 per axis).")],
         None),
     _opt("mode", Annotated[Optional[str], typer.Option(
         "--mode", metavar="tape|grad|implicit|value-grad", show_default=False,
-        help="Plot the gradients this mode returns (each point on its own) instead of "
-             "the derivative with respect to the ranged value.")], None),
+        help="Plot the gradients this mode returns at each point instead of the "
+             "derivative with respect to the ranged value.")], None),
     _opt("order", Annotated[int, typer.Option(
         "--order", min=0, max=4, metavar="N", help="Derivatives to draw: f', f'', ...")], 1),
     _opt("output", Annotated[Optional[str], typer.Option(
@@ -156,33 +157,38 @@ def compute(s: _Settings) -> Plot:
     if s.mode is not None and s.order != 1:
         raise InputError("--order applies to the derivative with respect to the ranged "
                          "value, not to --mode")
+    plotting.check_size(axes)   # before the program is read or anything computed
     program = parse_program(read_program(s.program))
-
-    def make_model(texts):
-        texts = iter([texts] if isinstance(texts, str) else texts)
-        ranged = iter(names)
-        options = {k: [f"{next(ranged)}={next(texts)}" if t is None else t for t in values]
-                   for k, values in rest.items()}
-        return build(program, Declarations.from_options(**options), dtype=s.dtype,
-                     target=s.target)
+    # The ranged names are declared at their first point, as numbers (never as text: a
+    # number's text is not always a value the language reads back, nan for one); the
+    # sampling binds every point's value to the model (Model.bind).
+    declarations = Declarations()
+    ranged = iter(zip(names, axes))
+    for kind in ("var", "frozen", "arg"):
+        for text in rest[kind]:
+            if text is None:
+                name, values = next(ranged)
+                declarations.add(kind, name, float(values[0]))
+            else:
+                declarations.add_option(kind, text)
+    model = build(program, declarations, dtype=s.dtype, target=s.target)
 
     if len(names) == 2:
-        table, how = plotting.sample_grid(make_model, names, axes)
+        table, how = plotting.sample_grid(model, names, axes)
         candidates = plotting.critical_points(axes, table)
-        points = plotting.refine_critical(make_model([repr(float(a[0])) for a in axes]),
-                                          names, axes, candidates)
+        points = plotting.refine_critical(model, names, axes, candidates)
         return Plot(names, axes, table, ["f"] + [f"df/d{n}" for n in names], how, points)
     name, xs = names[0], axes[0]
     if s.mode is not None:
         from ..modes import MODES
         if s.mode not in MODES:
             raise InputError(f"unknown mode {s.mode!r}; choose one of {', '.join(MODES)}")
-        table, sources = plotting.sample_mode(make_model, name, xs, s.mode)
+        table, sources, how = plotting.sample_mode(model, name, xs, s.mode)
         labels = ["f"] + [f"df/d{source}" for source in sources]
         # the marked zeros are those of the derivative with respect to the ranged value
         own = [table[0]] + [c for c, n in zip(table[1:], sources) if n == name][:1]
-        return Plot(names, axes, table, labels, "loop", plotting.points_of_interest(xs, own))
-    table, how = plotting.sample(make_model, name, xs, s.order)
+        return Plot(names, axes, table, labels, how, plotting.points_of_interest(xs, own))
+    table, how = plotting.sample(model, name, xs, s.order)
     return Plot(names, axes, table, column_names(name, s.order)[1:], how,
                 plotting.points_of_interest(xs, table))
 
@@ -205,12 +211,14 @@ def run(s: _Settings) -> None:
         sys.stdout.write("".join(row + "\n" for row in rows))
     elif s.json_out:
         keys = ("kind", "x", "y", "f") if grid else ("kind", "x", "f")
-        render.print_json({
+        out = {
             "mode": "plot", "arguments": result.names, "order": 1 if grid else s.order,
             "derivatives": s.mode or "ranged", "evaluation": result.how, "columns": header,
-            "samples": [[render.json_number(v) for v in row] for row in zip(*columns)],
+            # every number converted and written in C (a grid has up to 1.25 million)
+            "samples": render.json_array(np.column_stack(columns)),
             "points": [{k: (v if k == "kind" else render.json_number(v))
-                        for k, v in zip(keys, p)} for p in result.points]})
+                        for k, v in zip(keys, p)} for p in result.points]}
+        render.print_json(out)
     elif s.output is not None:
         if grid:
             _guarded(lambda: save_contour(s.output, result, s.program))
