@@ -32,7 +32,7 @@ from .errors import ChunkTooLarge, GradcliError, InputError, LimitError
 
 __all__ = ["critical_points", "parse_range", "points_of_interest", "sample", "sample_grid",
            "sample_mode", "check_size", "MAX_CURVE_POINTS", "MAX_GRID_POINTS",
-           "MAX_SINGLE_POINTS"]
+           "MAX_SINGLE_POINTS", "MAX_MARKED_CRITICAL"]
 
 #: Points of one curve (``--points``, or the count of a ``linspace(a, b, n)`` range).
 MAX_CURVE_POINTS = 100_000
@@ -48,6 +48,9 @@ CHUNK_POINTS = 1 << 16
 #: One point of a simple program takes 0.1 to 0.3 ms, so these take a few seconds at most.
 MAX_SINGLE_POINTS = 10_000
 _ALONE = 32
+#: Critical points of a contour plot refined by Newton's method and marked: more are not
+#: marked (a note says so), as each refinement costs up to 30 Hessians.
+MAX_MARKED_CRITICAL = 100
 
 _RANGE = re.compile(r"^\s*([^:]+?)\s*:\s*([^:]+?)\s*$")
 
@@ -275,20 +278,21 @@ def points_of_interest(xs, table) -> list[tuple[str, float, float]]:
                 jumps[x] = kind
     found += [(kind, x, float(np.interp(x, xs, f))) for x, kind in jumps.items()]
     if len(table) > 1:
-        d = table[1]
-        for i in range(len(xs) - 1):
-            a, b = d[i], d[i + 1]
-            if not (np.isfinite(a) and np.isfinite(b)):
-                continue
-            if a == 0.0 and (i == 0 or d[i - 1] != 0.0):
-                x = float(xs[i])
-            elif a * b < 0:
-                x = float(xs[i] - a * (xs[i + 1] - xs[i]) / (b - a))
-            else:
-                continue
-            kind = "minimum" if a < 0 < b else "maximum" if a > 0 > b else "f' = 0"
-            fx = float(np.interp(x, xs, f))
-            found.append((kind, x, fx))
+        # every sample pair at once (numpy): a curve may have 100,000 samples
+        d = np.asarray(table[1], dtype=float)
+        a, b = d[:-1], d[1:]
+        with np.errstate(all="ignore"):
+            both = np.isfinite(a) & np.isfinite(b)
+            earlier = np.concatenate([[True], d[:-2] != 0.0])   # no zero just before
+            at_zero = both & (a == 0.0) & earlier
+            crossing = both & ~at_zero & (a * b < 0)
+            steps = xs[1:] - xs[:-1]
+            where = np.where(at_zero, xs[:-1], xs[:-1] - a * steps / (b - a))
+        for i in np.flatnonzero(at_zero | crossing):
+            x = float(where[i])
+            kind = ("minimum" if a[i] < 0 < b[i] else "maximum" if a[i] > 0 > b[i]
+                    else "f' = 0")
+            found.append((kind, x, float(np.interp(x, xs, f))))
     found.sort(key=lambda entry: entry[1])
     return found
 
@@ -299,19 +303,18 @@ def _jumps(xs, column) -> list[float]:
     (a smooth function sampled finely changes by about the same amount from one step to
     the next); the two samples at each end are not judged. A jump between two samples is
     reported at their midpoint; one at a sample (two big steps in a row) at that sample."""
-    steps = np.abs(np.diff(column))
+    with np.errstate(all="ignore"):
+        steps = np.abs(np.diff(column))
     if len(steps) < 9:  # too few samples to tell a jump from a steep smooth change
         return []
     finite = column[np.isfinite(column)]
     floor = 1e-6 * max(float(np.max(np.abs(finite))) if finite.size else 0.0, 1.0)
-    flagged = []
-    for i, step in enumerate(steps):
-        if i < 2 or i + 2 >= len(steps):  # both sides are needed to call it a jump
-            continue
-        around = (steps[i - 2], steps[i + 2])
-        if np.isfinite(step) and step > floor and all(np.isfinite(around)) \
-                and step > 10 * max(around):
-            flagged.append(i)
+    # both sides are needed to call it a jump: steps 2 .. len - 3, against i - 2 and i + 2
+    step, left, right = steps[2:-2], steps[:-4], steps[4:]
+    with np.errstate(all="ignore"):
+        jump = np.isfinite(step) & (step > floor) & np.isfinite(left) & np.isfinite(right) \
+            & (step > 10 * np.maximum(left, right))
+    flagged = (np.flatnonzero(jump) + 2).tolist()
     out, k = [], 0
     while k < len(flagged):
         i = flagged[k]
@@ -407,29 +410,28 @@ def critical_points(axes, table) -> list[tuple[str, float, float, float]]:
     """("critical point", x, y, f) where both partial derivatives change sign among a grid
     cell's four corners and their planes fitted to the corners cross inside the cell (a
     curved valley makes both change sign in cells where they do not both vanish);
-    neighbouring such cells (a point on a grid line or corner is in
-    up to four) are one point, at the mean of their centres, with f there interpolated
-    as the mean of their corners."""
-    xs, ys = axes
+    neighbouring such cells (a point on a grid line or corner is in up to four) are one
+    point, at the mean of their centres, with f there interpolated as the mean of their
+    corners. Every cell is judged at once (numpy), so a grid of any size takes little."""
+    xs, ys = (np.asarray(a, dtype=float) for a in axes)
     f, gx, gy = table
-    cells = []
-    for r in range(len(ys) - 1):
-        for c in range(len(xs) - 1):
-            cell = (slice(r, r + 2), slice(c, c + 2))
-            a, b = gx[cell], gy[cell]
-            if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-                continue
-            if a.min() <= 0 <= a.max() and b.min() <= 0 <= b.max() \
-                    and a.min() < a.max() and b.min() < b.max() \
-                    and _zero_in_cell(xs[c:c + 2], ys[r:r + 2], a, b):
-                cells.append((r, c))
-    groups: list[list] = []
-    for r, c in cells:
-        home = [g for g in groups if any(abs(r - r2) <= 1 and abs(c - c2) <= 1 for r2, c2 in g)]
-        merged = [cell for g in home for cell in g] + [(r, c)]
-        groups = [g for g in groups if g not in home] + [merged]
+
+    def corners(a):   # (r, c), (r, c + 1), (r + 1, c), (r + 1, c + 1) of every cell
+        return a[:-1, :-1], a[:-1, 1:], a[1:, :-1], a[1:, 1:]
+
+    with np.errstate(all="ignore"):
+        a, b = np.stack(corners(gx)), np.stack(corners(gy))
+        finite = np.all(np.isfinite(a), axis=0) & np.all(np.isfinite(b), axis=0)
+        amin, amax, bmin, bmax = a.min(0), a.max(0), b.min(0), b.max(0)
+        candidate = finite & (amin <= 0) & (amax >= 0) & (amin < amax) \
+            & (bmin <= 0) & (bmax >= 0) & (bmin < bmax)
+        rows, cols = np.nonzero(candidate)
+        w = (xs[1:] - xs[:-1])[cols]
+        h = (ys[1:] - ys[:-1])[rows]
+        inside = _zero_in_cells(w, h, a[:, rows, cols], b[:, rows, cols])
+    cells = list(zip(rows[inside].tolist(), cols[inside].tolist()))
     found = []
-    for group in groups:
+    for group in _neighbours(cells):
         x = float(np.mean([(xs[c] + xs[c + 1]) / 2 for _, c in group]))
         y = float(np.mean([(ys[r] + ys[r + 1]) / 2 for r, _ in group]))
         value = float(np.mean([np.mean(f[r:r + 2, c:c + 2]) for r, c in group]))
@@ -437,19 +439,45 @@ def critical_points(axes, table) -> list[tuple[str, float, float, float]]:
     return sorted(found, key=lambda p: (p[1], p[2]))
 
 
-def _zero_in_cell(xs, ys, a, b) -> bool:
-    """Whether the planes fitted (least squares) to the two gradients at a cell's corners
-    vanish together inside the cell (with a quarter-cell margin)."""
-    dx, dy = np.meshgrid(xs - xs[0], ys - ys[0])
-    design = np.column_stack([np.ones(4), dx.ravel(), dy.ravel()])
-    pa = np.linalg.lstsq(design, a.ravel(), rcond=None)[0]
-    pb = np.linalg.lstsq(design, b.ravel(), rcond=None)[0]
-    matrix = np.array([pa[1:], pb[1:]])
-    if abs(np.linalg.det(matrix)) < 1e-300:
-        return False
-    u, v = np.linalg.solve(matrix, -np.array([pa[0], pb[0]]))
-    w, h = xs[1] - xs[0], ys[1] - ys[0]
-    return -0.25 * w <= u <= 1.25 * w and -0.25 * h <= v <= 1.25 * h
+def _neighbours(cells: list) -> list[list]:
+    """The cells in groups of neighbours (rows and columns at most 1 apart, chained)."""
+    index = {cell: k for k, cell in enumerate(cells)}
+    parent = list(range(len(cells)))
+
+    def root(k):
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+    for k, (r, c) in enumerate(cells):
+        for other in ((r - 1, c - 1), (r - 1, c), (r - 1, c + 1), (r, c - 1)):
+            j = index.get(other)
+            if j is not None:
+                parent[root(j)] = root(k)
+    groups: dict = {}
+    for k, cell in enumerate(cells):
+        groups.setdefault(root(k), []).append(cell)
+    return list(groups.values())
+
+
+def _zero_in_cells(w, h, a, b):
+    """Whether the planes fitted (least squares) to the two gradients at each cell's
+    corners vanish together inside the cell (with a quarter-cell margin). ``a`` and ``b``
+    hold the corners (r, c), (r, c + 1), (r + 1, c), (r + 1, c + 1) on axis 0; ``w`` and
+    ``h`` are the cells' widths and heights. On a rectangle's corners the fit is in
+    closed form: slopes from the differences of the sides' means, and the centre value."""
+    def plane(v):
+        px = (v[1] + v[3] - v[0] - v[2]) / (2 * w)
+        py = (v[2] + v[3] - v[0] - v[1]) / (2 * h)
+        return v.mean(axis=0) - px * w / 2 - py * h / 2, px, py
+    a0, ax, ay = plane(a)
+    b0, bx, by = plane(b)
+    det = ax * by - ay * bx
+    ok = np.abs(det) >= 1e-300
+    det = np.where(ok, det, 1.0)
+    u = (ay * b0 - a0 * by) / det
+    v = (a0 * bx - ax * b0) / det
+    return ok & (u >= -0.25 * w) & (u <= 1.25 * w) & (v >= -0.25 * h) & (v <= 1.25 * h)
 
 
 def _gradient_and_hessian(model, names, point):

@@ -487,3 +487,35 @@ def test_non_scalar_target_on_a_grid_names_both_coordinates():
     out = gradcli("plot", "[x, y]", "--arg", "x=-1:1", "--arg", "y=0:1")
     assert out.returncode == 2 and out.stdout == ""
     assert "at x = -1.0, y = 0.0 the target has shape (2,)" in out.stderr
+
+
+def test_critical_points_of_a_grid_are_all_found_where_the_math_puts_them():
+    # sin(3x) sin(3y) on [-3, 3]^2: saddles where both sines vanish (x, y = k pi/3),
+    # maxima and minima where both cosines do ((k + 1/2) pi/3): 25 + 36 points
+    out = gradcli("plot", "sin(3*x)*sin(3*y)", "--arg", "x=-3:3", "--arg", "y=-3:3",
+                  "--points", "100", "--json")
+    assert out.returncode == 0, out.stderr
+    zeros = [k * np.pi / 3 for k in range(-2, 3)]
+    peaks = [(k + 0.5) * np.pi / 3 for k in range(-3, 3)]
+    expected = [("saddle", x, y) for x in zeros for y in zeros] + [
+        ("maximum" if np.sin(3 * x) * np.sin(3 * y) > 0 else "minimum", x, y)
+        for x in peaks for y in peaks]
+    got = [(p["kind"], p["x"], p["y"]) for p in json.loads(out.stdout)["points"]]
+
+    def order(points):
+        return sorted(points, key=lambda p: (p[0], round(p[1], 3), round(p[2], 3)))
+    assert [p[0] for p in order(got)] == [p[0] for p in order(expected)]
+    np.testing.assert_allclose([p[1:] for p in order(got)], [p[1:] for p in order(expected)],
+                               atol=1e-9)
+
+
+def test_too_many_critical_points_to_mark_are_counted_in_a_note_not_refined():
+    # sin(5x) sin(5y) on [-3, 3]^2 has 9 * 9 + 10 * 10 = 181 critical points
+    out = gradcli("plot", "sin(5*x)*sin(5*y)", "--arg", "x=-3:3", "--arg", "y=-3:3",
+                  "--points", "100", "--json")
+    assert out.returncode == 0, out.stderr
+    note = ("181 critical points on the grid, more than 100: none is marked (plot a smaller "
+            "range to see them)")
+    result = json.loads(out.stdout)
+    assert result["points"] == [] and result["notes"] == [note]
+    assert out.stderr == f"note: {note}\n"

@@ -130,11 +130,12 @@ class Plot:
     """What was computed: ``names`` (one or two ranged names), ``axes`` (their points),
     ``table`` (f, then the derivative columns; 2-D arrays for two names), ``labels``
     (the columns' names), ``how`` ("vectorised" or "loop"), ``points`` (marked points:
-    (kind, x, f) or, for two names, (kind, x, y, f))."""
+    (kind, x, f) or, for two names, (kind, x, y, f)), ``notes`` (strings)."""
 
-    def __init__(self, names, axes, table, labels, how, points):
+    def __init__(self, names, axes, table, labels, how, points, notes=()):
         self.names, self.axes, self.table = names, axes, table
         self.labels, self.how, self.points = labels, how, points
+        self.notes = list(notes)
 
 
 def compute(s: _Settings) -> Plot:
@@ -172,12 +173,20 @@ def compute(s: _Settings) -> Plot:
             else:
                 declarations.add_option(kind, text)
     model = build(program, declarations, dtype=s.dtype, target=s.target)
+    notes = []
 
     if len(names) == 2:
         table, how = plotting.sample_grid(model, names, axes)
         candidates = plotting.critical_points(axes, table)
-        points = plotting.refine_critical(model, names, axes, candidates)
-        return Plot(names, axes, table, ["f"] + [f"df/d{n}" for n in names], how, points)
+        if len(candidates) > plotting.MAX_MARKED_CRITICAL:
+            points = []
+            notes.append(f"{len(candidates):,} critical points on the grid, more than "
+                         f"{plotting.MAX_MARKED_CRITICAL}: none is marked (plot a smaller "
+                         "range to see them)")
+        else:
+            points = plotting.refine_critical(model, names, axes, candidates)
+        return Plot(names, axes, table, ["f"] + [f"df/d{n}" for n in names], how, points,
+                    notes)
     name, xs = names[0], axes[0]
     if s.mode is not None:
         from ..modes import MODES
@@ -204,6 +213,8 @@ def run(s: _Settings) -> None:
     else:
         columns = [result.axes[0]] + list(result.table)
     header = result.names + result.labels
+    if result.notes:
+        sys.stderr.write("".join(f"note: {note}\n" for note in result.notes))
     if s.csv:
         rows = [",".join(header)]
         rows += [",".join(row) for row in zip(*(render.number_texts(c, s.precision)
@@ -218,6 +229,8 @@ def run(s: _Settings) -> None:
             "samples": render.json_array(np.column_stack(columns)),
             "points": [{k: (v if k == "kind" else render.json_number(v))
                         for k, v in zip(keys, p)} for p in result.points]}
+        if result.notes:
+            out["notes"] = result.notes
         render.print_json(out)
     elif s.output is not None:
         if grid:
