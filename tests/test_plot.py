@@ -458,8 +458,25 @@ def test_mode_curves_are_batched_with_a_gradient_per_point(mode, columns):
 
 
 # ---------------------------------------------------------------------------------------
-# Sample points are numbers, never text read back
+# Sample points are numbers, never text read back; values near float64's edge are drawn
 # ---------------------------------------------------------------------------------------
+def test_terminal_plot_of_values_near_float64s_edge_is_drawn_with_scaled_labels():
+    out = gradcli("plot", "x*1e308", "--arg", "x=-1:1", "--points", "5", "--width", "40",
+                  "--height", "8")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    top, bottom = lines.index("┌" + "─" * 40 + "┐"), lines.index("└" + "─" * 40 + "┘")
+    # the labels carry the power of ten the values are drawn divided by
+    assert lines[top + 1].endswith("│ 1e308") and lines[bottom - 1].endswith("│ -1e308")
+
+
+def test_terminal_plot_of_a_curve_running_into_overflow_is_drawn():
+    out = gradcli("plot", "1e300*x^2", "--arg", "x=-1e5:1e5", "--points", "50",
+                  "--width", "40", "--height", "8")
+    assert out.returncode == 0, out.stderr
+    assert "┌" in out.stdout and "non-finite" in out.stdout and out.stderr == ""
+
+
 def test_range_whose_span_overflows_gives_finite_points_not_nan():
     out = gradcli("plot", "x^2", "--arg", "x=-1e308:1e308", "--points", "5", "--json")
     assert out.returncode == 0, out.stderr
@@ -474,6 +491,40 @@ def test_linspace_range_whose_span_overflows_is_refused_without_a_name_never_typ
     assert out.returncode == 2 and out.stdout == ""
     assert "its points are not all finite numbers (the span overflows float64)" \
         in out.stderr and "nan" not in out.stderr
+
+
+def test_heat_map_of_huge_values_is_drawn():
+    out = gradcli("plot", "x*1e308 + y", "--arg", "x=-1:1", "--arg", "y=-1:1", "--points",
+                  "5", "--width", "20", "--height", "5")
+    assert out.returncode == 0, out.stderr
+    assert "f: ' ' -1e+308 … '@' 1e+308" in out.stdout
+    # f grows with x alone (y is nothing beside 1e308): the same shades on every line
+    rows = out.stdout.splitlines()[2:7]
+    assert rows == ["│   :::::====#####@@@│"] * 5
+
+
+def _in_process(*args):
+    """The command line in this process (matplotlib is imported once for the file)."""
+    from typer.testing import CliRunner
+
+    from gradcli.cli.app import app
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def test_image_of_huge_values_is_drawn_divided_by_a_power_of_ten(tmp_path):
+    path = tmp_path / "big.png"
+    out = _in_process("plot", "x", "--arg", "x=-1e308:1e308", "--points", "5", "-o", path)
+    assert out.exit_code == 0, out.output
+    _, axes = _png_axes(path)
+    assert axes["xscale"] == 1e308 and axes["yscale"] == 1e308
+    assert axes["xlim"][0] < -0.99 and axes["xlim"][1] > 0.99   # drawn from -1 to 1
+
+
+def test_contour_image_of_huge_values_is_drawn(tmp_path):
+    out = _in_process("plot", "x+y", "--arg", "x=-1e308:1e308", "--arg", "y=-1:1",
+                      "--points", "5", "-o", tmp_path / "c.png")
+    assert out.exit_code == 0, out.output
+    assert out.output == f"wrote {tmp_path / 'c.png'}\n"
 
 
 def test_non_scalar_target_names_the_point_as_a_plain_number():
