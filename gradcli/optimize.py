@@ -39,16 +39,18 @@ import numpy as np
 
 from . import engine as gc
 from .engine.api import NO_VARIABLES
-from .errors import ChunkTooLarge, GradcliError, InputError, ModeError
+from .errors import ChunkTooLarge, GradcliError, InputError, LimitError, ModeError
 
 __all__ = ["OPTIMIZERS", "SGD", "Adam", "Result", "minimize", "DEFAULT_LR", "ProgramRows",
-           "minimize_rows", "batch_order"]
+           "minimize_rows", "batch_order", "total_updates", "MAX_UPDATES"]
 
 OPTIMIZERS = ("sgd", "momentum", "adam", "lbfgs")
 #: Keras' default learning rates (lbfgs has none: its line search picks the step).
 DEFAULT_LR = {"sgd": 0.01, "momentum": 0.01, "adam": 0.001, "lbfgs": None}
 #: A loss that grows beyond this factor times (|best loss| + 1) is taken as divergence.
 DIVERGENCE_FACTOR = 1e8
+#: The most updates of one run (``--steps``, or ``--epochs`` times the batches per epoch).
+MAX_UPDATES = 10**8
 
 
 class SGD:
@@ -168,6 +170,8 @@ def minimize(function, args=(), *, optimizer: str = "adam", lr: float | None = N
                          f"{', '.join(OPTIMIZERS)}")
     if steps < 0:
         raise InputError("--steps must be at least 0")
+    if steps > MAX_UPDATES:
+        raise LimitError(f"--steps {steps:,} is over the limit of {MAX_UPDATES:,} updates")
     names = names or {}
     value_and_grads = gc.implicit_value_and_gradients(function)
     start = time.perf_counter()
@@ -501,6 +505,33 @@ class ProgramRows:
         return float(np.asarray(value.numpy()).reshape(())), out
 
 
+def total_updates(n_rows: int, batch_size: int | None, steps: int | None,
+                  epochs: int | None) -> int:
+    """The updates a run on ``n_rows`` data rows makes: ``steps``, or ``epochs`` times the
+    batches per epoch (ceil(rows / batch size)), or DEFAULT_STEPS; refused (a
+    ``LimitError``, before any work) over MAX_UPDATES, as ``--steps`` is.
+
+    >>> total_updates(200, 32, None, 50)
+    350
+    """
+    if steps is not None:
+        if steps > MAX_UPDATES:
+            raise LimitError(f"--steps {steps:,} is over the limit of {MAX_UPDATES:,} updates")
+        return steps
+    if epochs is None:
+        return DEFAULT_STEPS
+    size = n_rows if batch_size is None else min(batch_size, n_rows)
+    per_epoch = -(-n_rows // size)
+    total = epochs * per_epoch
+    if total > MAX_UPDATES:
+        raise LimitError(
+            f"--epochs {epochs:,} over {n_rows:,} rows in batches of {size:,} is {total:,} "
+            f"updates ({per_epoch:,} per epoch), over the limit of {MAX_UPDATES:,} updates "
+            f"(as --steps): give at most {MAX_UPDATES // per_epoch:,} epochs, or a larger "
+            "--batch-size")
+    return total
+
+
 def minimize_rows(rows: ProgramRows, *, optimizer: str = "adam", lr: float | None = None,
                   steps: int | None = None, epochs: int | None = None,
                   batch_size: int | None = None, shuffle: bool = True,
@@ -550,8 +581,7 @@ def minimize_rows(rows: ProgramRows, *, optimizer: str = "adam", lr: float | Non
                      f"every row (batch size {n})")
     size = n if batch_size is None else min(batch_size, n)
     per_epoch = -(-n // size)
-    if steps is None:
-        steps = epochs * per_epoch if epochs is not None else DEFAULT_STEPS
+    steps = total_updates(n, batch_size, steps, epochs)
     full = size == n
     shuffled = shuffle and not full
     if seed is None and shuffled:
