@@ -207,10 +207,20 @@ def run(s: _Settings) -> None:
     else:
         _print_human(result, s, lr, saved)
     if result.failed:
-        what = ("the loss became nan or infinite" if result.reason == "non-finite loss"
-                else "the loss diverged (grew by more than 1e8 times the best loss)")
-        step = result.history[-1][0]
-        where = ("the output is the last finite point (try a smaller --lr)" if step else
+        step, last = result.history[-1][0], result.history[-1][1]
+        if result.reason != "non-finite loss":
+            what = "the loss diverged (grew by more than 1e8 times the best loss)"
+        elif s.optimizer == "lbfgs" and math.isfinite(last):
+            # a trial step of the line search reached -inf, or the loss float64's edge
+            what = (f"the loss ran off towards -inf (the last finite loss is "
+                    f"{render.number_text(last)})" if last < 0 else
+                    f"the loss reached {render.number_text(last)}, the edge of float64's "
+                    "range")
+        else:
+            what = "the loss became nan or infinite"
+        advice = "the function may have no minimum" if s.optimizer == "lbfgs" else \
+            "try a smaller --lr"
+        where = (f"the output is the last finite point ({advice})" if step else
                  "at the starting point: nothing to minimise from there (the output is "
                  "that point)")
         sys.stderr.write(f"error: {what} at step {step}; {where}\n")
