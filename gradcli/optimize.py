@@ -39,16 +39,21 @@ import numpy as np
 
 from . import engine as gc
 from .engine.api import NO_VARIABLES
-from .errors import ChunkTooLarge, GradcliError, InputError, ModeError
+from .errors import ChunkTooLarge, GradcliError, InputError, LimitError, ModeError
 
 __all__ = ["OPTIMIZERS", "SGD", "Adam", "Result", "minimize", "DEFAULT_LR", "ProgramRows",
-           "minimize_rows", "batch_order"]
+           "minimize_rows", "batch_order", "total_updates", "MAX_UPDATES"]
 
 OPTIMIZERS = ("sgd", "momentum", "adam", "lbfgs")
 #: Keras' default learning rates (lbfgs has none: its line search picks the step).
 DEFAULT_LR = {"sgd": 0.01, "momentum": 0.01, "adam": 0.001, "lbfgs": None}
 #: A loss that grows beyond this factor times (|best loss| + 1) is taken as divergence.
 DIVERGENCE_FACTOR = 1e8
+#: A loss this large in size (float64's largest number over DIVERGENCE_FACTOR, 1.8e300)
+#: has run off to the edge of float64's range: lbfgs reports it as a non-finite loss.
+FLOAT_EDGE = float(np.finfo(np.float64).max) / DIVERGENCE_FACTOR
+#: The most updates of one run (``--steps``, or ``--epochs`` times the batches per epoch).
+MAX_UPDATES = 10**8
 
 
 class SGD:
@@ -168,6 +173,8 @@ def minimize(function, args=(), *, optimizer: str = "adam", lr: float | None = N
                          f"{', '.join(OPTIMIZERS)}")
     if steps < 0:
         raise InputError("--steps must be at least 0")
+    if steps > MAX_UPDATES:
+        raise LimitError(f"--steps {steps:,} is over the limit of {MAX_UPDATES:,} updates")
     names = names or {}
     value_and_grads = gc.implicit_value_and_gradients(function)
     start = time.perf_counter()
@@ -279,6 +286,7 @@ def _lbfgs(evaluate, steps, tol, names, on_step, interrupt, start) -> Result:
         return np.concatenate([np.ravel(g) for g, _ in grads]) if grads else np.zeros(0)
 
     last = {}
+    state = {"stopped": None, "ran off": False}
 
     def fun(x):
         unpack(x)
@@ -286,7 +294,9 @@ def _lbfgs(evaluate, steps, tol, names, on_step, interrupt, start) -> Result:
         g = flat(grads)
         last["loss"], last["norm"] = loss, float(np.linalg.norm(g))
         if not math.isfinite(loss) or not np.all(np.isfinite(g)):
-            # A non-finite trial point of the line search: scipy backs off from inf.
+            # A non-finite trial point of the line search: scipy backs off from inf. A
+            # loss of -inf says the function runs off below: remembered for the verdict.
+            state["ran off"] |= loss == -math.inf
             return math.inf, np.zeros_like(g)
         return loss, g
 
@@ -294,10 +304,13 @@ def _lbfgs(evaluate, steps, tol, names, on_step, interrupt, start) -> Result:
     norm0 = float(np.linalg.norm(flat(grads0)))
     history: list = []
     _seen(history, on_step, 0, loss0, norm0)
-    state = {"stopped": None}
+    values = {names.get(id(v), v.name): v.numpy().copy() for v in variables}
     if not math.isfinite(loss0):
-        values = {names.get(id(v), v.name): v.numpy().copy() for v in variables}
         return Result(loss0, values, 0, False, "non-finite loss", history,
+                      time.perf_counter() - start)
+    if steps == 0:  # no step, as the other optimizers with --steps 0
+        reason = "converged" if _largest(flat(grads0)) <= tol else "max steps"
+        return Result(loss0, values, 0, reason == "converged", reason, history,
                       time.perf_counter() - start)
 
     def callback(intermediate_result):
@@ -316,25 +329,36 @@ def _lbfgs(evaluate, steps, tol, names, on_step, interrupt, start) -> Result:
 
     # ftol=0: stop on the gradient norm (gtol is the largest gradient component), not on
     # a small relative decrease, which would stop Rosenbrock short of 1e-6.
-    res = scipy_minimize(fun, x0, jac=True, method="L-BFGS-B", callback=callback,
-                         options={"maxiter": max(steps, 1), "gtol": tol, "ftol": 0.0,
-                                  "maxfun": max(steps, 1) * 20})
+    with np.errstate(over="ignore", invalid="ignore"):
+        res = scipy_minimize(fun, x0, jac=True, method="L-BFGS-B", callback=callback,
+                             options={"maxiter": steps, "gtol": tol, "ftol": 0.0,
+                                      "maxfun": steps * 20})
     unpack(res.x)
     loss, grads = evaluate()
     values = {names.get(id(v), v.name): v.numpy().copy() for v in variables}
-    norm = float(np.linalg.norm(flat(grads)))
+    g = flat(grads)
     reason = state["stopped"]
     if reason is None:
-        if not math.isfinite(loss):
-            reason = "non-finite loss"
-        elif norm <= tol or res.success:
+        # scipy's success flag is not the verdict: it also stops with "success" when the
+        # loss cannot decrease any more, at a point where the gradient is anything but
+        # small (-w^2 at -2.2e307). Converged is the gradient test, as for the others.
+        if math.isfinite(loss) and np.all(np.isfinite(g)) and _largest(g) <= tol:
             reason = "converged"
+        elif not math.isfinite(loss) or not np.all(np.isfinite(g)) or state["ran off"] \
+                or abs(loss) >= FLOAT_EDGE:
+            # the loss runs off to -inf (a trial point reached it), or to float64's edge
+            reason = "non-finite loss"
         elif res.nit >= steps:
             reason = "max steps"
         else:
             reason = str(res.message)
     return Result(loss, values, int(res.nit), reason == "converged", reason, history,
                   time.perf_counter() - start)
+
+
+def _largest(g: np.ndarray) -> float:
+    """The largest component of a flat gradient in size (lbfgs' --tol test, scipy's gtol)."""
+    return float(np.max(np.abs(g))) if g.size else 0.0
 
 
 class MissingExtra(GradcliError):
@@ -501,6 +525,33 @@ class ProgramRows:
         return float(np.asarray(value.numpy()).reshape(())), out
 
 
+def total_updates(n_rows: int, batch_size: int | None, steps: int | None,
+                  epochs: int | None) -> int:
+    """The updates a run on ``n_rows`` data rows makes: ``steps``, or ``epochs`` times the
+    batches per epoch (ceil(rows / batch size)), or DEFAULT_STEPS; refused (a
+    ``LimitError``, before any work) over MAX_UPDATES, as ``--steps`` is.
+
+    >>> total_updates(200, 32, None, 50)
+    350
+    """
+    if steps is not None:
+        if steps > MAX_UPDATES:
+            raise LimitError(f"--steps {steps:,} is over the limit of {MAX_UPDATES:,} updates")
+        return steps
+    if epochs is None:
+        return DEFAULT_STEPS
+    size = n_rows if batch_size is None else min(batch_size, n_rows)
+    per_epoch = -(-n_rows // size)
+    total = epochs * per_epoch
+    if total > MAX_UPDATES:
+        raise LimitError(
+            f"--epochs {epochs:,} over {n_rows:,} rows in batches of {size:,} is {total:,} "
+            f"updates ({per_epoch:,} per epoch), over the limit of {MAX_UPDATES:,} updates "
+            f"(as --steps): give at most {MAX_UPDATES // per_epoch:,} epochs, or a larger "
+            "--batch-size")
+    return total
+
+
 def minimize_rows(rows: ProgramRows, *, optimizer: str = "adam", lr: float | None = None,
                   steps: int | None = None, epochs: int | None = None,
                   batch_size: int | None = None, shuffle: bool = True,
@@ -550,8 +601,7 @@ def minimize_rows(rows: ProgramRows, *, optimizer: str = "adam", lr: float | Non
                      f"every row (batch size {n})")
     size = n if batch_size is None else min(batch_size, n)
     per_epoch = -(-n // size)
-    if steps is None:
-        steps = epochs * per_epoch if epochs is not None else DEFAULT_STEPS
+    steps = total_updates(n, batch_size, steps, epochs)
     full = size == n
     shuffled = shuffle and not full
     if seed is None and shuffled:

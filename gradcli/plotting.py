@@ -1,19 +1,22 @@
 """Sampling a program and its derivatives over a range: the math of ``gradcli plot``.
 
-``sample`` evaluates every point at once with the batching transform
-(``gc.vectorized_map``): the program runs once, on a value that holds all the points
-and reads as one, so any program (``sum`` over a vector, ``x * mean(x)``, matrix
-products) gives each point exactly what it gives alone. Where the transform cannot
-batch the program, or a point fails, each point is evaluated on its own (a loop in this
-process).
+Every sampling function here evaluates the points a chunk at a time with the batching
+transform (``gc.vectorized_map``, ``CHUNK_POINTS`` points per call): the program runs once
+per chunk, on values that hold all its points and read as one (``Model.bind``), so any
+program (``sum`` over a vector, ``x * mean(x)``, matrix products) gives each point exactly
+what it gives alone, and memory stays bounded whatever the number of points. Where the
+transform cannot batch the program, or a point fails, points are evaluated on their own
+(at most ``MAX_SINGLE_POINTS`` of them: past that the plot is refused rather than left to
+run for minutes).
 
 Higher derivatives come from nested tapes (the engine's rules are written in its own ops).
 
 >>> import numpy as np
 >>> from gradcli.lang import parse_program, Declarations, build
->>> program = parse_program("x^3")
->>> make = lambda text: build(program, Declarations.from_options(arg=[f"x={text}"]))
->>> table, how = sample(make, "x", np.linspace(-1, 1, 3), order=2)
+>>> declarations = Declarations()
+>>> _ = declarations.add("arg", "x", -1.0)
+>>> model = build(parse_program("x^3"), declarations)
+>>> table, how = sample(model, "x", np.linspace(-1, 1, 3), order=2)
 >>> how, [column.tolist() for column in table]
 ('vectorised', [[-1.0, 0.0, 1.0], [3.0, 0.0, 3.0], [-6.0, 0.0, 6.0]])
 """
@@ -25,11 +28,29 @@ from contextlib import ExitStack
 import numpy as np
 
 from . import engine as gc
-from .engine.tensor import Batched
-from .errors import GradcliError, InputError
+from .errors import ChunkTooLarge, GradcliError, InputError, LimitError
 
-__all__ = ["critical_points", "parse_range", "points_of_interest", "range_text", "sample",
-           "sample_grid", "sample_mode"]
+__all__ = ["critical_points", "parse_range", "points_of_interest", "sample", "sample_grid",
+           "sample_mode", "check_size", "MAX_CURVE_POINTS", "MAX_GRID_POINTS",
+           "MAX_SINGLE_POINTS", "MAX_MARKED_CRITICAL"]
+
+#: Points of one curve (``--points``, or the count of a ``linspace(a, b, n)`` range).
+MAX_CURVE_POINTS = 100_000
+#: Points of a contour grid (the points per axis, squared): 500 x 500. The largest grid
+#: of a simple program (``x^2 + y``) takes about 3 s with --json or --csv (printing 1.25
+#: million numbers is most of it), about 2 s drawn in the terminal.
+MAX_GRID_POINTS = 250_000
+#: Points per ``vectorized_map`` call: bounds the memory of one call (a chunk that goes
+#: over the limits of one evaluation, ``ChunkTooLarge``, is computed in halves).
+CHUNK_POINTS = 1 << 16
+#: Points evaluated on their own (where the transform cannot batch the program, or points
+#: fail: a failing chunk is cut in halves down to ``_ALONE`` points, which go one by one).
+#: One point of a simple program takes 0.1 to 0.3 ms, so these take a few seconds at most.
+MAX_SINGLE_POINTS = 10_000
+_ALONE = 32
+#: Critical points of a contour plot refined by Newton's method and marked: more are not
+#: marked (a note says so), as each refinement costs up to 30 Hessians.
+MAX_MARKED_CRITICAL = 100
 
 _RANGE = re.compile(r"^\s*([^:]+?)\s*:\s*([^:]+?)\s*$")
 
@@ -42,50 +63,172 @@ def parse_range(text: str, points: int):
     stripped = text.strip()
     if stripped.startswith("linspace("):
         values = np.asarray(load_value(stripped), dtype=float).ravel()
+        if not np.all(np.isfinite(values)):
+            raise InputError(f"range {text!r}: its points are not all finite numbers (the "
+                             "span overflows float64); write it as a:b")
     else:
         match = _RANGE.match(stripped)
         if match is None or stripped.startswith("@"):
             return None
-        a, b = (float(load_value(part)) for part in match.groups())
+        ends = [np.asarray(load_value(part), dtype=float) for part in match.groups()]
+        if any(end.size != 1 for end in ends):
+            raise InputError(f"range {text!r}: each end must be one number")
+        a, b = (float(end.reshape(())) for end in ends)
         if not (np.isfinite(a) and np.isfinite(b)) or a == b:
             raise InputError(f"range {text!r}: the ends must be finite and different")
-        values = np.linspace(a, b, points)
+        with np.errstate(over="ignore"):
+            span = b - a
+        if np.isfinite(span):
+            values = np.linspace(a, b, points)
+        else:  # the span overflows float64 (-1e308:1e308): halve the ends, exactly
+            values = np.linspace(a / 2, b / 2, points) * 2
     if values.size < 2:
         raise InputError(f"range {text!r}: at least 2 points are needed")
     return values
 
 
-def range_text(values: np.ndarray) -> str:
-    """The declaration text that makes exactly these points: the numbers in a list."""
-    return "[" + ", ".join(repr(float(v)) for v in values) + "]"
+def check_size(axes) -> None:
+    """Refuse, before any work, a curve of more than ``MAX_CURVE_POINTS`` points or a grid
+    of more than ``MAX_GRID_POINTS``."""
+    sizes = [len(a) for a in axes]
+    if len(sizes) == 1 and sizes[0] > MAX_CURVE_POINTS:
+        raise LimitError(f"a curve of {sizes[0]:,} points is over the limit of "
+                         f"{MAX_CURVE_POINTS:,} points")
+    if len(sizes) == 2 and sizes[0] * sizes[1] > MAX_GRID_POINTS:
+        side = int(MAX_GRID_POINTS ** 0.5)
+        raise LimitError(f"a contour grid of {sizes[0]:,} x {sizes[1]:,} = "
+                         f"{sizes[0] * sizes[1]:,} points is over the limit of "
+                         f"{MAX_GRID_POINTS:,} points ({side} per axis: --points {side})")
 
 
-def _derivatives(model, name: str, order: int, value=None) -> list[np.ndarray]:
-    """[f, f', ..., f^(order)] at the model's value of ``name`` (or at ``value``)."""
-    return [np.asarray(c.numpy(), dtype=float)
-            for c in _derivative_tensors(model, name, order, value)]
+def _shown(value) -> str:
+    """A point's coordinate in a message: the number's shortest text, not numpy's repr."""
+    return repr(float(value))
 
 
-def _derivative_tensors(model, name: str, order: int, value=None) -> list:
-    """``_derivatives`` as tensors; ``value`` may be a batched value of
-    ``vectorized_map`` (the tensors are then batched too)."""
-    kind = model.kinds.get(name)
-    args = list(model.arg_values)
+# ---------------------------------------------------------------------------------------
+# Evaluating the points: a chunk at a time by vectorized_map, one at a time where needed
+# ---------------------------------------------------------------------------------------
+class _Points:
+    """``columns(model)`` (``count`` tensors or arrays, each one number per point) at every
+    point of ``elems`` (declared name -> array, the points on axis 0), bound to ``model``
+    by ``Model.bind``: ``run()`` -> (a float array per column, ``how``).
+
+    ``failures`` are the errors that make one point's columns nan (its own failure);
+    ``scalar(i, k, shape)`` is the error for a column k that is not one number (at
+    point i)."""
+
+    def __init__(self, model, elems: dict, count: int, columns, scalar,
+                 failures=(GradcliError,), axes: int = 1):
+        self.model, self.elems, self.columns = model, elems, columns
+        # the --points that keeps every point within MAX_SINGLE_POINTS (per axis)
+        self.hint = int(MAX_SINGLE_POINTS ** (1 / axes) + 1e-9)
+        self.scalar, self.failures = scalar, failures
+        self.n = len(next(iter(elems.values())))
+        self.table = [np.full(self.n, np.nan) for _ in range(count)]
+        self.chunk = CHUNK_POINTS
+        self.batchable = True
+        self.alone = 0            # points evaluated on their own so far
+        self.failure = None       # the first error of a chunk (why points go alone)
+
+    def run(self):
+        try:
+            at = 0
+            while at < self.n:
+                size = min(self.chunk, self.n - at)
+                self._fill(at, at + size)
+                at += size
+        finally:
+            self.model.bind({})   # back to the declared values
+        return self.table, "loop" if self.alone else "vectorised"
+
+    def _fill(self, lo: int, hi: int, failed: bool = False) -> None:
+        """Points lo..hi-1: at once, or (``failed``: a piece of a chunk that failed) in
+        halves, down to ``_ALONE`` points, which are evaluated one by one."""
+        size = hi - lo
+        if self.batchable and not (failed and size <= _ALONE):
+            try:
+                for out, column in zip(self.table, self._batched(lo, hi)):
+                    out[lo:hi] = column
+                return
+            except ChunkTooLarge:
+                if size == 1:
+                    raise
+                # the points together go over the limits of one evaluation: fewer at once
+                self.chunk = step = (size + 1) // 2
+                for start in range(lo, hi, step):
+                    self._fill(start, min(start + step, hi), failed)
+                return
+            except (GradcliError, ValueError, *self.failures) as err:
+                if isinstance(err, ValueError) and str(err).startswith("vectorized_map:"):
+                    # data-dependent Python code: every remaining point on its own
+                    self.batchable = False
+                    if self.n - lo > MAX_SINGLE_POINTS:
+                        raise LimitError(
+                            "plot: the batching transform cannot batch this program, so "
+                            f"its points are computed one at a time, and {self.n:,} are "
+                            f"more than the limit of {MAX_SINGLE_POINTS:,}: use "
+                            f"--points {self.hint} or fewer") from None
+                else:
+                    # some point fails: find it by halves, the others stay batched
+                    if self.failure is None:
+                        self.failure = getattr(err, "message", None) or \
+                            f"{type(err).__name__}: {err}"
+                    middle = lo + size // 2
+                    self._fill(lo, middle, True)
+                    self._fill(middle, hi, True)
+                    return
+        if self.alone + size > MAX_SINGLE_POINTS:
+            raise LimitError(
+                f"plot: the program fails at some points ({self.failure}); the points "
+                "near them are computed one at a time to find them, and more than "
+                f"{MAX_SINGLE_POINTS:,} would be (the limit): use fewer --points, or a "
+                "range where the program is defined")
+        self.alone += size
+        for i in range(lo, hi):
+            for out, value in zip(self.table, self._alone(i)):
+                out[i] = value
+
+    def _batched(self, lo: int, hi: int) -> list:
+        from .engine.batching import vectorized_map
+        model, dtype = self.model, self.model.dtype
+        elems = {name: gc.constant(v[lo:hi], dtype=dtype) for name, v in self.elems.items()}
+
+        def at(example):
+            model.bind(example)
+            return list(self.columns(model))
+        with np.errstate(all="ignore"):
+            out = vectorized_map(at, elems, fallback_to_while_loop=False)
+        columns = [np.asarray(c.numpy(), dtype=float) for c in out]
+        for k, column in enumerate(columns):
+            if column.shape != (hi - lo,):
+                raise self.scalar(lo, k, column.shape[1:])
+        return columns
+
+    def _alone(self, i: int) -> list:
+        """The columns at point i, evaluated on its own (nan where it fails)."""
+        try:
+            with np.errstate(all="ignore"):
+                self.model.bind({name: v[i] for name, v in self.elems.items()})
+                columns = [np.asarray(c.numpy() if hasattr(c, "numpy") else c, dtype=float)
+                           for c in self.columns(self.model)]
+        except self.failures:
+            return [np.nan] * len(self.table)
+        for k, column in enumerate(columns):
+            if column.size != 1:
+                raise self.scalar(i, k, column.shape)
+        return [float(column.reshape(())) for column in columns]
+
+
+def _derivative_tensors(model, name: str, order: int) -> list:
+    """[f, f', ..., f^(order)] with respect to ``name`` at the model's bound values (which
+    may be batched values of ``vectorized_map``: the tensors are then batched too)."""
     with ExitStack() as stack:
         tapes = [stack.enter_context(gc.GradientTape()) for _ in range(order)]
-        if kind == "arg":
-            i = model.arg_names.index(name)
-            if value is not None:
-                args[i] = value if isinstance(value, Batched) else gc.constant(
-                    value, dtype=model.dtype)
-            x = args[i]
-        else:
-            x = model.source(name)
-            if value is not None:
-                x.assign(value)
+        x = model.source(name)
         for tape in tapes:
             tape.watch(x)
-        y = model.function(*args)
+        y = model.function(*model.arg_values)
         out = [y]
         current = y
         for k in range(order):
@@ -95,63 +238,25 @@ def _derivative_tensors(model, name: str, order: int, value=None) -> list:
     return out
 
 
-def _at_point(model, name, order, x) -> list[float]:
-    try:
-        column = _derivatives(model, name, order, x)
-    except GradcliError:
-        return [float("nan")] * (order + 1)
-    if any(np.size(c) != 1 for c in column):
-        raise InputError(f"plot needs a scalar target; at {name} = {x!r} the target has "
-                         f"shape {np.shape(column[0])} (reduce it, e.g. sum(...))")
-    return [float(np.reshape(c, ())) for c in column]
+def _not_scalar(names, points):
+    def error(i, k, shape):
+        at = ", ".join(f"{n} = {_shown(p[i])}" for n, p in zip(names, points))
+        return InputError(f"plot needs a scalar target; at {at} the target has shape "
+                          f"{tuple(shape)} (reduce it, e.g. sum(...))")
+    return error
 
 
-def sample(make_model, name: str, xs: np.ndarray, order: int = 1):
+def sample(model, name: str, xs: np.ndarray, order: int = 1):
     """f and its derivatives up to ``order`` with respect to ``name`` at every point of
-    ``xs``: ``([f, f', ...], how)`` with ``how`` "vectorised" or "loop".
+    ``xs``: ``([f, f', ...], how)`` with ``how`` "vectorised" (every point in chunks by
+    ``vectorized_map``) or "loop" (some points on their own).
 
-    ``make_model(text)`` builds the program with ``name`` declared as ``text`` (a number,
-    or a list holding every point)."""
+    ``model`` is the built program, ``name`` one of its declared names (its declared value
+    is put back at the end)."""
     xs = np.asarray(xs, dtype=float)
-    single = make_model(repr(float(xs[0])))
-    try:
-        with np.errstate(all="ignore"):
-            table = _batched_derivatives(single, name, order, xs)
-        if all(np.shape(c) == xs.shape for c in table):  # else: not a scalar target
-            return table, "vectorised"
-    except (GradcliError, ValueError):
-        pass  # not batchable, or a point fails: each point alone says how
-    single = make_model(repr(float(xs[0])))
-    with np.errstate(all="ignore"):
-        rows = [_at_point(single, name, order, x) for x in xs]
-    return [np.array(col) for col in zip(*rows)], "loop"
-
-
-def _batched_derivatives(model, name: str, order: int, xs: np.ndarray) -> list[np.ndarray]:
-    """``_derivatives`` at every point of ``xs`` at once, by ``vectorized_map`` (a
-    ``ValueError`` where it would fall back to a loop)."""
-    from .engine.batching import vectorized_map
-    kind = model.kinds.get(name)
-
-    def at(x):
-        if kind == "arg":
-            return _derivative_tensors(model, name, order, x)
-        # a variable: one per point, in the declared one's place for this call
-        declared = model.source(name)
-        batched = gc.Variable(x, trainable=declared.trainable, name=declared.name)
-        outside = name in model._base_env
-        model._variables[name] = batched
-        if outside:
-            model._base_env[name] = batched
-        try:
-            return _derivative_tensors(model, name, order)
-        finally:
-            model._variables[name] = declared
-            if outside:
-                model._base_env[name] = declared
-    columns = vectorized_map(at, gc.constant(xs, dtype=model.dtype),
-                             fallback_to_while_loop=False)
-    return [np.asarray(c.numpy(), dtype=float) for c in columns]
+    points = _Points(model, {name: xs}, order + 1,
+                     lambda m: _derivative_tensors(m, name, order), _not_scalar([name], [xs]))
+    return points.run()
 
 
 def points_of_interest(xs, table) -> list[tuple[str, float, float]]:
@@ -173,20 +278,21 @@ def points_of_interest(xs, table) -> list[tuple[str, float, float]]:
                 jumps[x] = kind
     found += [(kind, x, float(np.interp(x, xs, f))) for x, kind in jumps.items()]
     if len(table) > 1:
-        d = table[1]
-        for i in range(len(xs) - 1):
-            a, b = d[i], d[i + 1]
-            if not (np.isfinite(a) and np.isfinite(b)):
-                continue
-            if a == 0.0 and (i == 0 or d[i - 1] != 0.0):
-                x = float(xs[i])
-            elif a * b < 0:
-                x = float(xs[i] - a * (xs[i + 1] - xs[i]) / (b - a))
-            else:
-                continue
-            kind = "minimum" if a < 0 < b else "maximum" if a > 0 > b else "f' = 0"
-            fx = float(np.interp(x, xs, f))
-            found.append((kind, x, fx))
+        # every sample pair at once (numpy): a curve may have 100,000 samples
+        d = np.asarray(table[1], dtype=float)
+        a, b = d[:-1], d[1:]
+        with np.errstate(all="ignore"):
+            both = np.isfinite(a) & np.isfinite(b)
+            earlier = np.concatenate([[True], d[:-2] != 0.0])   # no zero just before
+            at_zero = both & (a == 0.0) & earlier
+            crossing = both & ~at_zero & (a * b < 0)
+            steps = xs[1:] - xs[:-1]
+            where = np.where(at_zero, xs[:-1], xs[:-1] - a * steps / (b - a))
+        for i in np.flatnonzero(at_zero | crossing):
+            x = float(where[i])
+            kind = ("minimum" if a[i] < 0 < b[i] else "maximum" if a[i] > 0 > b[i]
+                    else "f' = 0")
+            found.append((kind, x, float(np.interp(x, xs, f))))
     found.sort(key=lambda entry: entry[1])
     return found
 
@@ -197,19 +303,18 @@ def _jumps(xs, column) -> list[float]:
     (a smooth function sampled finely changes by about the same amount from one step to
     the next); the two samples at each end are not judged. A jump between two samples is
     reported at their midpoint; one at a sample (two big steps in a row) at that sample."""
-    steps = np.abs(np.diff(column))
+    with np.errstate(all="ignore"):
+        steps = np.abs(np.diff(column))
     if len(steps) < 9:  # too few samples to tell a jump from a steep smooth change
         return []
     finite = column[np.isfinite(column)]
     floor = 1e-6 * max(float(np.max(np.abs(finite))) if finite.size else 0.0, 1.0)
-    flagged = []
-    for i, step in enumerate(steps):
-        if i < 2 or i + 2 >= len(steps):  # both sides are needed to call it a jump
-            continue
-        around = (steps[i - 2], steps[i + 2])
-        if np.isfinite(step) and step > floor and all(np.isfinite(around)) \
-                and step > 10 * max(around):
-            flagged.append(i)
+    # both sides are needed to call it a jump: steps 2 .. len - 3, against i - 2 and i + 2
+    step, left, right = steps[2:-2], steps[:-4], steps[4:]
+    with np.errstate(all="ignore"):
+        jump = np.isfinite(step) & (step > floor) & np.isfinite(left) & np.isfinite(right) \
+            & (step > 10 * np.maximum(left, right))
+    flagged = (np.flatnonzero(jump) + 2).tolist()
     out, k = [], 0
     while k < len(flagged):
         i = flagged[k]
@@ -225,113 +330,79 @@ def _jumps(xs, column) -> list[float]:
 # ---------------------------------------------------------------------------------------
 # Another mode's gradients, and two ranged values (a grid)
 # ---------------------------------------------------------------------------------------
-def _set_value(model, name: str, value) -> None:
-    """Bind ``name`` (a declared argument or variable) to ``value`` for the next runs."""
-    if model.kinds.get(name) == "arg":
-        model.arg_values[model.arg_names.index(name)] = gc.constant(value, dtype=model.dtype)
-    else:
-        model.source(name).assign(value)
+def sample_mode(model, name: str, xs: np.ndarray, mode: str):
+    """f and the gradients one mode (tape, grad, implicit, value-grad) returns at every
+    point: ``([f, g1, g2, ...], [source names], how)``. A tape also watches the ranged
+    name, so that its derivative is among the curves. Each gradient must be one number.
 
-
-def sample_mode(make_model, name: str, xs: np.ndarray, mode: str):
-    """f and the gradients one mode (tape, grad, implicit, value-grad) returns, at each
-    point in turn: ``([f, g1, g2, ...], [source names])``. A tape also watches the ranged
-    name, so that its derivative is among the curves. Each gradient must be one number."""
+    The mode's own code runs at each point, a chunk of points at a time by
+    ``vectorized_map`` (as ``--at`` runs it); every other declared number is given to
+    each point as its own copy, so that a gradient for it is per point too."""
     from .modes import ModeOptions, run_mode
-    model = make_model(repr(float(xs[0])))
+    xs = np.asarray(xs, dtype=float)
     options = ModeOptions(watch=[name] if mode == "tape" else None)
-    columns, names = [], None
-    for x in xs:
-        _set_value(model, name, x)
-        try:
-            outcome = run_mode(mode, model, options)
-            value = outcome.value
-            if value is None:
-                value = model.function(*model.arg_values).numpy()
-            grads = [(g.name, g.gradient) for g in outcome.gradients]
-        except (GradcliError, ValueError, ArithmeticError):
-            if names is None:
-                raise
-            columns.append([float("nan")] * (len(names) + 1))
-            continue
-        if names is None:
-            names = [g for g, _ in grads]
-        for source, g in grads:
-            if g is not None and np.size(g) != 1:
-                raise InputError(f"plot draws one number per point: the {mode} gradient "
-                                 f"for '{source}' has shape {np.shape(g)}")
-        if np.size(value) != 1:
-            raise InputError(f"plot needs a scalar target; it has shape {np.shape(value)}")
-        columns.append([float(np.reshape(value, ()))]
-                       + [0.0 if g is None else float(np.reshape(g, ())) for _, g in grads])
-    return [np.array(c) for c in zip(*columns)], names
+    # The first point alone: the sources' names, and their shapes (an error raises here).
+    model.bind({name: xs[0]})
+    with np.errstate(all="ignore"):
+        outcome = run_mode(mode, model, options)
+    names = [g.name for g in outcome.gradients]
+    for g in outcome.gradients:
+        if g.gradient is not None and np.size(g.gradient) != 1:
+            raise InputError(f"plot draws one number per point: the {mode} gradient "
+                             f"for '{g.name}' has shape {np.shape(g.gradient)}")
+
+    def columns(m):
+        out = run_mode(mode, m, options)
+        value = out.value if out.value is not None else m.function(*m.arg_values)
+        return [value] + [np.zeros(()) if g.gradient is None else g.gradient
+                          for g in out.gradients]
+
+    elems = {name: xs}
+    for decl in model.declarations:
+        if decl.name != name and decl.has_value and np.size(decl.value) == 1:
+            elems[decl.name] = np.broadcast_to(decl.value, (len(xs),) + np.shape(decl.value))
+
+    def scalar(i, k, shape):
+        if k == 0:
+            return _not_scalar([name], [xs])(i, k, shape)
+        return InputError(f"plot draws one number per point: the {mode} gradient for "
+                          f"'{names[k - 1]}' has shape {tuple(shape)}")
+    points = _Points(model, elems, len(names) + 1, columns, scalar,
+                     failures=(GradcliError, ValueError, ArithmeticError))
+    table, how = points.run()
+    return table, names, how
 
 
-def _value_and_gradients(model, names, values=None) -> list[np.ndarray]:
-    """[f, df/dname1, df/dname2, ...] at the model's values (or at ``values``)."""
-    args = list(model.arg_values)
-    sources = []
+def _value_and_gradient_tensors(model, names) -> list:
+    """[f, df/dname1, df/dname2, ...] at the model's bound values (batched values inside
+    ``vectorized_map``)."""
+    sources = [model.source(name) for name in names]
     with gc.GradientTape() as tape:
-        for k, name in enumerate(names):
-            if model.kinds.get(name) == "arg":
-                i = model.arg_names.index(name)
-                if values is not None:
-                    args[i] = gc.constant(values[k], dtype=model.dtype)
-                sources.append(args[i])
-            else:
-                sources.append(model.source(name))
-                if values is not None:
-                    sources[-1].assign(values[k])
-            tape.watch(sources[-1])
-        y = model.function(*args)
+        for source in sources:
+            tape.watch(source)
+        y = model.function(*model.arg_values)
     grads = tape.gradient(y, sources)
-    return [np.asarray(y.numpy(), dtype=float)] + [
-        np.zeros(np.shape(s)) if g is None else np.asarray(g.numpy(), dtype=float)
-        for g, s in zip(grads, sources)]
+    return [y] + [gc.constant(np.zeros(np.shape(s))) if g is None else g
+                  for g, s in zip(grads, sources)]
 
 
-def sample_grid(make_model, names, axes):
+def _value_and_gradients(model, names, values) -> list[np.ndarray]:
+    """[f, df/dname1, df/dname2, ...] at ``values`` (one point)."""
+    model.bind(dict(zip(names, values)))
+    return [np.asarray(c.numpy(), dtype=float) for c in _value_and_gradient_tensors(model, names)]
+
+
+def sample_grid(model, names, axes):
     """f and its gradient on the grid of two ranged values: ``([F, dF/dx, dF/dy], how)``,
     each of shape (len(axes[1]), len(axes[0])) -- rows follow the second name, as
-    ``numpy.meshgrid``. ``make_model(texts)`` takes one declaration text per name.
-    Evaluated at once where the program is elementwise in both (checked at three
-    points, as ``sample``), else point by point."""
+    ``numpy.meshgrid``. The points go a chunk at a time through ``vectorized_map`` (as
+    ``sample``), whatever the program."""
     grid = np.meshgrid(*axes)
     flat = [g.ravel() for g in grid]
-    single = make_model([repr(float(a[0])) for a in axes])
-
-    def at_point(point):
-        try:
-            out = _value_and_gradients(single, names, point)
-        except GradcliError:
-            return [float("nan")] * (len(names) + 1)
-        if any(np.size(c) != 1 for c in out):
-            raise InputError("plot needs a scalar target; it has shape "
-                             f"{np.shape(out[0])} (reduce it, e.g. sum(...))")
-        return [float(np.reshape(c, ())) for c in out]
-
-    table = None
-    try:
-        with np.errstate(all="ignore"):
-            table = _value_and_gradients(make_model([range_text(f) for f in flat]), names)
-        if any(np.shape(c) != flat[0].shape for c in table):
-            table = None
-    except GradcliError:
-        table = None
-    if table is not None:
-        for i in sorted({0, flat[0].size // 2, flat[0].size - 1}):
-            with np.errstate(all="ignore"):
-                expected = at_point([f[i] for f in flat])
-            if not np.allclose([c[i] for c in table], expected, rtol=1e-9, atol=1e-12,
-                               equal_nan=True):
-                table = None
-                break
-    how = "vectorised"
-    if table is None:
-        how = "loop"
-        with np.errstate(all="ignore"):
-            rows = [at_point(point) for point in zip(*flat)]
-        table = [np.array(c) for c in zip(*rows)]
+    points = _Points(model, dict(zip(names, flat)), len(names) + 1,
+                     lambda m: _value_and_gradient_tensors(m, names),
+                     _not_scalar(names, flat), axes=2)
+    table, how = points.run()
     return [np.reshape(c, grid[0].shape) for c in table], how
 
 
@@ -339,29 +410,28 @@ def critical_points(axes, table) -> list[tuple[str, float, float, float]]:
     """("critical point", x, y, f) where both partial derivatives change sign among a grid
     cell's four corners and their planes fitted to the corners cross inside the cell (a
     curved valley makes both change sign in cells where they do not both vanish);
-    neighbouring such cells (a point on a grid line or corner is in
-    up to four) are one point, at the mean of their centres, with f there interpolated
-    as the mean of their corners."""
-    xs, ys = axes
+    neighbouring such cells (a point on a grid line or corner is in up to four) are one
+    point, at the mean of their centres, with f there interpolated as the mean of their
+    corners. Every cell is judged at once (numpy), so a grid of any size takes little."""
+    xs, ys = (np.asarray(a, dtype=float) for a in axes)
     f, gx, gy = table
-    cells = []
-    for r in range(len(ys) - 1):
-        for c in range(len(xs) - 1):
-            cell = (slice(r, r + 2), slice(c, c + 2))
-            a, b = gx[cell], gy[cell]
-            if not (np.all(np.isfinite(a)) and np.all(np.isfinite(b))):
-                continue
-            if a.min() <= 0 <= a.max() and b.min() <= 0 <= b.max() \
-                    and a.min() < a.max() and b.min() < b.max() \
-                    and _zero_in_cell(xs[c:c + 2], ys[r:r + 2], a, b):
-                cells.append((r, c))
-    groups: list[list] = []
-    for r, c in cells:
-        home = [g for g in groups if any(abs(r - r2) <= 1 and abs(c - c2) <= 1 for r2, c2 in g)]
-        merged = [cell for g in home for cell in g] + [(r, c)]
-        groups = [g for g in groups if g not in home] + [merged]
+
+    def corners(a):   # (r, c), (r, c + 1), (r + 1, c), (r + 1, c + 1) of every cell
+        return a[:-1, :-1], a[:-1, 1:], a[1:, :-1], a[1:, 1:]
+
+    with np.errstate(all="ignore"):
+        a, b = np.stack(corners(gx)), np.stack(corners(gy))
+        finite = np.all(np.isfinite(a), axis=0) & np.all(np.isfinite(b), axis=0)
+        amin, amax, bmin, bmax = a.min(0), a.max(0), b.min(0), b.max(0)
+        candidate = finite & (amin <= 0) & (amax >= 0) & (amin < amax) \
+            & (bmin <= 0) & (bmax >= 0) & (bmin < bmax)
+        rows, cols = np.nonzero(candidate)
+        w = (xs[1:] - xs[:-1])[cols]
+        h = (ys[1:] - ys[:-1])[rows]
+        inside = _zero_in_cells(w, h, a[:, rows, cols], b[:, rows, cols])
+    cells = list(zip(rows[inside].tolist(), cols[inside].tolist()))
     found = []
-    for group in groups:
+    for group in _neighbours(cells):
         x = float(np.mean([(xs[c] + xs[c + 1]) / 2 for _, c in group]))
         y = float(np.mean([(ys[r] + ys[r + 1]) / 2 for r, _ in group]))
         value = float(np.mean([np.mean(f[r:r + 2, c:c + 2]) for r, c in group]))
@@ -369,39 +439,58 @@ def critical_points(axes, table) -> list[tuple[str, float, float, float]]:
     return sorted(found, key=lambda p: (p[1], p[2]))
 
 
-def _zero_in_cell(xs, ys, a, b) -> bool:
-    """Whether the planes fitted (least squares) to the two gradients at a cell's corners
-    vanish together inside the cell (with a quarter-cell margin)."""
-    dx, dy = np.meshgrid(xs - xs[0], ys - ys[0])
-    design = np.column_stack([np.ones(4), dx.ravel(), dy.ravel()])
-    pa = np.linalg.lstsq(design, a.ravel(), rcond=None)[0]
-    pb = np.linalg.lstsq(design, b.ravel(), rcond=None)[0]
-    matrix = np.array([pa[1:], pb[1:]])
-    if abs(np.linalg.det(matrix)) < 1e-300:
-        return False
-    u, v = np.linalg.solve(matrix, -np.array([pa[0], pb[0]]))
-    w, h = xs[1] - xs[0], ys[1] - ys[0]
-    return -0.25 * w <= u <= 1.25 * w and -0.25 * h <= v <= 1.25 * h
+def _neighbours(cells: list) -> list[list]:
+    """The cells in groups of neighbours (rows and columns at most 1 apart, chained)."""
+    index = {cell: k for k, cell in enumerate(cells)}
+    parent = list(range(len(cells)))
+
+    def root(k):
+        while parent[k] != k:
+            parent[k] = parent[parent[k]]
+            k = parent[k]
+        return k
+    for k, (r, c) in enumerate(cells):
+        for other in ((r - 1, c - 1), (r - 1, c), (r - 1, c + 1), (r, c - 1)):
+            j = index.get(other)
+            if j is not None:
+                parent[root(j)] = root(k)
+    groups: dict = {}
+    for k, cell in enumerate(cells):
+        groups.setdefault(root(k), []).append(cell)
+    return list(groups.values())
+
+
+def _zero_in_cells(w, h, a, b):
+    """Whether the planes fitted (least squares) to the two gradients at each cell's
+    corners vanish together inside the cell (with a quarter-cell margin). ``a`` and ``b``
+    hold the corners (r, c), (r, c + 1), (r + 1, c), (r + 1, c + 1) on axis 0; ``w`` and
+    ``h`` are the cells' widths and heights. On a rectangle's corners the fit is in
+    closed form: slopes from the differences of the sides' means, and the centre value."""
+    def plane(v):
+        px = (v[1] + v[3] - v[0] - v[2]) / (2 * w)
+        py = (v[2] + v[3] - v[0] - v[1]) / (2 * h)
+        return v.mean(axis=0) - px * w / 2 - py * h / 2, px, py
+    a0, ax, ay = plane(a)
+    b0, bx, by = plane(b)
+    det = ax * by - ay * bx
+    ok = np.abs(det) >= 1e-300
+    det = np.where(ok, det, 1.0)
+    u = (ay * b0 - a0 * by) / det
+    v = (a0 * bx - ax * b0) / det
+    return ok & (u >= -0.25 * w) & (u <= 1.25 * w) & (v >= -0.25 * h) & (v <= 1.25 * h)
 
 
 def _gradient_and_hessian(model, names, point):
     """The gradient and the Hessian of f at ``point`` (nested tapes on the engine)."""
-    sources = []
-    args = list(model.arg_values)
+    model.bind(dict(zip(names, point)))
+    sources = [model.source(name) for name in names]
     with gc.GradientTape(persistent=True) as outer:
-        for k, name in enumerate(names):
-            if model.kinds.get(name) == "arg":
-                i = model.arg_names.index(name)
-                args[i] = gc.constant(point[k], dtype=model.dtype)
-                sources.append(args[i])
-            else:
-                sources.append(model.source(name))
-                sources[-1].assign(point[k])
-            outer.watch(sources[-1])
+        for source in sources:
+            outer.watch(source)
         with gc.GradientTape() as inner:
             for source in sources:
                 inner.watch(source)
-            y = model.function(*args)
+            y = model.function(*model.arg_values)
         grads = inner.gradient(y, sources)
     grads = [g if g is not None else gc.constant(0.0) for g in grads]
     hessian = [[0.0 if h is None else float(h.numpy()) for h in outer.gradient(g, sources)]
@@ -413,10 +502,19 @@ def refine_critical(model, names, axes, candidates, iterations: int = 30):
     """Newton's method from each candidate of ``critical_points``: keeps those that
     converge (gradient norm below 1e-9 of the gradient's scale on the grid, or 1e-12)
     inside the plotted box, once each, classified by the Hessian's eigenvalues
-    ("minimum", "maximum", "saddle", or "critical point" when one is zero)."""
+    ("minimum", "maximum", "saddle", or "critical point" when one is zero). The model's
+    declared values are put back at the end."""
+    try:
+        return _refined(model, names, axes, candidates, iterations)
+    finally:
+        model.bind({})
+
+
+def _refined(model, names, axes, candidates, iterations):
     lo = np.array([a[0] for a in axes])
     hi = np.array([a[-1] for a in axes])
-    cell = (hi - lo) / np.array([len(a) - 1 for a in axes])
+    with np.errstate(over="ignore"):
+        cell = np.array([a[1] - a[0] for a in axes])
     found = []
     for _, *start, _ in candidates:
         point = np.array(start, dtype=float)

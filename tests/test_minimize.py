@@ -101,8 +101,10 @@ def test_seed_weighted_sum_with_squared_error_trains_to_lstsq_with_lbfgs(tmp_pat
                        + "loss = mean((s - t) ^ 2)\n")
     _, t_text = seed_program()
     args = seed_program()[0][1:]
+    # --tol 1e-9: a largest gradient component this loss reaches (it stalls at 2.7e-10,
+    # where scipy stops with "success" but the gradient test of 1e-12 does not hold)
     out = gradcli("minimize", f"@{program}", *args, "--arg", f"t={t_text}",
-                  "--optimizer", "lbfgs", "--tol", "1e-12", "--json")
+                  "--optimizer", "lbfgs", "--tol", "1e-9", "--json")
     assert out.returncode == 0, out.stderr
     result = json.loads(out.stdout)
     _, _, w = seed_least_squares()
@@ -269,3 +271,43 @@ def test_nan_at_the_start_says_so_and_exits_1():
     out = gradcli("minimize", "log(w)", "--var", "w=-1", "--plain")
     assert out.returncode == 1 and "at the starting point" in out.stderr
     assert out.stdout == "nan\n-1.0\n"
+
+
+def test_lbfgs_on_a_loss_without_minimum_is_a_non_finite_loss_not_converged():
+    # -w^2 runs off to -inf: scipy stops with success ("relative reduction") at a loss of
+    # -2.2e307, where the gradient -2w is anything but small
+    out = gradcli("minimize", "-w^2", "--var", "w=1", "--optimizer", "lbfgs", "--json")
+    assert out.returncode == 1, out.stderr
+    result = json.loads(out.stdout)
+    assert result["converged"] is False and result["reason"] == "non-finite loss"
+    w = result["variables"][0]["value"]
+    assert result["loss"] == -w * w and abs(2 * w) > 1e150   # the gradient, by hand
+    assert out.stderr == (f"error: the loss ran off towards -inf (the last finite loss is "
+                          f"{result['loss']!r}) at step {result['steps']}; the output is the "
+                          "last finite point (the function may have no minimum)\n")
+
+
+def test_sgd_running_off_to_infinity_has_the_same_exit_code_as_lbfgs():
+    out = gradcli("minimize", "-exp(w)", "--var", "w=1", "--optimizer", "sgd", "--lr", "10",
+                  "--plain")
+    assert out.returncode == 1
+    assert out.stderr.startswith("error: the loss became nan or infinite at step ")
+
+
+@pytest.mark.parametrize("optimizer", ["lbfgs", "adam"])
+def test_zero_steps_make_no_step_for_every_optimizer(optimizer):
+    out = gradcli("minimize", "(w - 3)^2", "--var", "w=1", "--optimizer", optimizer,
+                  "--steps", "0", "--json")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["steps"] == 0 and result["variables"] == [{"name": "w", "value": 1.0}]
+    assert result["history"] == [{"step": 0, "loss": 4.0, "grad_norm": 4.0}]
+    assert result["converged"] is False and result["reason"] == "max steps"
+
+
+def test_zero_steps_at_the_minimum_is_converged_for_lbfgs():
+    out = gradcli("minimize", "(w - 3)^2", "--var", "w=3", "--optimizer", "lbfgs",
+                  "--steps", "0", "--json")
+    result = json.loads(out.stdout)
+    assert result["steps"] == 0 and result["converged"] is True
+    assert result["reason"] == "converged"

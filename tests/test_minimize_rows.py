@@ -400,3 +400,28 @@ def test_npz_rows_train_as_the_csv_rows(data, tmp_path):
     from_npz, _, _ = train(npz, *options)
     from_csv, _, _ = train(path, *options)
     assert from_npz == from_csv
+
+
+def test_epochs_times_batches_over_the_update_limit_is_refused_before_training():
+    # 10^8 epochs of 200 batches of one row: 2 * 10^10 updates ran without end; --steps
+    # is capped at 10^8, and so is --epochs times the batches per epoch (ceil(200 / 1))
+    out = gradcli("minimize", "@examples/regression_row.grad", "--var", "w=[0,0,0]",
+                  "--var", "b=0", "--arg", "x", "--arg", "y",
+                  "--at", "@examples/data/rows.csv", "--epochs", "100000000",
+                  "--batch-size", "1", "--plain")
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == (
+        "error: --epochs 100,000,000 over 200 rows in batches of 1 is 20,000,000,000 "
+        "updates (200 per epoch), over the limit of 100,000,000 updates (as --steps): give "
+        "at most 500,000 epochs, or a larger --batch-size\n")
+
+
+def test_update_limit_counts_the_short_last_batch_of_an_epoch():
+    from gradcli.errors import LimitError
+    from gradcli.optimize import MAX_UPDATES, total_updates
+    # 200 rows in batches of 64: 64, 64, 64, 8 -> 4 batches per epoch
+    assert total_updates(200, 64, None, 25_000_000) == MAX_UPDATES == 10**8
+    with pytest.raises(LimitError, match="is 100,000,004 updates"):
+        total_updates(200, 64, None, 25_000_001)
+    with pytest.raises(LimitError, match="over the limit of 100,000,000 updates"):
+        total_updates(200, 64, 10**8 + 1, None)

@@ -323,3 +323,250 @@ def test_pole_draws_with_a_gap_and_undefined_f_is_refused():
     # log is nan for x < 0, though its rule would give 1/x: nothing is drawn
     nothing = gradcli("plot", "log(x)", "--arg", "x=-2:-1")
     assert nothing.returncode == 2 and "nothing to draw" in nothing.stderr
+
+
+# ---------------------------------------------------------------------------------------
+# Sizes: a contour grid batched from arrays whatever its size, refused above the limit
+# ---------------------------------------------------------------------------------------
+def _model(program, **declared):
+    from gradcli.lang import Declarations, build, parse_program
+    declarations = Declarations()
+    for name, value in declared.items():
+        declarations.add("arg", name, value)
+    return build(parse_program(program), declarations)
+
+
+def test_contour_grid_over_the_limit_is_refused_before_the_program_is_read():
+    # 3000 per axis was a 9-million-point grid that ran point by point without end; the
+    # program file does not exist: the limit is checked before it is read
+    out = gradcli("plot", "@no/such/program.grad", "--arg", "x=-1:1", "--arg", "y=-1:1",
+                  "--points", "3000")
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == ("error: a contour grid of 3,000 x 3,000 = 9,000,000 points is over "
+                          "the limit of 250,000 points (500 per axis: --points 500)\n")
+
+
+def test_largest_allowed_grid_is_accepted_and_one_more_point_per_axis_is_not():
+    from gradcli import plotting
+    from gradcli.errors import LimitError
+    plotting.check_size([np.zeros(500), np.zeros(500)])
+    with pytest.raises(LimitError, match="501 x 500 = 250,500 points"):
+        plotting.check_size([np.zeros(501), np.zeros(500)])
+
+
+def test_largest_grid_is_batched_in_chunks_and_matches_numpy():
+    from gradcli import plotting
+    axes = [np.linspace(-1, 1, 500), np.linspace(-2, 3, 500)]
+    table, how = plotting.sample_grid(_model("x^2 + y", x=-1.0, y=-2.0), ["x", "y"], axes)
+    x, y = np.meshgrid(*axes)
+    assert how == "vectorised"
+    np.testing.assert_array_equal(table[0], x ** 2 + y)
+    np.testing.assert_array_equal(table[1], 2 * x)
+    np.testing.assert_array_equal(table[2], np.ones_like(x))
+
+
+def test_grid_above_the_old_text_limit_is_batched_and_each_point_gets_its_own_value():
+    # 100 x 100 points: the grid used to be written as program text, over the 100,000
+    # character limit from 75 per axis, and then ran point by point; and sum([x, y]^2)
+    # summed over every point of the grid at once, so it could not be batched that way
+    out = gradcli("plot", "sum([x, y]^2)", "--arg", "x=-1:1", "--arg", "y=0:2", "--points",
+                  "100", "--json")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["evaluation"] == "vectorised"
+    x, y, f, dx, dy = np.array(result["samples"]).T
+    gx, gy = np.meshgrid(np.linspace(-1, 1, 100), np.linspace(0, 2, 100))
+    np.testing.assert_array_equal(x, gx.ravel())
+    np.testing.assert_array_equal(y, gy.ravel())
+    np.testing.assert_array_equal(f, x ** 2 + y ** 2)
+    np.testing.assert_array_equal(dx, 2 * x)
+    np.testing.assert_array_equal(dy, 2 * y)
+
+
+def test_points_too_big_for_one_evaluation_go_in_smaller_chunks(monkeypatch):
+    # 10,000 points x 100 elements is over a (lowered) array limit of one evaluation:
+    # halves, still batched (the text path ran these point by point)
+    from gradcli import plotting
+    from gradcli.lang import limits
+    monkeypatch.setattr(limits, "MAX_ELEMENTS", 100_000)
+    axes = [np.linspace(-1, 1, 100), np.linspace(0, 1, 100)]
+    table, how = plotting.sample_grid(_model("sum((x^2 + y) * ones(100))", x=-1.0, y=0.0),
+                                      ["x", "y"], axes)
+    x, y = np.meshgrid(*axes)
+    assert how == "vectorised"
+    np.testing.assert_allclose(table[0], 100 * (x ** 2 + y), rtol=1e-13)
+    np.testing.assert_allclose(table[1], 200 * x, rtol=1e-13)
+    np.testing.assert_array_equal(table[2], np.full_like(x, 100.0))
+
+
+def test_curve_over_the_point_limit_is_refused():
+    out = gradcli("plot", "x^2", "--arg", "x=linspace(0, 1, 200000)")
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == "error: a curve of 200,000 points is over the limit of 100,000 points\n"
+
+
+def test_a_failing_point_is_found_by_halves_and_alone_is_nan():
+    # inv is singular at x = 0 only: that point is nan, every other one is 1/x + 1
+    from gradcli import plotting
+    xs = np.linspace(-1, 1, 2001)
+    (f, df), how = plotting.sample(_model("sum(inv([[x, 0], [0, 1]]))", x=-1.0), "x", xs)
+    assert how == "loop"
+    zero = 1000
+    assert xs[zero] == 0.0 and np.isnan(f[zero]) and np.isnan(df[zero])
+    rest = np.arange(2001) != zero
+    np.testing.assert_allclose(f[rest], 1 / xs[rest] + 1, rtol=1e-13)
+    np.testing.assert_allclose(df[rest], -1 / xs[rest] ** 2, rtol=1e-13)
+
+
+def test_points_computed_alone_are_capped_with_a_clear_message(monkeypatch):
+    # cholesky fails for every x < 0: half the points would go one at a time
+    from gradcli import plotting
+    from gradcli.errors import LimitError
+    monkeypatch.setattr(plotting, "MAX_SINGLE_POINTS", 100)
+    model = _model("sum(cholesky([[x, 0], [0, 1]]))", x=-1.0)
+    with pytest.raises(LimitError) as caught:
+        plotting.sample(model, "x", np.linspace(-1, 1, 400))
+    assert "the program fails at some points (cholesky" in caught.value.message
+    assert "more than 100 would be (the limit): use fewer --points" in caught.value.message
+    # within the cap: nan where it fails, sqrt(x) + 1 elsewhere
+    xs = np.linspace(-1, 1, 150)
+    (f, df), how = plotting.sample(model, "x", xs)
+    assert how == "loop" and np.all(np.isnan(f[xs < 0]))
+    np.testing.assert_allclose(f[xs > 0], np.sqrt(xs[xs > 0]) + 1, rtol=1e-13)
+    np.testing.assert_allclose(df[xs > 0], 0.5 / np.sqrt(xs[xs > 0]), rtol=1e-13)
+
+
+@pytest.mark.parametrize("mode, columns", [
+    ("grad", lambda x: [3 * x ** 2, 6 * x, x ** 2]),           # d/dx and d/da of a*x^2
+    ("value-grad", lambda x: [3 * x ** 2, x ** 2]),            # d/dw of w*x^2
+    ("tape", lambda x: [3 * x ** 2, x ** 2, 6 * x]),           # w (read), then x (watched)
+])
+def test_mode_curves_are_batched_with_a_gradient_per_point(mode, columns):
+    # --mode ran each point alone (100,000 points took 35 s); a value shared by every
+    # point (a=3, w=3) gets its own copy per point, so its gradient is per point too
+    program, other = (("a*x^2", ["--arg", "a=3"]) if mode == "grad"
+                      else ("w*x^2", ["--var", "w=3"]))
+    out = gradcli("plot", program, "--arg", "x=-2:2", *other, "--points", "3001",
+                  "--mode", mode, "--json")
+    assert out.returncode == 0, out.stderr
+    result = json.loads(out.stdout)
+    assert result["evaluation"] == "vectorised"
+    samples = np.array(result["samples"])
+    x = np.linspace(-2, 2, 3001)
+    np.testing.assert_array_equal(samples[:, 0], x)
+    np.testing.assert_allclose(samples[:, 1:].T, columns(x), rtol=1e-15, atol=0)
+
+
+# ---------------------------------------------------------------------------------------
+# Sample points are numbers, never text read back; values near float64's edge are drawn
+# ---------------------------------------------------------------------------------------
+def test_terminal_plot_of_values_near_float64s_edge_is_drawn_with_scaled_labels():
+    out = gradcli("plot", "x*1e308", "--arg", "x=-1:1", "--points", "5", "--width", "40",
+                  "--height", "8")
+    assert out.returncode == 0, out.stderr
+    lines = out.stdout.splitlines()
+    top, bottom = lines.index("┌" + "─" * 40 + "┐"), lines.index("└" + "─" * 40 + "┘")
+    # the labels carry the power of ten the values are drawn divided by
+    assert lines[top + 1].endswith("│ 1e308") and lines[bottom - 1].endswith("│ -1e308")
+
+
+def test_terminal_plot_of_a_curve_running_into_overflow_is_drawn():
+    out = gradcli("plot", "1e300*x^2", "--arg", "x=-1e5:1e5", "--points", "50",
+                  "--width", "40", "--height", "8")
+    assert out.returncode == 0, out.stderr
+    assert "┌" in out.stdout and "non-finite" in out.stdout and out.stderr == ""
+
+
+def test_range_whose_span_overflows_gives_finite_points_not_nan():
+    out = gradcli("plot", "x^2", "--arg", "x=-1e308:1e308", "--points", "5", "--json")
+    assert out.returncode == 0, out.stderr
+    samples = json.loads(out.stdout)["samples"]
+    # x^2 overflows but at 0; 2x overflows at the ends
+    assert samples == [[-1e308, "inf", "-inf"], [-5e307, "inf", -1e308], [0.0, 0.0, 0.0],
+                       [5e307, "inf", 1e308], [1e308, "inf", "inf"]]
+
+
+def test_linspace_range_whose_span_overflows_is_refused_without_a_name_never_typed():
+    out = gradcli("plot", "x^2", "--arg", "x=linspace(-1e308, 1e308, 5)")
+    assert out.returncode == 2 and out.stdout == ""
+    assert "its points are not all finite numbers (the span overflows float64)" \
+        in out.stderr and "nan" not in out.stderr
+
+
+def test_heat_map_of_huge_values_is_drawn():
+    out = gradcli("plot", "x*1e308 + y", "--arg", "x=-1:1", "--arg", "y=-1:1", "--points",
+                  "5", "--width", "20", "--height", "5")
+    assert out.returncode == 0, out.stderr
+    assert "f: ' ' -1e+308 … '@' 1e+308" in out.stdout
+    # f grows with x alone (y is nothing beside 1e308): the same shades on every line
+    rows = out.stdout.splitlines()[2:7]
+    assert rows == ["│   :::::====#####@@@│"] * 5
+
+
+def _in_process(*args):
+    """The command line in this process (matplotlib is imported once for the file)."""
+    from typer.testing import CliRunner
+
+    from gradcli.cli.app import app
+    return CliRunner().invoke(app, [str(a) for a in args])
+
+
+def test_image_of_huge_values_is_drawn_divided_by_a_power_of_ten(tmp_path):
+    path = tmp_path / "big.png"
+    out = _in_process("plot", "x", "--arg", "x=-1e308:1e308", "--points", "5", "-o", path)
+    assert out.exit_code == 0, out.output
+    _, axes = _png_axes(path)
+    assert axes["xscale"] == 1e308 and axes["yscale"] == 1e308
+    assert axes["xlim"][0] < -0.99 and axes["xlim"][1] > 0.99   # drawn from -1 to 1
+
+
+def test_contour_image_of_huge_values_is_drawn(tmp_path):
+    out = _in_process("plot", "x+y", "--arg", "x=-1e308:1e308", "--arg", "y=-1:1",
+                      "--points", "5", "-o", tmp_path / "c.png")
+    assert out.exit_code == 0, out.output
+    assert out.output == f"wrote {tmp_path / 'c.png'}\n"
+
+
+def test_non_scalar_target_names_the_point_as_a_plain_number():
+    out = gradcli("plot", "[x, x]", "--arg", "x=-1:1")
+    assert out.returncode == 2 and out.stdout == ""
+    assert out.stderr == ("error: plot needs a scalar target; at x = -1.0 the target has "
+                          "shape (2,) (reduce it, e.g. sum(...))\n")
+
+
+def test_non_scalar_target_on_a_grid_names_both_coordinates():
+    out = gradcli("plot", "[x, y]", "--arg", "x=-1:1", "--arg", "y=0:1")
+    assert out.returncode == 2 and out.stdout == ""
+    assert "at x = -1.0, y = 0.0 the target has shape (2,)" in out.stderr
+
+
+def test_critical_points_of_a_grid_are_all_found_where_the_math_puts_them():
+    # sin(3x) sin(3y) on [-3, 3]^2: saddles where both sines vanish (x, y = k pi/3),
+    # maxima and minima where both cosines do ((k + 1/2) pi/3): 25 + 36 points
+    out = gradcli("plot", "sin(3*x)*sin(3*y)", "--arg", "x=-3:3", "--arg", "y=-3:3",
+                  "--points", "100", "--json")
+    assert out.returncode == 0, out.stderr
+    zeros = [k * np.pi / 3 for k in range(-2, 3)]
+    peaks = [(k + 0.5) * np.pi / 3 for k in range(-3, 3)]
+    expected = [("saddle", x, y) for x in zeros for y in zeros] + [
+        ("maximum" if np.sin(3 * x) * np.sin(3 * y) > 0 else "minimum", x, y)
+        for x in peaks for y in peaks]
+    got = [(p["kind"], p["x"], p["y"]) for p in json.loads(out.stdout)["points"]]
+
+    def order(points):
+        return sorted(points, key=lambda p: (p[0], round(p[1], 3), round(p[2], 3)))
+    assert [p[0] for p in order(got)] == [p[0] for p in order(expected)]
+    np.testing.assert_allclose([p[1:] for p in order(got)], [p[1:] for p in order(expected)],
+                               atol=1e-9)
+
+
+def test_too_many_critical_points_to_mark_are_counted_in_a_note_not_refined():
+    # sin(5x) sin(5y) on [-3, 3]^2 has 9 * 9 + 10 * 10 = 181 critical points
+    out = gradcli("plot", "sin(5*x)*sin(5*y)", "--arg", "x=-3:3", "--arg", "y=-3:3",
+                  "--points", "100", "--json")
+    assert out.returncode == 0, out.stderr
+    note = ("181 critical points on the grid, more than 100: none is marked (plot a smaller "
+            "range to see them)")
+    result = json.loads(out.stdout)
+    assert result["points"] == [] and result["notes"] == [note]
+    assert out.stderr == f"note: {note}\n"

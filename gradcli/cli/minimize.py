@@ -26,7 +26,7 @@ OPTIONS = [
     _opt("momentum", Annotated[float, typer.Option(
         "--momentum", min=0.0, max=1.0, help="Momentum of --optimizer momentum.")], 0.9),
     _opt("steps", Annotated[Optional[int], typer.Option(
-        "--steps", min=0, max=10**8, metavar="N", show_default=False,
+        "--steps", min=0, max=10**8, metavar="N", show_default=False,  # MAX_UPDATES
         help="At most N updates (lbfgs: iterations; default 1000).")], None),
     _opt("tol", Annotated[float, typer.Option(
         "--tol", min=0.0, metavar="T",
@@ -207,10 +207,20 @@ def run(s: _Settings) -> None:
     else:
         _print_human(result, s, lr, saved)
     if result.failed:
-        what = ("the loss became nan or infinite" if result.reason == "non-finite loss"
-                else "the loss diverged (grew by more than 1e8 times the best loss)")
-        step = result.history[-1][0]
-        where = ("the output is the last finite point (try a smaller --lr)" if step else
+        step, last = result.history[-1][0], result.history[-1][1]
+        if result.reason != "non-finite loss":
+            what = "the loss diverged (grew by more than 1e8 times the best loss)"
+        elif s.optimizer == "lbfgs" and math.isfinite(last):
+            # a trial step of the line search reached -inf, or the loss float64's edge
+            what = (f"the loss ran off towards -inf (the last finite loss is "
+                    f"{render.number_text(last)})" if last < 0 else
+                    f"the loss reached {render.number_text(last)}, the edge of float64's "
+                    "range")
+        else:
+            what = "the loss became nan or infinite"
+        advice = "the function may have no minimum" if s.optimizer == "lbfgs" else \
+            "try a smaller --lr"
+        where = (f"the output is the last finite point ({advice})" if step else
                  "at the starting point: nothing to minimise from there (the output is "
                  "that point)")
         sys.stderr.write(f"error: {what} at step {step}; {where}\n")
@@ -248,7 +258,7 @@ def _check_data_options(s: _Settings) -> None:
 
 def _train_on_rows(s: _Settings, model):
     """``minimize --at``: read the rows, train on them (``optimize.minimize_rows``)."""
-    from ..optimize import DEFAULT_STEPS, MAX_DATA_NUMBERS, ProgramRows, minimize_rows
+    from ..optimize import MAX_DATA_NUMBERS, ProgramRows, minimize_rows, total_updates
     from ..points import Slot, read_all
     trainable = [name for name in model.read_variables if model.trainable[name]]
     slots = {}
@@ -269,11 +279,12 @@ def _train_on_rows(s: _Settings, model):
                                  f"column)")
 
     _, data = read_all(s.at, slots, MAX_DATA_NUMBERS, check=refuse_trainable)
+    n = len(next(iter(data.values())))
+    # --epochs times the batches per epoch is held to --steps' limit, before any work
+    total = total_updates(n, s.batch_size, s.steps, s.epochs)
     rows = ProgramRows(model, data, trainable)
     size = rows.n if s.batch_size is None else min(s.batch_size, rows.n)
     per_epoch = -(-rows.n // size)
-    total = (s.steps if s.steps is not None else s.epochs * per_epoch
-             if s.epochs is not None else DEFAULT_STEPS)
     on_step, done = _progress(total, per_epoch if s.optimizer != "lbfgs" else None)
     try:
         result = minimize_rows(rows, optimizer=s.optimizer, lr=s.lr, steps=s.steps,

@@ -36,12 +36,13 @@ OPTIONS = [
         help="Plot this named value instead of the last statement.")], None),
     _opt("points", Annotated[Optional[int], typer.Option(
         "--points", min=2, max=100_000, metavar="N", show_default=False,
-        help="Samples of an a:b range (default 400; 60 per axis for a contour plot).")],
+        help="Samples of an a:b range (default 400; 60 per axis for a contour plot, "
+             "at most 500 per axis).")],
         None),
     _opt("mode", Annotated[Optional[str], typer.Option(
         "--mode", metavar="tape|grad|implicit|value-grad", show_default=False,
-        help="Plot the gradients this mode returns (each point on its own) instead of "
-             "the derivative with respect to the ranged value.")], None),
+        help="Plot the gradients this mode returns at each point instead of the "
+             "derivative with respect to the ranged value.")], None),
     _opt("order", Annotated[int, typer.Option(
         "--order", min=0, max=4, metavar="N", help="Derivatives to draw: f', f'', ...")], 1),
     _opt("output", Annotated[Optional[str], typer.Option(
@@ -129,11 +130,12 @@ class Plot:
     """What was computed: ``names`` (one or two ranged names), ``axes`` (their points),
     ``table`` (f, then the derivative columns; 2-D arrays for two names), ``labels``
     (the columns' names), ``how`` ("vectorised" or "loop"), ``points`` (marked points:
-    (kind, x, f) or, for two names, (kind, x, y, f))."""
+    (kind, x, f) or, for two names, (kind, x, y, f)), ``notes`` (strings)."""
 
-    def __init__(self, names, axes, table, labels, how, points):
+    def __init__(self, names, axes, table, labels, how, points, notes=()):
         self.names, self.axes, self.table = names, axes, table
         self.labels, self.how, self.points = labels, how, points
+        self.notes = list(notes)
 
 
 def compute(s: _Settings) -> Plot:
@@ -156,33 +158,46 @@ def compute(s: _Settings) -> Plot:
     if s.mode is not None and s.order != 1:
         raise InputError("--order applies to the derivative with respect to the ranged "
                          "value, not to --mode")
+    plotting.check_size(axes)   # before the program is read or anything computed
     program = parse_program(read_program(s.program))
-
-    def make_model(texts):
-        texts = iter([texts] if isinstance(texts, str) else texts)
-        ranged = iter(names)
-        options = {k: [f"{next(ranged)}={next(texts)}" if t is None else t for t in values]
-                   for k, values in rest.items()}
-        return build(program, Declarations.from_options(**options), dtype=s.dtype,
-                     target=s.target)
+    # The ranged names are declared at their first point, as numbers (never as text: a
+    # number's text is not always a value the language reads back, nan for one); the
+    # sampling binds every point's value to the model (Model.bind).
+    declarations = Declarations()
+    ranged = iter(zip(names, axes))
+    for kind in ("var", "frozen", "arg"):
+        for text in rest[kind]:
+            if text is None:
+                name, values = next(ranged)
+                declarations.add(kind, name, float(values[0]))
+            else:
+                declarations.add_option(kind, text)
+    model = build(program, declarations, dtype=s.dtype, target=s.target)
+    notes = []
 
     if len(names) == 2:
-        table, how = plotting.sample_grid(make_model, names, axes)
+        table, how = plotting.sample_grid(model, names, axes)
         candidates = plotting.critical_points(axes, table)
-        points = plotting.refine_critical(make_model([repr(float(a[0])) for a in axes]),
-                                          names, axes, candidates)
-        return Plot(names, axes, table, ["f"] + [f"df/d{n}" for n in names], how, points)
+        if len(candidates) > plotting.MAX_MARKED_CRITICAL:
+            points = []
+            notes.append(f"{len(candidates):,} critical points on the grid, more than "
+                         f"{plotting.MAX_MARKED_CRITICAL}: none is marked (plot a smaller "
+                         "range to see them)")
+        else:
+            points = plotting.refine_critical(model, names, axes, candidates)
+        return Plot(names, axes, table, ["f"] + [f"df/d{n}" for n in names], how, points,
+                    notes)
     name, xs = names[0], axes[0]
     if s.mode is not None:
         from ..modes import MODES
         if s.mode not in MODES:
             raise InputError(f"unknown mode {s.mode!r}; choose one of {', '.join(MODES)}")
-        table, sources = plotting.sample_mode(make_model, name, xs, s.mode)
+        table, sources, how = plotting.sample_mode(model, name, xs, s.mode)
         labels = ["f"] + [f"df/d{source}" for source in sources]
         # the marked zeros are those of the derivative with respect to the ranged value
         own = [table[0]] + [c for c, n in zip(table[1:], sources) if n == name][:1]
-        return Plot(names, axes, table, labels, "loop", plotting.points_of_interest(xs, own))
-    table, how = plotting.sample(make_model, name, xs, s.order)
+        return Plot(names, axes, table, labels, how, plotting.points_of_interest(xs, own))
+    table, how = plotting.sample(model, name, xs, s.order)
     return Plot(names, axes, table, column_names(name, s.order)[1:], how,
                 plotting.points_of_interest(xs, table))
 
@@ -198,6 +213,8 @@ def run(s: _Settings) -> None:
     else:
         columns = [result.axes[0]] + list(result.table)
     header = result.names + result.labels
+    if result.notes:
+        sys.stderr.write("".join(f"note: {note}\n" for note in result.notes))
     if s.csv:
         rows = [",".join(header)]
         rows += [",".join(row) for row in zip(*(render.number_texts(c, s.precision)
@@ -205,12 +222,16 @@ def run(s: _Settings) -> None:
         sys.stdout.write("".join(row + "\n" for row in rows))
     elif s.json_out:
         keys = ("kind", "x", "y", "f") if grid else ("kind", "x", "f")
-        render.print_json({
+        out = {
             "mode": "plot", "arguments": result.names, "order": 1 if grid else s.order,
             "derivatives": s.mode or "ranged", "evaluation": result.how, "columns": header,
-            "samples": [[render.json_number(v) for v in row] for row in zip(*columns)],
+            # every number converted and written in C (a grid has up to 1.25 million)
+            "samples": render.json_array(np.column_stack(columns)),
             "points": [{k: (v if k == "kind" else render.json_number(v))
-                        for k, v in zip(keys, p)} for p in result.points]})
+                        for k, v in zip(keys, p)} for p in result.points]}
+        if result.notes:
+            out["notes"] = result.notes
+        render.print_json(out)
     elif s.output is not None:
         if grid:
             _guarded(lambda: save_contour(s.output, result, s.program))
@@ -267,8 +288,28 @@ def terminal_plot(name, xs, table, points, title, width=None, height=None,
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
     title = f"{title}  (horizontal axis: {name})"
     shown = title if len(title) <= width else title[:width - 1] + "…"
-    return plot_to_string(ys, xss, lines=lines, legend_labels=labels, width=width,
-                          height=height, title=shown, color=color)
+    # uniplot's axis labels overflow from about 1e154 (horizontal) and 1e307 (vertical):
+    # huge values are drawn divided by a power of ten, which the labels carry ("2e300")
+    kx, ky = _power_of_ten(xss), _power_of_ten(ys)
+    try:
+        with np.errstate(all="ignore"):
+            return plot_to_string([y / 10.0 ** ky for y in ys], [x / 10.0 ** kx for x in xss],
+                                  lines=lines, legend_labels=labels, width=width,
+                                  height=height, title=shown, color=color,
+                                  x_unit=f"e{kx}" if kx else "", y_unit=f"e{ky}" if ky else "")
+    except (ArithmeticError, ValueError):
+        raise _undrawable("the terminal plot") from None
+
+
+def _power_of_ten(arrays) -> int:
+    """k such that the finite values divided by 10**k are at most 10 in size, where some
+    are 1e100 or more; else 0 (drawn as they are)."""
+    big = 0.0
+    for a in arrays:
+        finite = np.abs(a[np.isfinite(a)])
+        if finite.size:
+            big = max(big, float(finite.max()))
+    return int(np.floor(np.log10(big))) if big >= 1e100 else 0
 
 
 def _print_points(points, precision, grid=False) -> None:
@@ -289,32 +330,44 @@ def _print_points(points, precision, grid=False) -> None:
 def save_image(path, name, xs, table, points, title, labels=None) -> None:
     """f and its derivatives with matplotlib; zeros of f' as dots, jumps and kinks as
     dotted vertical lines. A PNG carries the axes' pixel box and limits in a text chunk
-    ("gradcli-axes"), so that a reader can map data to pixels."""
+    ("gradcli-axes"), so that a reader can map data to pixels. Values of 1e100 or more
+    are drawn divided by a power of ten, which the axis label gives (matplotlib's ticks
+    overflow near float64's edge); the chunk's "xscale" and "yscale" are those powers."""
     extension = output_format(path)
-    plt = figure_module()
-    fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
-    labels = list(labels or column_names(name, len(table) - 1)[1:])
-    for k, (column, label) in enumerate(zip(table, labels)):
-        ax.plot(xs, column, color=f"C{k}", label=label, linewidth=1.8)
-    for kind, x, f in points:
-        if kind in ("minimum", "maximum", "f' = 0"):
-            ax.plot([x], [f], "o", color="black", markersize=5)
-        else:
-            ax.axvline(x, color="gray", linestyle=":", linewidth=1)
-    if points:
-        ax.plot([], [], "o", color="black", label="f' = 0")
-    ax.axhline(0, color="black", linewidth=0.6, alpha=0.5, zorder=0)  # under the curves
-    ax.set_xlabel(name)
-    ax.set_title(title if len(title) <= 80 else title[:79] + "…")
-    ax.grid(True, alpha=0.3)
-    ax.legend(loc="best")
     finite = np.concatenate([c[np.isfinite(c)] for c in table])
     if finite.size == 0:
         raise InputError("nothing to draw: every value is nan or infinite")
-    _save(plt, fig, ax, path, extension)
+    plt = figure_module()
+    fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
+    labels = list(labels or column_names(name, len(table) - 1)[1:])
+    kx = _power_of_ten([xs])
+    ky = _power_of_ten(list(table) + [np.array([f for *_, f in points], dtype=float)])
+    sx, sy = 10.0 ** kx, 10.0 ** ky
+    with np.errstate(all="ignore"):
+        for k, (column, label) in enumerate(zip(table, labels)):
+            ax.plot(xs / sx, column / sy, color=f"C{k}", label=label, linewidth=1.8)
+        for kind, x, f in points:
+            if kind in ("minimum", "maximum", "f' = 0"):
+                ax.plot([x / sx], [f / sy], "o", color="black", markersize=5)
+            else:
+                ax.axvline(x / sx, color="gray", linestyle=":", linewidth=1)
+    if points:
+        ax.plot([], [], "o", color="black", label="f' = 0")
+    ax.axhline(0, color="black", linewidth=0.6, alpha=0.5, zorder=0)  # under the curves
+    ax.set_xlabel(name + _times(kx))
+    if ky:
+        ax.set_ylabel("values" + _times(ky))
+    ax.set_title(title if len(title) <= 80 else title[:79] + "…")
+    ax.grid(True, alpha=0.3)
+    ax.legend(loc="best")
+    _save(plt, fig, ax, path, extension, (sx, sy))
 
 
-def _save(plt, fig, ax, path, extension) -> None:
+def _times(k: int) -> str:
+    return f" (× 1e{k})" if k else ""
+
+
+def _save(plt, fig, ax, path, extension, scale=(1.0, 1.0)) -> None:
     """Lay out and write; a PNG gets the axes' pixel box and limits as a text chunk."""
     import json
     try:
@@ -326,42 +379,58 @@ def _save(plt, fig, ax, path, extension) -> None:
             metadata = {"gradcli-axes": json.dumps({
                 "x0": box.x0, "y0": box.y0, "x1": box.x1, "y1": box.y1,
                 "xlim": list(ax.get_xlim()), "ylim": list(ax.get_ylim()),
-                "height": fig.bbox.height})}
+                "xscale": scale[0], "yscale": scale[1], "height": fig.bbox.height})}
         fig.savefig(path, dpi=100, metadata=metadata)
     except OSError as err:
         raise InputError(f"--output {path}: cannot write ({err.strerror or err})") from None
+    except (ArithmeticError, ValueError):
+        raise _undrawable("matplotlib") from None
     finally:
         plt.close(fig)
 
 
+def _undrawable(what: str) -> InputError:
+    return InputError(f"{what} cannot draw these values (their range is beyond what its "
+                      "axes handle): print them with --json or --csv")
+
+
 def save_contour(path, result, title) -> None:
     """Filled contours of f, the gradient field as arrows (about 20 per side), the
-    critical points marked by kind."""
+    critical points marked by kind. Values of 1e100 or more are drawn divided by a power
+    of ten, as ``save_image`` does (the arrows' lengths are relative anyway)."""
     extension = output_format(path)
     (xs, ys), (f, gx, gy) = result.axes, result.table
     if not np.any(np.isfinite(f)):
         raise InputError("nothing to draw: every value is nan or infinite")
+    kx, ky, kf, kg = (_power_of_ten(a) for a in ([xs], [ys], [f], [gx, gy]))
+    sx, sy, sf, sg = (10.0 ** k for k in (kx, ky, kf, kg))
     plt = figure_module()
     fig, ax = plt.subplots(figsize=(7, 6), dpi=100)
-    finite = np.where(np.isfinite(f), f, np.nan)
-    filled = ax.contourf(xs, ys, finite, levels=15, cmap="viridis")
-    fig.colorbar(filled, ax=ax, label="f")
-    step = (max(1, len(ys) // 20), max(1, len(xs) // 20))
-    sub = (slice(None, None, step[0]), slice(None, None, step[1]))
-    ax.quiver(*np.meshgrid(xs[sub[1]], ys[sub[0]]), gx[sub], gy[sub], color="white",
-              label="gradient")
+    try:
+        with np.errstate(all="ignore"):
+            finite = np.where(np.isfinite(f), f, np.nan) / sf
+            filled = ax.contourf(xs / sx, ys / sy, finite, levels=15, cmap="viridis")
+            fig.colorbar(filled, ax=ax, label="f" + _times(kf))
+            step = (max(1, len(ys) // 20), max(1, len(xs) // 20))
+            sub = (slice(None, None, step[0]), slice(None, None, step[1]))
+            ax.quiver(*np.meshgrid(xs[sub[1]] / sx, ys[sub[0]] / sy), gx[sub] / sg,
+                      gy[sub] / sg, color="white", label="gradient")
+    except (ArithmeticError, ValueError):
+        plt.close(fig)
+        raise _undrawable("matplotlib") from None
     markers = {"minimum": ("o", "red"), "maximum": ("^", "orange"), "saddle": ("X", "magenta")}
     for kind in ("minimum", "maximum", "saddle", "critical point"):
         chosen = [p for p in result.points if p[0] == kind]
         if chosen:
             marker, colour = markers.get(kind, ("s", "black"))
-            ax.plot([p[1] for p in chosen], [p[2] for p in chosen], marker, color=colour,
-                    markersize=9, markeredgecolor="black", linestyle="none", label=kind)
-    ax.set_xlabel(result.names[0])
-    ax.set_ylabel(result.names[1])
+            ax.plot([p[1] / sx for p in chosen], [p[2] / sy for p in chosen], marker,
+                    color=colour, markersize=9, markeredgecolor="black", linestyle="none",
+                    label=kind)
+    ax.set_xlabel(result.names[0] + _times(kx))
+    ax.set_ylabel(result.names[1] + _times(ky))
     ax.set_title(title if len(title) <= 70 else title[:69] + "…")
     ax.legend(loc="upper right", fontsize="small")
-    _save(plt, fig, ax, path, extension)
+    _save(plt, fig, ax, path, extension, (sx, sy))
 
 
 _SHADES = " .:-=+*#%@"
@@ -378,6 +447,8 @@ def terminal_heatmap(result, title, width=None, height=None) -> str:
     if finite.size == 0:
         raise InputError("nothing to draw: every value is nan or infinite")
     lo, hi = float(finite.min()), float(finite.max())
+    # halves: hi - lo (and v - lo) overflow float64 for values near its edge (+-1e308)
+    span = hi / 2 - lo / 2
     cols = np.linspace(0, len(xs) - 1, width).round().astype(int)
     rows = np.linspace(len(ys) - 1, 0, height).round().astype(int)   # y grows upwards
     grid = []
@@ -388,13 +459,13 @@ def terminal_heatmap(result, title, width=None, height=None) -> str:
             if not np.isfinite(v):
                 line.append("?")
             else:
-                level = 0 if hi == lo else int((v - lo) / (hi - lo) * (len(_SHADES) - 0.001))
+                level = 0 if hi == lo else int((v / 2 - lo / 2) / span * (len(_SHADES) - 0.001))
                 line.append(_SHADES[level])
         grid.append(line)
     letters = {"minimum": "m", "maximum": "M", "saddle": "s"}
     for kind, x, y, _ in result.points:
-        c = int(round((x - xs[0]) / (xs[-1] - xs[0]) * (width - 1)))
-        r = int(round((ys[-1] - y) / (ys[-1] - ys[0]) * (height - 1)))
+        c = int(round((x / 2 - xs[0] / 2) / (xs[-1] / 2 - xs[0] / 2) * (width - 1)))
+        r = int(round((ys[-1] / 2 - y / 2) / (ys[-1] / 2 - ys[0] / 2) * (height - 1)))
         if 0 <= r < height and 0 <= c < width:
             grid[r][c] = letters.get(kind, "c")
     n = render.number_text
