@@ -10,6 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import more_cases
+from central_differences import numpy_gradient
 import numpy as np
 import pytest
 
@@ -342,9 +343,6 @@ def test_var_of_too_few_elements_on_the_command_line_is_a_result_not_an_error():
                          text=True, timeout=120)
     assert run.returncode == 0, run.stderr
     assert [g["gradient"] for g in json.loads(run.stdout)["gradients"]] == ["-inf", "inf"]
-
-
-from central_differences import numpy_gradient  # noqa: E402
 
 
 def numpy_hessian(f, x, h=1e-3):

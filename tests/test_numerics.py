@@ -7,6 +7,7 @@ import warnings
 import mpmath
 import numpy as np
 import pytest
+from central_differences import numpy_gradient
 
 import gradcli as gc
 from gradcli.engine import ops
@@ -171,9 +172,6 @@ def test_arctan2_gradient_of_tiny_arguments_does_not_underflow():
 
 
 # --- norms and std at extreme magnitudes --------------------------------------------------
-from central_differences import numpy_gradient  # noqa: E402
-
-
 # (gradcli function, numpy function, input shape): each gradient is homogeneous of
 # degree 0, the same at x and at c x for every c > 0
 SCALE_FREE = {
