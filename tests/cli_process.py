@@ -1,10 +1,27 @@
-"""The installed command as a user runs it, in a subprocess: one helper for the CLI tests."""
+"""The installed command as a user runs it, in a subprocess: one helper for the CLI tests.
+
+The console script is looked for beside the interpreter running the tests (the venv's
+``bin/``), not on PATH: ``v/bin/python -m pytest`` in a venv that is not activated must
+test that venv's ``gradcli``, not whichever one PATH finds first.
+"""
 import os
-import shutil
 import subprocess
 import sys
+import sysconfig
+from pathlib import Path
 
-SCRIPT = shutil.which("gradcli")
+
+def console_script() -> str | None:
+    """The ``gradcli`` console script installed with this interpreter, or None."""
+    for folder in (sysconfig.get_path("scripts"), str(Path(sys.executable).parent)):
+        for name in ("gradcli", "gradcli.exe"):
+            candidate = Path(folder) / name
+            if candidate.is_file():
+                return str(candidate)
+    return None
+
+
+SCRIPT = console_script()
 COMMAND = [SCRIPT] if SCRIPT else [sys.executable, "-m", "gradcli"]
 
 

@@ -1,14 +1,13 @@
 """The command line as a user runs it: the installed console script, in a subprocess."""
 import json
 import os
-import shutil
 import subprocess
 import sys
 
 import pytest
 
-SCRIPT = shutil.which("gradcli")
-COMMAND = [SCRIPT] if SCRIPT else [sys.executable, "-m", "gradcli"]
+from cli_process import COMMAND, SCRIPT
+
 SEED = ["w1*x1 + w2*x2", "--var", "w1=2", "--var", "w2=3", "--arg", "x1=5", "--arg", "x2=7"]
 
 
@@ -25,7 +24,8 @@ def run_json(*args):
 
 
 def test_console_script_is_installed():
-    assert SCRIPT is not None, "pip install -e . should put gradcli on PATH"
+    assert SCRIPT is not None, (
+        "pip install -e . should put gradcli beside this interpreter (the venv's bin/)")
 
 
 def test_value_grad_json_is_the_seed():

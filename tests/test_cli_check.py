@@ -22,7 +22,6 @@ from __future__ import annotations
 
 import json
 import os
-import shutil
 import subprocess
 import sys
 import textwrap
@@ -35,8 +34,8 @@ import pytest
 
 from gradcli.engine.table import ORDER
 
-SCRIPT = shutil.which("gradcli")
-COMMAND = [SCRIPT] if SCRIPT else [sys.executable, "-m", "gradcli"]
+from cli_process import COMMAND
+
 TIMEOUT = 120
 
 
