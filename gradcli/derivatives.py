@@ -16,7 +16,7 @@ Jacobian would be taken with the value cut out of the program, which the tape ca
 >>> model = build(parse_program("(1-x)^2 + 100*(y-x^2)^2"), decls)
 >>> result = hessian(model)
 >>> result.hessian.tolist(), result.verdict
-([[1330.0, -480.0], [-480.0, 200.0]], 'not critical')
+([[1330.0, -480.0], [-480.0, 200.0]], 'not-critical')
 """
 from __future__ import annotations
 
@@ -26,8 +26,9 @@ from . import engine as gc
 from .errors import InputError, LimitError, ModeError, UnknownNameError, did_you_mean
 from .lang import limits
 
-#: The verdicts of ``hessian`` (``undefined``: the gradient or Hessian is not finite).
-VERDICTS = ("minimum", "maximum", "saddle", "degenerate", "not critical", "undefined")
+#: The verdicts of ``hessian``, one token each (``undefined``: the gradient or Hessian is
+#: not finite).
+VERDICTS = ("minimum", "maximum", "saddle", "degenerate", "not-critical", "undefined")
 JACOBIAN_MODES = ("rev", "fwd", "auto")
 MAX_ORDER = 10
 
@@ -202,7 +203,8 @@ class HessianResult:
     """What ``hessian`` gives (see :func:`classify` for the verdict's fields)."""
     __slots__ = ("value", "names", "shapes", "labels", "gradient", "hessian", "verdict",
                  "eigenvalues", "critical", "gradient_norm", "gradient_tolerance",
-                 "zero_tolerance", "asymmetry", "asymmetry_tolerance", "dtype", "point")
+                 "zero_tolerance", "condition_number", "asymmetry", "asymmetry_tolerance",
+                 "dtype", "point")
 
     def __init__(self, **fields):
         for key in self.__slots__:
@@ -260,53 +262,75 @@ def hessian(model, wrt: list[str] | None = None) -> HessianResult:
 def classify(gradient: np.ndarray, matrix: np.ndarray, point=None, dtype="float64") -> dict:
     """The verdict of the second-derivative test at ``point`` (the flattened sources).
 
-    With ``eps`` the machine epsilon of ``dtype`` and ``rtol = sqrt(eps)`` (1.5e-8 in
-    float64, 3.5e-4 in float32), and ``scale = max |eigenvalue|`` (the curvature):
+    With ``n`` the Hessian's size, ``eps`` the machine epsilon of ``dtype`` (2.2e-16 in
+    float64, 1.2e-7 in float32) and ``norm = max |eigenvalue|`` (``||H||_2``):
 
     - ``eigenvalues``: of the symmetric part ``(H + H^T) / 2``, ascending;
-    - ``asymmetry``: ``max |H - H^T|``; beyond ``rtol * max(1, max |H|)`` it is more than
-      round-off, so a derivative rule is wrong (reported, never hidden by symmetrising);
-    - critical point: ``max |gradient| <= rtol * scale * max(1, max |point|)``. Near a
-      critical point ``z*`` the gradient is about ``H (z - z*)``: below this tolerance
-      the point is within about ``rtol`` (relative to its size) of one, which is all
-      rounding lets a typed-in point be. The value of the function plays no part (adding
-      a constant changes nothing), and a zero Hessian leaves only an exact zero gradient;
-    - a zero eigenvalue: ``|lambda| <= rtol * scale``;
-    - the verdict: "not critical" when the gradient is above its tolerance (no
-      min/max/saddle claim is made there); else "saddle" when there are eigenvalues of
-      both signs beyond the zero tolerance (the test decides even beside a zero
+    - ``zero_tolerance = n * (4 * eps * norm + max |H - H^T|)``: how far rounding can
+      move an eigenvalue, so an eigenvalue is zero only when ``|lambda| <= zero_tolerance``.
+      A symmetric eigensolver's eigenvalues are exact for a matrix within about
+      ``n * eps * norm`` of the one given (backward stable), and each entry of the
+      Hessian the tape gives carries a few roundings of about ``eps * norm``, which move
+      an eigenvalue by at most ``n`` times that (Weyl: an eigenvalue moves by at most
+      the perturbation's 2-norm, at most ``n`` times its largest entry). ``H_ij`` and
+      ``H_ji`` are computed by different passes, so their difference is a witness of the
+      entries' own rounding where their terms cancel beyond ``eps * norm``; it is added
+      per entry. Cancellation the matrix does not show (an entry whose terms cancel the
+      same way in both passes, as a Hessian of 1x1 can) is not seen here: ``--check``
+      compares the entries with sympy's;
+    - ``condition_number = norm / min |eigenvalue|``, inf when the Hessian is singular as
+      far as rounding can tell (an eigenvalue within the zero tolerance; about
+      ``1 / (4 * n * eps)`` is the largest finite one);
+    - critical point: ``max |gradient| <= gradient_tolerance = zero_tolerance * max(1,
+      max |point|)``. Near a critical point ``z*`` the gradient is about ``H (z - z*)``;
+      a typed-in point is ``z*`` rounded (``|z - z*| <= eps * |z*|`` per element) and the
+      gradient carries its own rounding, so this is the largest gradient rounding alone
+      gives. The function's value plays no part (adding a constant changes nothing),
+      and a zero Hessian leaves only an exact zero gradient;
+    - ``asymmetry``: ``max |H - H^T|``; beyond ``sqrt(eps) * max(1, max |H|)`` it is more
+      than round-off, so a derivative rule is wrong (reported, never hidden by
+      symmetrising). This cut is deliberately loose: it must not cry wolf where an
+      entry's terms cancel, and it decides a warning, not the verdict;
+    - the verdict (one token): "not-critical" when the gradient is above its tolerance
+      (no min/max/saddle claim is made there); else "saddle" when there are eigenvalues
+      of both signs beyond the zero tolerance (the test decides even beside a zero
       eigenvalue); else "degenerate" when one is zero within tolerance (the test says
       nothing: ``x^4``, ``-x^4`` and ``x^3`` at 0 all have H = 0); else "minimum"
       (positive definite) or "maximum" (negative definite); "undefined" when the
       gradient or the Hessian is not finite (nan or inf: no test applies).
 
-    >>> classify(np.zeros(2), np.diag([2.0, -2.0]))["verdict"]
+    >>> classify(np.zeros(2), np.diag([2.0, -1e-9]))["verdict"]
     'saddle'
     """
     eps = float(np.finfo(np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.float64).eps)
-    rtol = float(np.sqrt(eps))
     matrix = np.asarray(matrix, dtype=np.float64)
     gradient = np.asarray(gradient, dtype=np.float64).ravel()
     finite = bool(np.isfinite(matrix).all() and np.isfinite(gradient).all())
     scale_h = float(np.max(np.abs(matrix))) if matrix.size and finite else 0.0
-    asymmetry = float(np.max(np.abs(matrix - matrix.T))) if matrix.size and finite else 0.0
-    out = {"asymmetry": asymmetry, "asymmetry_tolerance": rtol * max(1.0, scale_h)}
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        asymmetry = float(np.max(np.abs(matrix - matrix.T))) if matrix.size and finite else 0.0
+    out = {"asymmetry": asymmetry,
+           "asymmetry_tolerance": float(np.sqrt(eps)) * max(1.0, scale_h)}
+    gradient_norm = float(np.max(np.abs(gradient))) if gradient.size else 0.0
     if not finite:
         return {**out, "verdict": "undefined", "eigenvalues": None, "critical": None,
-                "gradient_norm": float(np.max(np.abs(gradient))) if gradient.size else 0.0,
-                "gradient_tolerance": None, "zero_tolerance": None}
+                "gradient_norm": gradient_norm, "gradient_tolerance": None,
+                "zero_tolerance": None, "condition_number": None}
     eigenvalues = np.linalg.eigvalsh((matrix + matrix.T) / 2) if matrix.size else np.empty(0)
-    top = float(np.max(np.abs(eigenvalues))) if eigenvalues.size else 0.0
-    zero_tolerance = rtol * top
-    gradient_norm = float(np.max(np.abs(gradient))) if gradient.size else 0.0
+    magnitudes = np.abs(eigenvalues)
+    norm = float(magnitudes.max()) if eigenvalues.size else 0.0
+    smallest = float(magnitudes.min()) if eigenvalues.size else 0.0
     size = float(np.max(np.abs(point))) if point is not None and np.size(point) else 0.0
-    gradient_tolerance = rtol * top * max(1.0, size)
+    with np.errstate(over="ignore"):  # (near float64's edge a tolerance may be inf)
+        zero_tolerance = float(len(eigenvalues) * (4 * eps * norm + asymmetry))
+        gradient_tolerance = zero_tolerance * max(1.0, size)
+        condition_number = norm / smallest if smallest > zero_tolerance else float("inf")
     critical = gradient_norm <= gradient_tolerance
     positive = bool(np.any(eigenvalues > zero_tolerance))
     negative = bool(np.any(eigenvalues < -zero_tolerance))
-    zero = bool(np.any(np.abs(eigenvalues) <= zero_tolerance))
+    zero = bool(np.any(magnitudes <= zero_tolerance))
     if not critical:
-        verdict = "not critical"
+        verdict = "not-critical"
     elif positive and negative:
         verdict = "saddle"
     elif zero:
@@ -315,7 +339,7 @@ def classify(gradient: np.ndarray, matrix: np.ndarray, point=None, dtype="float6
         verdict = "minimum" if positive else "maximum"
     return {**out, "verdict": verdict, "eigenvalues": eigenvalues, "critical": critical,
             "gradient_norm": gradient_norm, "gradient_tolerance": gradient_tolerance,
-            "zero_tolerance": zero_tolerance}
+            "zero_tolerance": zero_tolerance, "condition_number": condition_number}
 
 
 def definiteness(eigenvalues, zero_tolerance: float) -> str:

@@ -10,14 +10,15 @@ JSON (one object each; numbers as everywhere in gradcli: non-finite ones are str
      "jacobians": [{"name": "x", "jacobian": [[...]], "shape": [3, 3],
                     "connected": true}], "check": {...}}
     {"mode": "hessian", "value": 31.0, "labels": ["x1", ...], "gradient": [...],
-     "hessian": [[...]], "eigenvalues": [...], "verdict": "not critical",
-     "critical": false, "gradient_tolerance": ..., "symmetric": true,
-     "asymmetry": 0.0, "check": {...}}
+     "hessian": [[...]], "eigenvalues": [...], "verdict": "not-critical",
+     "critical": false, "gradient_tolerance": ..., "zero_tolerance": ...,
+     "condition_number": ..., "symmetric": true, "asymmetry": 0.0, "check": {...}}
     {"mode": "grad", "order": 3, "gradients": [{"name": "x", "gradient": ...}]}
 
 ``--plain``: ``jacobian`` prints the value, then each Jacobian flattened, one line per
 source; ``hessian`` the value, the gradient, one line per Hessian row, the eigenvalues
-and the verdict (the one word line); ``grad --order`` one line per argument.
+and the verdict (one token: ``minimum``, ``maximum``, ``saddle``, ``degenerate``,
+``not-critical`` or ``undefined``); ``grad --order`` one line per argument.
 """
 from __future__ import annotations
 
@@ -147,6 +148,8 @@ def hessian_json(result, check: dict | None = None) -> dict:
            "eigenvalues": render.json_array(result.eigenvalues), "verdict": result.verdict,
            "critical": result.critical,
            "gradient_tolerance": render.json_array(result.gradient_tolerance),
+           "zero_tolerance": render.json_array(result.zero_tolerance),
+           "condition_number": render.json_array(result.condition_number),
            "symmetric": result.symmetric, "asymmetry": render.json_array(result.asymmetry)}
     if check is not None:
         obj["check"] = check
@@ -156,26 +159,51 @@ def hessian_json(result, check: dict | None = None) -> dict:
 _MAX_TABLE = 8  # a labelled matrix up to this many columns; numpy's layout beyond
 
 
-def _explain(result, precision) -> str:
+def _explain(result) -> str:
+    """The verdict in words, with the tolerance that decided it (never "tolerance 0": a
+    zero tolerance is a zero Hessian, where only an exact 0 counts)."""
     from ..derivatives import definiteness
-    num = render.number_text
     if result.verdict == "undefined":
         return ("the gradient or the Hessian is not finite here (nan or inf): no "
                 "second-derivative test applies")
     kind = definiteness(result.eigenvalues, result.zero_tolerance)
-    gradient = (f"max |gradient| = {num(result.gradient_norm, 3)}"
-                f" {'<=' if result.critical else '>'} tolerance "
-                f"{num(result.gradient_tolerance, 3)}")
-    if result.verdict == "not critical":
+    gradient = _gradient_words(result)
+    if result.verdict == "not-critical":
         return (f"not a critical point ({gradient}), so no minimum, maximum or saddle "
                 f"claim is made; the Hessian here is {kind}")
+    zero = (f", with a zero eigenvalue (|eigenvalue| <= {_num(result.zero_tolerance)})"
+            if result.zero_tolerance > 0 else "")
     words = {"minimum": "a local minimum (the Hessian is positive definite)",
              "maximum": "a local maximum (the Hessian is negative definite)",
              "saddle": "a saddle point (the Hessian has eigenvalues of both signs)",
              "degenerate": f"a critical point where the test says nothing: the Hessian is "
-                           f"{kind}, with a zero eigenvalue (within "
-                           f"{num(result.zero_tolerance, 3)}); higher derivatives decide"}
+                           f"{kind}{zero}; higher derivatives decide"}
     return f"{words[result.verdict]}; critical point: {gradient}"
+
+
+def _num(x) -> str:
+    return render.number_text(x, 3)
+
+
+def _gradient_words(result) -> str:
+    norm = f"max |gradient| = {_num(result.gradient_norm)}"
+    if result.gradient_tolerance > 0:
+        return (f"{norm} {'<=' if result.critical else '>'} tolerance "
+                f"{_num(result.gradient_tolerance)}")
+    # (a zero tolerance: the Hessian is 0, so rounding cannot explain any gradient)
+    if result.critical:
+        return "the gradient is exactly 0 (with a zero Hessian only an exact 0 counts)"
+    return f"{norm}, and with a zero Hessian only an exact 0 counts"
+
+
+def _tolerance_words(result) -> str:
+    """The zero test and the condition number (see ``derivatives.classify``)."""
+    condition = f"condition number {_num(result.condition_number)}"
+    if result.zero_tolerance > 0:
+        return (f"{condition}; an eigenvalue counts as 0 when |eigenvalue| <= "
+                f"{_num(result.zero_tolerance)} (n (4 eps max |eigenvalue| + max |H - H^T|):"
+                " how far rounding can move one)")
+    return f"{condition} (the Hessian is 0)"
 
 
 def _print_hessian(result, precision, check, target, out=None) -> None:
@@ -202,8 +230,8 @@ def _print_hessian(result, precision, check, target, out=None) -> None:
             render._emit(out, "  " + line)
     if result.eigenvalues is not None:
         render._emit(out, "eigenvalues: ", render.array_text(result.eigenvalues, precision))
-    render._emit(out, "verdict: ", (result.verdict, "bold"),
-                 ": " + _explain(result, precision))
+        render._emit(out, "  ", (_tolerance_words(result), "dim"))
+    render._emit(out, "verdict: ", (result.verdict, "bold"), ": " + _explain(result))
     if not result.symmetric:
         render._emit(out, ("warning:", "bold red"),
                      f" the Hessian is not symmetric: max |H - H^T| = "
