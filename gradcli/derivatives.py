@@ -5,11 +5,13 @@ Like :mod:`gradcli.modes`, this layer knows the engine and the ``Model`` of
 ``gradcli.lang`` and nothing of terminals; all of it is written on the engine's public
 API (tapes, ``gradients_function``), by nested reverse mode.
 
-The sources (``--wrt``) are declared values: the arguments, then the trainable
-variables, in declaration order, by default; ``--wrt`` may name any argument or variable
-(frozen ones included). A constant or a value the program computes is refused: its
-Jacobian would be taken with the value cut out of the program, which the tape can do
-(``gradcli tape --wrt``) but these commands do not.
+The sources are declared values (:func:`choose_sources`): by default the trainable
+variables the program reads when there are any (what ``implicit``, ``value-grad`` and
+``minimize`` differentiate: the parameters, not the data), else the arguments; ``--wrt``
+may name any argument or variable (frozen ones included), data arguments too. A constant
+or a value the program computes is refused: its Jacobian would be taken with the value
+cut out of the program, which the tape can do (``gradcli tape --wrt``) but these
+commands do not.
 
 >>> from gradcli.lang import parse_program, Declarations, build
 >>> decls = Declarations.from_options(arg=["x=1.2", "y=1"])
@@ -29,6 +31,8 @@ from .lang import limits
 #: The verdicts of ``hessian``, one token each (``undefined``: the gradient or Hessian is
 #: not finite).
 VERDICTS = ("minimum", "maximum", "saddle", "degenerate", "not-critical", "undefined")
+#: How the sources were chosen: named by ``--wrt``, or the default's two cases.
+SOURCE_RULES = ("wrt", "variables", "arguments")
 JACOBIAN_MODES = ("rev", "fwd", "auto")
 MAX_ORDER = 10
 
@@ -36,14 +40,80 @@ MAX_ORDER = 10
 # ---------------------------------------------------------------------------------------
 # Sources
 # ---------------------------------------------------------------------------------------
-def default_sources(model) -> list[str]:
-    """The arguments, then the trainable variables, in declaration order."""
-    return list(model.arg_names) + [n for n, trainable in model.trainable.items() if trainable]
+class Sources:
+    """The names a command differentiates with respect to, in order; ``taken`` says why
+    (one of :data:`SOURCE_RULES`), ``sentence`` says it to the user ("with respect to
+    the trainable variable w (declared with --var)") and ``left_out`` lists the declared
+    arguments and trainable variables the default did not take (empty under ``--wrt``)."""
+    __slots__ = ("names", "taken", "sentence", "left_out")
+
+    def __init__(self, names: list[str], taken: str, sentence: str,
+                 left_out: list[str] = ()):
+        self.names, self.taken, self.sentence = names, taken, sentence
+        self.left_out = list(left_out)
+
+    def notes(self) -> list[str]:
+        """The sentence as a note where output has no room for it otherwise (``--plain``,
+        ``--at``): only when the default left a declared value out."""
+        return [self.sentence] if self.left_out else []
 
 
-def resolve_sources(model, wrt: list[str] | None, command: str) -> list[str]:
-    """The source names for ``--wrt`` (None: the default), each a declared value."""
-    names = default_sources(model) if wrt is None else list(dict.fromkeys(wrt))
+def choose_sources(model, wrt: list[str] | None, command: str) -> Sources:
+    """The sources for ``--wrt`` (each a declared value), or by default the trainable
+    variables the program reads when it reads any, else the arguments.
+
+    The default is the parameters, as ``implicit``, ``value-grad`` and ``minimize`` take
+    them (and as a TensorFlow tape watches them): data given with ``--arg`` enters only
+    when ``--wrt`` names it, so a model's Hessian is over its weights, not over every
+    data point as well.
+
+    >>> from gradcli.lang import parse_program, Declarations, build
+    >>> model = build(parse_program("w * x"), Declarations.from_options(var=["w=2"],
+    ...                                                                 arg=["x=3"]))
+    >>> chosen = choose_sources(model, None, "hessian")
+    >>> chosen.names, chosen.taken, chosen.left_out
+    (['w'], 'variables', ['x'])
+    """
+    if wrt is not None:
+        names = _declared_sources(model, list(dict.fromkeys(wrt)), command)
+        return Sources(names, "wrt", f"with respect to {', '.join(names)} (named by --wrt)")
+    variables = [n for n in model.read_variables if model.trainable[n]]
+    args = list(model.arg_names)
+    if variables:
+        return Sources(variables, "variables", _variables_sentence(model, variables, args),
+                       args)
+    if not args:
+        raise ModeError(f"{command} needs something to differentiate with respect to: "
+                        "declare an argument (--arg NAME=VALUE) or a variable "
+                        "(--var NAME=VALUE)")
+    unread = [n for n, trainable in model.trainable.items() if trainable]
+    why = (f"the trainable {_plural('variable', unread)} {', '.join(unread)} "
+           f"{'is' if len(unread) == 1 else 'are'} not read by the program" if unread
+           else "no trainable variable is declared")
+    return Sources(args, "arguments", f"with respect to the {_plural('argument', args)} "
+                                      f"{', '.join(args)} (declared with --arg; {why})",
+                   unread)
+
+
+def _plural(word: str, names: list) -> str:
+    return word if len(names) == 1 else word + "s"
+
+
+def _variables_sentence(model, variables: list[str], args: list[str]) -> str:
+    origins = {"--var" if model.kinds[n] == "var" else "Variable(...) in the program"
+               for n in variables}
+    text = (f"with respect to the trainable {_plural('variable', variables)} "
+            f"{', '.join(variables)} (declared with {' and '.join(sorted(origins))})")
+    if args:
+        text += (f"; the {_plural('argument', args)} {', '.join(args)} "
+                 f"{'is' if len(args) == 1 else 'are'} held fixed (--wrt names "
+                 f"{'it' if len(args) == 1 else 'them'} to include "
+                 f"{'it' if len(args) == 1 else 'them'})")
+    return text
+
+
+def _declared_sources(model, names: list[str], command: str) -> list[str]:
+    """``names`` (from ``--wrt``), each checked to be a declared argument or variable."""
     inputs = ("arg", "var", "frozen", "variable")
     declared = [n for n in model.names if model.kinds[n] in inputs]
     for name in names:
@@ -61,10 +131,6 @@ def resolve_sources(model, wrt: list[str] | None, command: str) -> list[str]:
         hint = did_you_mean(name, declared)
         raise UnknownNameError(f"unknown source '{name}'{hint}; known: "
                                f"{', '.join(declared) or 'none'}")
-    if not names:
-        raise ModeError(f"{command} needs something to differentiate with respect to: "
-                        "declare an argument (--arg NAME=VALUE) or a variable "
-                        "(--var NAME=VALUE)")
     return names
 
 
@@ -121,13 +187,15 @@ class Jacobian:
 
 
 class JacobianResult:
-    """What ``jacobian`` gives: the target's value, one :class:`Jacobian` per source, and
-    how it was computed (``computed_by``: "reverse" or "forward")."""
-    __slots__ = ("value", "jacobians", "computed_by", "mode")
+    """What ``jacobian`` gives: the target's value, one :class:`Jacobian` per source, how
+    it was computed (``computed_by``: "reverse" or "forward") and how the sources were
+    chosen (``sources``: :class:`Sources`, None when not known)."""
+    __slots__ = ("value", "jacobians", "computed_by", "mode", "sources")
 
-    def __init__(self, value, jacobians: list[Jacobian], computed_by: str, mode: str):
+    def __init__(self, value, jacobians: list[Jacobian], computed_by: str, mode: str,
+                 sources: Sources | None = None):
         self.value, self.jacobians = value, jacobians
-        self.computed_by, self.mode = computed_by, mode
+        self.computed_by, self.mode, self.sources = computed_by, mode, sources
 
 
 def jacobian(model, wrt: list[str] | None = None, mode: str = "rev") -> JacobianResult:
@@ -135,7 +203,8 @@ def jacobian(model, wrt: list[str] | None = None, mode: str = "rev") -> Jacobian
     if mode not in JACOBIAN_MODES:
         raise InputError(f"--mode must be one of {', '.join(JACOBIAN_MODES)}, got {mode!r}")
     from .modes import result_array
-    names = resolve_sources(model, wrt, "jacobian")
+    chosen = choose_sources(model, wrt, "jacobian")
+    names = chosen.names
     sources = [model.source(n) for n in names]
     value, columns, computed_by = _jacobian(mode, model, sources)
     out = []
@@ -145,7 +214,7 @@ def jacobian(model, wrt: list[str] | None = None, mode: str = "rev") -> Jacobian
                                                dtype=source.dtype), False, source))
         else:
             out.append(Jacobian(name, result_array(column), True, source))
-    return JacobianResult(result_array(value), out, computed_by, mode)
+    return JacobianResult(result_array(value), out, computed_by, mode, chosen)
 
 
 def _jacobian(mode: str, model, sources: list) -> tuple:
@@ -200,9 +269,10 @@ def _forward_columns(model, source, tshape: tuple):
 # Hessian and the verdict at the point
 # ---------------------------------------------------------------------------------------
 class HessianResult:
-    """What ``hessian`` gives (see :func:`classify` for the verdict's fields)."""
-    __slots__ = ("value", "names", "shapes", "labels", "gradient", "hessian", "verdict",
-                 "eigenvalues", "critical", "gradient_norm", "gradient_tolerance",
+    """What ``hessian`` gives (see :func:`classify` for the verdict's fields; ``sources``
+    is the :class:`Sources` chosen, None when not known)."""
+    __slots__ = ("value", "names", "sources", "shapes", "labels", "gradient", "hessian",
+                 "verdict", "eigenvalues", "critical", "gradient_norm", "gradient_tolerance",
                  "zero_tolerance", "condition_number", "asymmetry", "asymmetry_tolerance",
                  "dtype", "point")
 
@@ -222,7 +292,8 @@ def hessian(model, wrt: list[str] | None = None) -> HessianResult:
     Jacobian), with the gradient, the value and the verdict at the point."""
     from .engine.tensor import Batched
     from .modes import result_array
-    names = resolve_sources(model, wrt, "hessian")
+    chosen = choose_sources(model, wrt, "hessian")
+    names = chosen.names
     sources = [model.source(n) for n in names]
     reshape, concatenate = gc.FUNCTIONS["reshape"], gc.FUNCTIONS["concatenate"]
     with gc.GradientTape(watch_accessed_variables=False) as outer:
@@ -250,7 +321,7 @@ def hessian(model, wrt: list[str] | None = None) -> HessianResult:
     gradient = flat + 0.0
     point = concatenate([reshape(s.astype(np.float64), (-1,)) for s in sources])
     shapes = [tuple(s.shape) for s in sources]
-    fields = dict(value=result_array(target), names=names, shapes=shapes,
+    fields = dict(value=result_array(target), names=names, sources=chosen, shapes=shapes,
                   labels=labels(names, shapes), gradient=result_array(gradient),
                   hessian=result_array(matrix), dtype=str(target.dtype), point=result_array(point))
     if isinstance(target, Batched):

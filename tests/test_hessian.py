@@ -42,8 +42,7 @@ def sympy_hessian(expr: str, order: list[str], point: dict) -> np.ndarray:
 # ---------------------------------------------------------------------------------------
 def test_seed_example_has_ones_at_weight_input_pairs_and_is_not_critical():
     out = hessian_json("w1*x1 + w2*x2", "--var", "w1=2", "--var", "w2=3", "--arg", "x1=5",
-                       "--arg", "x2=7")
-    # default sources: the arguments, then the trainable variables
+                       "--arg", "x2=7", "--wrt", "x1,x2,w1,w2")
     assert out["labels"] == ["x1", "x2", "w1", "w2"]
     truth = sympy_hessian("w1*x1 + w2*x2", out["labels"], {"w1": 2, "w2": 3, "x1": 5, "x2": 7})
     assert out["hessian"] == truth.tolist()
@@ -112,7 +111,8 @@ def numeric_hessian(f, z: np.ndarray, h: float = 1e-4) -> np.ndarray:
 
 def test_array_sources_are_flattened_with_element_labels():
     w = [[0.3, -0.2, 0.5], [0.1, 0.4, -0.6]]
-    out = hessian_json("sum(tanh(W @ x))", "--var", f"W={w}", "--arg", "x=[0.7, -1.1, 0.4]")
+    out = hessian_json("sum(tanh(W @ x))", "--var", f"W={w}", "--arg", "x=[0.7, -1.1, 0.4]",
+                       "--wrt", "x,W")
     assert out["labels"] == ["x[0]", "x[1]", "x[2]", "W[0,0]", "W[0,1]", "W[0,2]",
                              "W[1,0]", "W[1,1]", "W[1,2]"]
 
@@ -228,7 +228,7 @@ def test_human_output_explains_the_verdict():
 
 def test_check_passes_against_sympy_and_finite_differences():
     result = run("hessian", "sum(W^2)*x + sin(x*W[0,1])", "--var", "W=[[1, 2]]", "--arg",
-                 "x=0.5", "--check", "--json")
+                 "x=0.5", "--wrt", "x,W", "--check", "--json")
     assert result.returncode == 0, result.stderr
     check = json.loads(result.stdout)["check"]
     assert check["verdict"] == "passed"

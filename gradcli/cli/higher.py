@@ -7,12 +7,19 @@ when one of these commands runs (app.py registers them without importing this mo
 JSON (one object each; numbers as everywhere in gradcli: non-finite ones are strings)::
 
     {"mode": "jacobian", "value": ..., "computed_by": "reverse",
+     "sources": ["x"], "sources_from": "arguments",
      "jacobians": [{"name": "x", "jacobian": [[...]], "shape": [3, 3],
                     "connected": true}], "check": {...}}
-    {"mode": "hessian", "value": 31.0, "labels": ["x1", ...], "gradient": [...],
+    {"mode": "hessian", "value": 31.0, "sources": ["w1", "w2"],
+     "sources_from": "variables", "labels": ["w1", ...], "gradient": [...],
      "hessian": [[...]], "eigenvalues": [...], "verdict": "not-critical",
      "critical": false, "gradient_tolerance": ..., "zero_tolerance": ...,
      "condition_number": ..., "symmetric": true, "asymmetry": 0.0, "check": {...}}
+
+``sources_from`` says how the sources were chosen: "wrt" (named by ``--wrt``),
+"variables" (the default when the program reads trainable variables) or "arguments"
+(the default otherwise); the human output says it in words, and ``--plain`` on standard
+error when the default chose (see :func:`gradcli.derivatives.choose_sources`).
     {"mode": "grad", "order": 3, "gradients": [{"name": "x", "gradient": ...}]}
 
 ``--plain``: ``jacobian`` prints the value, then each Jacobian flattened, one line per
@@ -63,6 +70,25 @@ def _flat(value, precision) -> str:
     return " ".join(render.number_texts(value, precision))  # in C (issue 12)
 
 
+def _sources_json(sources) -> dict:
+    """The sources and how they were chosen (nothing when a result does not know)."""
+    if sources is None:
+        return {}
+    return {"sources": list(sources.names), "sources_from": sources.taken}
+
+
+def _note_default_sources(sources) -> None:
+    """``--plain``: standard output holds the numbers only; when the default left a
+    declared argument or trainable variable out, standard error says which it took."""
+    if sources is not None:
+        sys.stderr.write("".join(f"note: {note}\n" for note in sources.notes()))
+
+
+def _emit_sources(out, sources) -> None:
+    if sources is not None:
+        render._emit(out, (sources.sentence, "dim"))
+
+
 # ---------------------------------------------------------------------------------------
 # jacobian
 # ---------------------------------------------------------------------------------------
@@ -80,6 +106,7 @@ def run_jacobian(s) -> None:
     elif s.plain:
         _write([_flat(result.value, s.precision)]
                + [_flat(j.jacobian, s.precision) for j in result.jacobians])
+        _note_default_sources(result.sources)
     else:
         _print_jacobian(result, s.precision, check, model.target_name)
     _finish(check, s.plain)
@@ -87,7 +114,7 @@ def run_jacobian(s) -> None:
 
 def jacobian_json(result, check: dict | None = None) -> dict:
     obj = {"mode": "jacobian", "value": render.json_array(result.value),
-           "computed_by": result.computed_by,
+           "computed_by": result.computed_by, **_sources_json(result.sources),
            "jacobians": [{"name": j.name, "jacobian": render.json_array(j.jacobian),
                           "shape": list(j.shape), "connected": j.connected}
                          for j in result.jacobians]}
@@ -101,6 +128,7 @@ def _print_jacobian(result, precision, check, target, out=None) -> None:
     render._emit(out, ("jacobian", "bold"), "  ",
                  (f"d {target or 'target'} / d source: shape target.shape + source.shape "
                   f"({result.computed_by} mode)", "dim"))
+    _emit_sources(out, result.sources)
     render._value_lines(out, f"value of {target}" if target else "value", result.value,
                         precision)
     _jacobian_table(out, result, precision)
@@ -136,6 +164,7 @@ def run_hessian(s) -> None:
                + [_flat(row, s.precision) for row in result.hessian]
                + [_flat(result.eigenvalues if result.eigenvalues is not None else [],
                         s.precision), result.verdict])
+        _note_default_sources(result.sources)
     else:
         _print_hessian(result, s.precision, check, model.target_name)
     _finish(check, s.plain)
@@ -143,6 +172,7 @@ def run_hessian(s) -> None:
 
 def hessian_json(result, check: dict | None = None) -> dict:
     obj = {"mode": "hessian", "value": render.json_array(result.value),
+           **_sources_json(result.sources),
            "labels": list(result.labels), "gradient": render.json_array(result.gradient),
            "hessian": render.json_array(result.hessian),
            "eigenvalues": render.json_array(result.eigenvalues), "verdict": result.verdict,
@@ -212,6 +242,7 @@ def _print_hessian(result, precision, check, target, out=None) -> None:
     render._emit(out, ("hessian", "bold"), "  ",
                  (f"d2 {target or 'target'} / d source^2 over {', '.join(result.names)} "
                   f"({n} element{'s' if n != 1 else ''}; nested reverse mode)", "dim"))
+    _emit_sources(out, result.sources)
     render._value_lines(out, f"value of {target}" if target else "value", result.value,
                         precision)
     headers = ["element", "gradient"]
@@ -304,7 +335,8 @@ def _print_order(outcome, order: int, precision, check, texts, out=None) -> None
 class CompareRow:
     """``tape.jacobian(target, sources)`` beside the four APIs in ``gradcli compare``
     (shown where the target is not a scalar), with the default sources of ``jacobian``:
-    the arguments, then the trainable variables. An error is shown in the row."""
+    the trainable variables the program reads, else the arguments (those the tape
+    watches, or those ``grad`` takes). An error is shown in the row."""
 
     def __init__(self, model):
         from ..derivatives import jacobian
@@ -333,5 +365,6 @@ class CompareRow:
             return
         render._emit(out, ("jacobian", "bold"), "  ",
                      ("tf.GradientTape.jacobian(target, sources): each element of the "
-                      "target, not their sum (arguments, then trainable variables)", "dim"))
+                      "target, not their sum", "dim"))
+        _emit_sources(out, self.result.sources)
         _jacobian_table(out, self.result, precision)
