@@ -5,18 +5,20 @@ Like :mod:`gradcli.modes`, this layer knows the engine and the ``Model`` of
 ``gradcli.lang`` and nothing of terminals; all of it is written on the engine's public
 API (tapes, ``gradients_function``), by nested reverse mode.
 
-The sources (``--wrt``) are declared values: the arguments, then the trainable
-variables, in declaration order, by default; ``--wrt`` may name any argument or variable
-(frozen ones included). A constant or a value the program computes is refused: its
-Jacobian would be taken with the value cut out of the program, which the tape can do
-(``gradcli tape --wrt``) but these commands do not.
+The sources are declared values (:func:`choose_sources`): by default the trainable
+variables the program reads when there are any (what ``implicit``, ``value-grad`` and
+``minimize`` differentiate: the parameters, not the data), else the arguments; ``--wrt``
+may name any argument or variable (frozen ones included), data arguments too. A constant
+or a value the program computes is refused: its Jacobian would be taken with the value
+cut out of the program, which the tape can do (``gradcli tape --wrt``) but these
+commands do not.
 
 >>> from gradcli.lang import parse_program, Declarations, build
 >>> decls = Declarations.from_options(arg=["x=1.2", "y=1"])
 >>> model = build(parse_program("(1-x)^2 + 100*(y-x^2)^2"), decls)
 >>> result = hessian(model)
 >>> result.hessian.tolist(), result.verdict
-([[1330.0, -480.0], [-480.0, 200.0]], 'not critical')
+([[1330.0, -480.0], [-480.0, 200.0]], 'not-critical')
 """
 from __future__ import annotations
 
@@ -26,8 +28,11 @@ from . import engine as gc
 from .errors import InputError, LimitError, ModeError, UnknownNameError, did_you_mean
 from .lang import limits
 
-#: The verdicts of ``hessian`` (``undefined``: the gradient or Hessian is not finite).
-VERDICTS = ("minimum", "maximum", "saddle", "degenerate", "not critical", "undefined")
+#: The verdicts of ``hessian``, one token each (``undefined``: the gradient or Hessian is
+#: not finite).
+VERDICTS = ("minimum", "maximum", "saddle", "degenerate", "not-critical", "undefined")
+#: How the sources were chosen: named by ``--wrt``, or the default's two cases.
+SOURCE_RULES = ("wrt", "variables", "arguments")
 JACOBIAN_MODES = ("rev", "fwd", "auto")
 MAX_ORDER = 10
 
@@ -35,14 +40,80 @@ MAX_ORDER = 10
 # ---------------------------------------------------------------------------------------
 # Sources
 # ---------------------------------------------------------------------------------------
-def default_sources(model) -> list[str]:
-    """The arguments, then the trainable variables, in declaration order."""
-    return list(model.arg_names) + [n for n, trainable in model.trainable.items() if trainable]
+class Sources:
+    """The names a command differentiates with respect to, in order; ``taken`` says why
+    (one of :data:`SOURCE_RULES`), ``sentence`` says it to the user ("with respect to
+    the trainable variable w (declared with --var)") and ``left_out`` lists the declared
+    arguments and trainable variables the default did not take (empty under ``--wrt``)."""
+    __slots__ = ("names", "taken", "sentence", "left_out")
+
+    def __init__(self, names: list[str], taken: str, sentence: str,
+                 left_out: list[str] = ()):
+        self.names, self.taken, self.sentence = names, taken, sentence
+        self.left_out = list(left_out)
+
+    def notes(self) -> list[str]:
+        """The sentence as a note where output has no room for it otherwise (``--plain``,
+        ``--at``): only when the default left a declared value out."""
+        return [self.sentence] if self.left_out else []
 
 
-def resolve_sources(model, wrt: list[str] | None, command: str) -> list[str]:
-    """The source names for ``--wrt`` (None: the default), each a declared value."""
-    names = default_sources(model) if wrt is None else list(dict.fromkeys(wrt))
+def choose_sources(model, wrt: list[str] | None, command: str) -> Sources:
+    """The sources for ``--wrt`` (each a declared value), or by default the trainable
+    variables the program reads when it reads any, else the arguments.
+
+    The default is the parameters, as ``implicit``, ``value-grad`` and ``minimize`` take
+    them (and as a TensorFlow tape watches them): data given with ``--arg`` enters only
+    when ``--wrt`` names it, so a model's Hessian is over its weights, not over every
+    data point as well.
+
+    >>> from gradcli.lang import parse_program, Declarations, build
+    >>> model = build(parse_program("w * x"), Declarations.from_options(var=["w=2"],
+    ...                                                                 arg=["x=3"]))
+    >>> chosen = choose_sources(model, None, "hessian")
+    >>> chosen.names, chosen.taken, chosen.left_out
+    (['w'], 'variables', ['x'])
+    """
+    if wrt is not None:
+        names = _declared_sources(model, list(dict.fromkeys(wrt)), command)
+        return Sources(names, "wrt", f"with respect to {', '.join(names)} (named by --wrt)")
+    variables = [n for n in model.read_variables if model.trainable[n]]
+    args = list(model.arg_names)
+    if variables:
+        return Sources(variables, "variables", _variables_sentence(model, variables, args),
+                       args)
+    if not args:
+        raise ModeError(f"{command} needs something to differentiate with respect to: "
+                        "declare an argument (--arg NAME=VALUE) or a variable "
+                        "(--var NAME=VALUE)")
+    unread = [n for n, trainable in model.trainable.items() if trainable]
+    why = (f"the trainable {_plural('variable', unread)} {', '.join(unread)} "
+           f"{'is' if len(unread) == 1 else 'are'} not read by the program" if unread
+           else "no trainable variable is declared")
+    return Sources(args, "arguments", f"with respect to the {_plural('argument', args)} "
+                                      f"{', '.join(args)} (declared with --arg; {why})",
+                   unread)
+
+
+def _plural(word: str, names: list) -> str:
+    return word if len(names) == 1 else word + "s"
+
+
+def _variables_sentence(model, variables: list[str], args: list[str]) -> str:
+    origins = {"--var" if model.kinds[n] == "var" else "Variable(...) in the program"
+               for n in variables}
+    text = (f"with respect to the trainable {_plural('variable', variables)} "
+            f"{', '.join(variables)} (declared with {' and '.join(sorted(origins))})")
+    if args:
+        text += (f"; the {_plural('argument', args)} {', '.join(args)} "
+                 f"{'is' if len(args) == 1 else 'are'} held fixed (--wrt names "
+                 f"{'it' if len(args) == 1 else 'them'} to include "
+                 f"{'it' if len(args) == 1 else 'them'})")
+    return text
+
+
+def _declared_sources(model, names: list[str], command: str) -> list[str]:
+    """``names`` (from ``--wrt``), each checked to be a declared argument or variable."""
     inputs = ("arg", "var", "frozen", "variable")
     declared = [n for n in model.names if model.kinds[n] in inputs]
     for name in names:
@@ -60,10 +131,6 @@ def resolve_sources(model, wrt: list[str] | None, command: str) -> list[str]:
         hint = did_you_mean(name, declared)
         raise UnknownNameError(f"unknown source '{name}'{hint}; known: "
                                f"{', '.join(declared) or 'none'}")
-    if not names:
-        raise ModeError(f"{command} needs something to differentiate with respect to: "
-                        "declare an argument (--arg NAME=VALUE) or a variable "
-                        "(--var NAME=VALUE)")
     return names
 
 
@@ -120,13 +187,15 @@ class Jacobian:
 
 
 class JacobianResult:
-    """What ``jacobian`` gives: the target's value, one :class:`Jacobian` per source, and
-    how it was computed (``computed_by``: "reverse" or "forward")."""
-    __slots__ = ("value", "jacobians", "computed_by", "mode")
+    """What ``jacobian`` gives: the target's value, one :class:`Jacobian` per source, how
+    it was computed (``computed_by``: "reverse" or "forward") and how the sources were
+    chosen (``sources``: :class:`Sources`, None when not known)."""
+    __slots__ = ("value", "jacobians", "computed_by", "mode", "sources")
 
-    def __init__(self, value, jacobians: list[Jacobian], computed_by: str, mode: str):
+    def __init__(self, value, jacobians: list[Jacobian], computed_by: str, mode: str,
+                 sources: Sources | None = None):
         self.value, self.jacobians = value, jacobians
-        self.computed_by, self.mode = computed_by, mode
+        self.computed_by, self.mode, self.sources = computed_by, mode, sources
 
 
 def jacobian(model, wrt: list[str] | None = None, mode: str = "rev") -> JacobianResult:
@@ -134,7 +203,8 @@ def jacobian(model, wrt: list[str] | None = None, mode: str = "rev") -> Jacobian
     if mode not in JACOBIAN_MODES:
         raise InputError(f"--mode must be one of {', '.join(JACOBIAN_MODES)}, got {mode!r}")
     from .modes import result_array
-    names = resolve_sources(model, wrt, "jacobian")
+    chosen = choose_sources(model, wrt, "jacobian")
+    names = chosen.names
     sources = [model.source(n) for n in names]
     value, columns, computed_by = _jacobian(mode, model, sources)
     out = []
@@ -144,7 +214,7 @@ def jacobian(model, wrt: list[str] | None = None, mode: str = "rev") -> Jacobian
                                                dtype=source.dtype), False, source))
         else:
             out.append(Jacobian(name, result_array(column), True, source))
-    return JacobianResult(result_array(value), out, computed_by, mode)
+    return JacobianResult(result_array(value), out, computed_by, mode, chosen)
 
 
 def _jacobian(mode: str, model, sources: list) -> tuple:
@@ -199,10 +269,12 @@ def _forward_columns(model, source, tshape: tuple):
 # Hessian and the verdict at the point
 # ---------------------------------------------------------------------------------------
 class HessianResult:
-    """What ``hessian`` gives (see :func:`classify` for the verdict's fields)."""
-    __slots__ = ("value", "names", "shapes", "labels", "gradient", "hessian", "verdict",
-                 "eigenvalues", "critical", "gradient_norm", "gradient_tolerance",
-                 "zero_tolerance", "asymmetry", "asymmetry_tolerance", "dtype", "point")
+    """What ``hessian`` gives (see :func:`classify` for the verdict's fields; ``sources``
+    is the :class:`Sources` chosen, None when not known)."""
+    __slots__ = ("value", "names", "sources", "shapes", "labels", "gradient", "hessian",
+                 "verdict", "eigenvalues", "critical", "gradient_norm", "gradient_tolerance",
+                 "zero_tolerance", "condition_number", "asymmetry", "asymmetry_tolerance",
+                 "dtype", "point")
 
     def __init__(self, **fields):
         for key in self.__slots__:
@@ -220,7 +292,8 @@ def hessian(model, wrt: list[str] | None = None) -> HessianResult:
     Jacobian), with the gradient, the value and the verdict at the point."""
     from .engine.tensor import Batched
     from .modes import result_array
-    names = resolve_sources(model, wrt, "hessian")
+    chosen = choose_sources(model, wrt, "hessian")
+    names = chosen.names
     sources = [model.source(n) for n in names]
     reshape, concatenate = gc.FUNCTIONS["reshape"], gc.FUNCTIONS["concatenate"]
     with gc.GradientTape(watch_accessed_variables=False) as outer:
@@ -248,7 +321,7 @@ def hessian(model, wrt: list[str] | None = None) -> HessianResult:
     gradient = flat + 0.0
     point = concatenate([reshape(s.astype(np.float64), (-1,)) for s in sources])
     shapes = [tuple(s.shape) for s in sources]
-    fields = dict(value=result_array(target), names=names, shapes=shapes,
+    fields = dict(value=result_array(target), names=names, sources=chosen, shapes=shapes,
                   labels=labels(names, shapes), gradient=result_array(gradient),
                   hessian=result_array(matrix), dtype=str(target.dtype), point=result_array(point))
     if isinstance(target, Batched):
@@ -260,53 +333,75 @@ def hessian(model, wrt: list[str] | None = None) -> HessianResult:
 def classify(gradient: np.ndarray, matrix: np.ndarray, point=None, dtype="float64") -> dict:
     """The verdict of the second-derivative test at ``point`` (the flattened sources).
 
-    With ``eps`` the machine epsilon of ``dtype`` and ``rtol = sqrt(eps)`` (1.5e-8 in
-    float64, 3.5e-4 in float32), and ``scale = max |eigenvalue|`` (the curvature):
+    With ``n`` the Hessian's size, ``eps`` the machine epsilon of ``dtype`` (2.2e-16 in
+    float64, 1.2e-7 in float32) and ``norm = max |eigenvalue|`` (``||H||_2``):
 
     - ``eigenvalues``: of the symmetric part ``(H + H^T) / 2``, ascending;
-    - ``asymmetry``: ``max |H - H^T|``; beyond ``rtol * max(1, max |H|)`` it is more than
-      round-off, so a derivative rule is wrong (reported, never hidden by symmetrising);
-    - critical point: ``max |gradient| <= rtol * scale * max(1, max |point|)``. Near a
-      critical point ``z*`` the gradient is about ``H (z - z*)``: below this tolerance
-      the point is within about ``rtol`` (relative to its size) of one, which is all
-      rounding lets a typed-in point be. The value of the function plays no part (adding
-      a constant changes nothing), and a zero Hessian leaves only an exact zero gradient;
-    - a zero eigenvalue: ``|lambda| <= rtol * scale``;
-    - the verdict: "not critical" when the gradient is above its tolerance (no
-      min/max/saddle claim is made there); else "saddle" when there are eigenvalues of
-      both signs beyond the zero tolerance (the test decides even beside a zero
+    - ``zero_tolerance = n * (4 * eps * norm + max |H - H^T|)``: how far rounding can
+      move an eigenvalue, so an eigenvalue is zero only when ``|lambda| <= zero_tolerance``.
+      A symmetric eigensolver's eigenvalues are exact for a matrix within about
+      ``n * eps * norm`` of the one given (backward stable), and each entry of the
+      Hessian the tape gives carries a few roundings of about ``eps * norm``, which move
+      an eigenvalue by at most ``n`` times that (Weyl: an eigenvalue moves by at most
+      the perturbation's 2-norm, at most ``n`` times its largest entry). ``H_ij`` and
+      ``H_ji`` are computed by different passes, so their difference is a witness of the
+      entries' own rounding where their terms cancel beyond ``eps * norm``; it is added
+      per entry. Cancellation the matrix does not show (an entry whose terms cancel the
+      same way in both passes, as a Hessian of 1x1 can) is not seen here: ``--check``
+      compares the entries with sympy's;
+    - ``condition_number = norm / min |eigenvalue|``, inf when the Hessian is singular as
+      far as rounding can tell (an eigenvalue within the zero tolerance; about
+      ``1 / (4 * n * eps)`` is the largest finite one);
+    - critical point: ``max |gradient| <= gradient_tolerance = zero_tolerance * max(1,
+      max |point|)``. Near a critical point ``z*`` the gradient is about ``H (z - z*)``;
+      a typed-in point is ``z*`` rounded (``|z - z*| <= eps * |z*|`` per element) and the
+      gradient carries its own rounding, so this is the largest gradient rounding alone
+      gives. The function's value plays no part (adding a constant changes nothing),
+      and a zero Hessian leaves only an exact zero gradient;
+    - ``asymmetry``: ``max |H - H^T|``; beyond ``sqrt(eps) * max(1, max |H|)`` it is more
+      than round-off, so a derivative rule is wrong (reported, never hidden by
+      symmetrising). This cut is deliberately loose: it must not cry wolf where an
+      entry's terms cancel, and it decides a warning, not the verdict;
+    - the verdict (one token): "not-critical" when the gradient is above its tolerance
+      (no min/max/saddle claim is made there); else "saddle" when there are eigenvalues
+      of both signs beyond the zero tolerance (the test decides even beside a zero
       eigenvalue); else "degenerate" when one is zero within tolerance (the test says
       nothing: ``x^4``, ``-x^4`` and ``x^3`` at 0 all have H = 0); else "minimum"
       (positive definite) or "maximum" (negative definite); "undefined" when the
       gradient or the Hessian is not finite (nan or inf: no test applies).
 
-    >>> classify(np.zeros(2), np.diag([2.0, -2.0]))["verdict"]
+    >>> classify(np.zeros(2), np.diag([2.0, -1e-9]))["verdict"]
     'saddle'
     """
     eps = float(np.finfo(np.dtype(dtype) if np.dtype(dtype).kind == "f" else np.float64).eps)
-    rtol = float(np.sqrt(eps))
     matrix = np.asarray(matrix, dtype=np.float64)
     gradient = np.asarray(gradient, dtype=np.float64).ravel()
     finite = bool(np.isfinite(matrix).all() and np.isfinite(gradient).all())
     scale_h = float(np.max(np.abs(matrix))) if matrix.size and finite else 0.0
-    asymmetry = float(np.max(np.abs(matrix - matrix.T))) if matrix.size and finite else 0.0
-    out = {"asymmetry": asymmetry, "asymmetry_tolerance": rtol * max(1.0, scale_h)}
+    with np.errstate(over="ignore", invalid="ignore", divide="ignore"):
+        asymmetry = float(np.max(np.abs(matrix - matrix.T))) if matrix.size and finite else 0.0
+    out = {"asymmetry": asymmetry,
+           "asymmetry_tolerance": float(np.sqrt(eps)) * max(1.0, scale_h)}
+    gradient_norm = float(np.max(np.abs(gradient))) if gradient.size else 0.0
     if not finite:
         return {**out, "verdict": "undefined", "eigenvalues": None, "critical": None,
-                "gradient_norm": float(np.max(np.abs(gradient))) if gradient.size else 0.0,
-                "gradient_tolerance": None, "zero_tolerance": None}
+                "gradient_norm": gradient_norm, "gradient_tolerance": None,
+                "zero_tolerance": None, "condition_number": None}
     eigenvalues = np.linalg.eigvalsh((matrix + matrix.T) / 2) if matrix.size else np.empty(0)
-    top = float(np.max(np.abs(eigenvalues))) if eigenvalues.size else 0.0
-    zero_tolerance = rtol * top
-    gradient_norm = float(np.max(np.abs(gradient))) if gradient.size else 0.0
+    magnitudes = np.abs(eigenvalues)
+    norm = float(magnitudes.max()) if eigenvalues.size else 0.0
+    smallest = float(magnitudes.min()) if eigenvalues.size else 0.0
     size = float(np.max(np.abs(point))) if point is not None and np.size(point) else 0.0
-    gradient_tolerance = rtol * top * max(1.0, size)
+    with np.errstate(over="ignore"):  # (near float64's edge a tolerance may be inf)
+        zero_tolerance = float(len(eigenvalues) * (4 * eps * norm + asymmetry))
+        gradient_tolerance = zero_tolerance * max(1.0, size)
+        condition_number = norm / smallest if smallest > zero_tolerance else float("inf")
     critical = gradient_norm <= gradient_tolerance
     positive = bool(np.any(eigenvalues > zero_tolerance))
     negative = bool(np.any(eigenvalues < -zero_tolerance))
-    zero = bool(np.any(np.abs(eigenvalues) <= zero_tolerance))
+    zero = bool(np.any(magnitudes <= zero_tolerance))
     if not critical:
-        verdict = "not critical"
+        verdict = "not-critical"
     elif positive and negative:
         verdict = "saddle"
     elif zero:
@@ -315,7 +410,7 @@ def classify(gradient: np.ndarray, matrix: np.ndarray, point=None, dtype="float6
         verdict = "minimum" if positive else "maximum"
     return {**out, "verdict": verdict, "eigenvalues": eigenvalues, "critical": critical,
             "gradient_norm": gradient_norm, "gradient_tolerance": gradient_tolerance,
-            "zero_tolerance": zero_tolerance}
+            "zero_tolerance": zero_tolerance, "condition_number": condition_number}
 
 
 def definiteness(eigenvalues, zero_tolerance: float) -> str:

@@ -473,7 +473,7 @@ def test_hessians_computed_in_pieces_are_the_single_point_ones(tmp_path):
         hessians, verdicts = data["hessian"], data["verdict"]
     for row in (0, 34, 35, 69):
         np.testing.assert_array_equal(hessians[row], np.diag(6 * points[row]))
-    assert set(verdicts.tolist()) == {"not critical"}  # the gradient 3 p^2 is not 0
+    assert set(verdicts.tolist()) == {"not-critical"}  # the gradient 3 p^2 is not 0
 
 
 def test_ctrl_c_flushes_complete_rows_and_exits_130(tmp_path):

@@ -166,7 +166,7 @@ def test_hessian_npz_holds_gradient_hessian_eigenvalues_and_verdict(tmp_path):
     lines, arrays, path = jsonl_and_npz(tmp_path, "hessian", ROSEN, "--arg", "x", "--arg",
                                         "y", "--at", points_csv(tmp_path))
     assert arrays["verdict"].tolist() == [line["verdict"] for line in lines]
-    assert arrays["verdict"].tolist()[:2] == ["minimum", "not critical"]
+    assert arrays["verdict"].tolist()[:2] == ["minimum", "not-critical"]
     assert_savez_bytes(path, {
         "row": np.arange(5), "x": POINTS[:, 0], "y": POINTS[:, 1],
         "value": np.array([line["value"] for line in lines]),

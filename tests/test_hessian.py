@@ -7,6 +7,7 @@ here in numpy.
 from __future__ import annotations
 
 import json
+import math
 import os
 
 import numpy as np
@@ -41,8 +42,7 @@ def sympy_hessian(expr: str, order: list[str], point: dict) -> np.ndarray:
 # ---------------------------------------------------------------------------------------
 def test_seed_example_has_ones_at_weight_input_pairs_and_is_not_critical():
     out = hessian_json("w1*x1 + w2*x2", "--var", "w1=2", "--var", "w2=3", "--arg", "x1=5",
-                       "--arg", "x2=7")
-    # default sources: the arguments, then the trainable variables
+                       "--arg", "x2=7", "--wrt", "x1,x2,w1,w2")
     assert out["labels"] == ["x1", "x2", "w1", "w2"]
     truth = sympy_hessian("w1*x1 + w2*x2", out["labels"], {"w1": 2, "w2": 3, "x1": 5, "x2": 7})
     assert out["hessian"] == truth.tolist()
@@ -53,7 +53,7 @@ def test_seed_example_has_ones_at_weight_input_pairs_and_is_not_critical():
     assert np.count_nonzero(h) == 4
     assert out["gradient"] == [2.0, 3.0, 5.0, 7.0]
     assert out["value"] == 31.0
-    assert out["verdict"] == "not critical"
+    assert out["verdict"] == "not-critical"
     assert out["critical"] is False
 
 
@@ -63,7 +63,7 @@ def test_rosenbrock_hessian_at_1_2_and_1_is_exact():
     truth = sympy_hessian("(1-x)**2 + 100*(y-x**2)**2", ["x", "y"],
                           {"x": sp.Rational(6, 5), "y": 1})
     assert out["hessian"] == truth.tolist()
-    assert out["verdict"] == "not critical"
+    assert out["verdict"] == "not-critical"
 
 
 def test_rosenbrock_at_its_minimum_is_a_minimum():
@@ -111,7 +111,8 @@ def numeric_hessian(f, z: np.ndarray, h: float = 1e-4) -> np.ndarray:
 
 def test_array_sources_are_flattened_with_element_labels():
     w = [[0.3, -0.2, 0.5], [0.1, 0.4, -0.6]]
-    out = hessian_json("sum(tanh(W @ x))", "--var", f"W={w}", "--arg", "x=[0.7, -1.1, 0.4]")
+    out = hessian_json("sum(tanh(W @ x))", "--var", f"W={w}", "--arg", "x=[0.7, -1.1, 0.4]",
+                       "--wrt", "x,W")
     assert out["labels"] == ["x[0]", "x[1]", "x[2]", "W[0,0]", "W[0,1]", "W[0,2]",
                              "W[1,0]", "W[1,1]", "W[1,2]"]
 
@@ -176,10 +177,10 @@ def test_gradient_within_rounding_of_zero_is_critical():
 def test_gradient_tolerance_is_relative_to_curvature_and_point():
     # 1e-20 * (x-1)^2 at 0: the gradient is tiny, but so is the curvature: not critical
     out = hessian_json("1e-20 * (x - 1)^2", "--arg", "x=0")
-    assert out["verdict"] == "not critical"
+    assert out["verdict"] == "not-critical"
     # adding a huge constant changes nothing
     out = hessian_json("1e12 + (x - 1)^2", "--arg", "x=1.001")
-    assert out["verdict"] == "not critical"
+    assert out["verdict"] == "not-critical"
 
 
 def test_non_finite_hessian_is_undefined():
@@ -227,7 +228,7 @@ def test_human_output_explains_the_verdict():
 
 def test_check_passes_against_sympy_and_finite_differences():
     result = run("hessian", "sum(W^2)*x + sin(x*W[0,1])", "--var", "W=[[1, 2]]", "--arg",
-                 "x=0.5", "--check", "--json")
+                 "x=0.5", "--wrt", "x,W", "--check", "--json")
     assert result.returncode == 0, result.stderr
     check = json.loads(result.stdout)["check"]
     assert check["verdict"] == "passed"
@@ -320,3 +321,193 @@ def test_hessian_of_smooth_programs_equals_sympy(program, x, y):
     truth = sympy_hessian(sympy_text, ["x", "y"], {"x": x, "y": y})
     np.testing.assert_allclose(result.hessian, truth, rtol=1e-9, atol=1e-12)
     assert result.symmetric
+
+
+# ---------------------------------------------------------------------------------------
+# Issue 20 (6): the verdict never contradicts the eigenvalues
+# ---------------------------------------------------------------------------------------
+def exact_verdict(sympy_text: str, order: list[str], point: dict) -> tuple[str, float]:
+    """The second-derivative test decided exactly: sympy's gradient and the eigenvalues
+    (``Matrix.eigenvals``) of its Hessian, from the formula and the point as exact
+    rationals. Gives (verdict, condition number: inf when an eigenvalue is 0)."""
+    symbols = sp.symbols(order, real=True)
+    f = sp.sympify(sympy_text, locals=dict(zip(order, symbols)), rational=True)
+    at = {s: sp.Rational(point[n]) for s, n in zip(symbols, order)}
+    gradient = [sp.diff(f, s).subs(at) for s in symbols]
+    eigenvalues = [ev for ev, k in sp.hessian(f, symbols).subs(at).eigenvals().items()
+                   for _ in range(k)]
+    signs = [0 if sp.simplify(ev) == 0 else (1 if sp.re(ev.evalf(60)) > 0 else -1)
+             for ev in eigenvalues]
+    sizes = [abs(float(sp.re(ev.evalf(60)))) for ev in eigenvalues]
+    condition = math.inf if 0 in signs else max(sizes) / min(sizes)
+    if any(g != 0 for g in gradient):
+        return "not-critical", condition
+    if 1 in signs and -1 in signs:
+        return "saddle", condition
+    if 0 in signs:
+        return "degenerate", condition
+    return ("minimum" if 1 in signs else "maximum"), condition
+
+
+# (program, the same formula in sympy's syntax: test text, never user text, point)
+VERDICT_CASES = [
+    ("x^2 - 1e-9*y^2", "x**2 - 1e-9*y**2", {"x": "0", "y": "0"}),
+    ("x^2 + 1e-9*y^2", "x**2 + 1e-9*y**2", {"x": "0", "y": "0"}),
+    ("-x^2 - 1e-12*y^2", "-x**2 - 1e-12*y**2", {"x": "0", "y": "0"}),
+    ("x^2 - 1e-14*y^2", "x**2 - 1e-14*y**2", {"x": "0", "y": "0"}),
+    ("1e-14*x^2 + y^2", "1e-14*x**2 + y**2", {"x": "0", "y": "0"}),
+    ("x^2 + 2*x*y + (1 + 1e-9)*y^2", "x**2 + 2*x*y + (1 + 1e-9)*y**2", {"x": "0", "y": "0"}),
+    ("x^2 + y^2 + x*y - 1e-12*z^2", "x**2 + y**2 + x*y - 1e-12*z**2",
+     {"x": "0", "y": "0", "z": "0"}),
+    ("x^4 + y^2", "x**4 + y**2", {"x": "0", "y": "0"}),
+    ("x^3 - y^2", "x**3 - y**2", {"x": "0", "y": "0"}),
+    ("x^2", "x**2", {"x": "0", "y": "1.5"}),           # y declared, absent: H = diag(2, 0)
+    ("1e8*(x^2 + y^2)", "1e8*(x**2 + y**2)", {"x": "0", "y": "0"}),
+    ("1e8*(x^2 - y^2)", "1e8*(x**2 - y**2)", {"x": "0", "y": "0"}),
+    ("1e-8*(x^2 + y^2)", "1e-8*(x**2 + y**2)", {"x": "0", "y": "0"}),
+    ("(1-x)^2 + 100*(y-x^2)^2", "(1-x)**2 + 100*(y-x**2)**2", {"x": "1", "y": "1"}),
+    ("x^2 - 1e-9*y^2", "x**2 - 1e-9*y**2", {"x": "0", "y": "1"}),  # gradient -2e-9
+    # 1 + 2^-30, exact in float64: the gradient 2^-29 is small, and not 0
+    ("(x - 1)^2 + y^2", "(x - 1)**2 + y**2", {"x": "1.000000000931322574615478515625",
+                                              "y": "0"}),
+    ("1e8*(x^2 + y^2)", "1e8*(x**2 + y**2)", {"x": "1e-6", "y": "0"}),
+]
+
+
+@pytest.mark.parametrize("program, sympy_text, point", VERDICT_CASES)
+def test_verdict_is_the_exact_second_derivative_test(program, sympy_text, point):
+    args = [a for name, value in point.items() for a in ("--arg", f"{name}={value}")]
+    out = hessian_json(program, *args)
+    verdict, _ = exact_verdict(sympy_text, list(point), point)
+    assert out["verdict"] == verdict
+
+
+@pytest.mark.parametrize("program, sympy_text, point", VERDICT_CASES)
+def test_condition_number_is_the_exact_one(program, sympy_text, point):
+    args = [a for name, value in point.items() for a in ("--arg", f"{name}={value}")]
+    out = hessian_json(program, *args)
+    _, condition = exact_verdict(sympy_text, list(point), point)
+    if math.isinf(condition):
+        assert out["condition_number"] == "inf"
+    else:
+        assert out["condition_number"] == pytest.approx(condition, rel=1e-6)
+
+
+def assert_verdict_follows_eigenvalues(out: dict) -> None:
+    """What a reader checks by eye: the verdict against the printed eigenvalues' signs
+    beyond the printed tolerance."""
+    ev, tol = np.array(out["eigenvalues"], dtype=float), out["zero_tolerance"]
+    positive, negative = bool(np.any(ev > tol)), bool(np.any(ev < -tol))
+    if not out["critical"]:
+        assert out["verdict"] == "not-critical"
+    elif positive and negative:
+        assert out["verdict"] == "saddle"
+    elif np.any(np.abs(ev) <= tol):
+        assert out["verdict"] == "degenerate"
+    else:
+        assert out["verdict"] == ("minimum" if positive else "maximum")
+
+
+@pytest.mark.parametrize("program, sympy_text, point", VERDICT_CASES[:6])
+def test_printed_verdict_follows_printed_eigenvalues(program, sympy_text, point):
+    args = [a for name, value in point.items() for a in ("--arg", f"{name}={value}")]
+    out = hessian_json(program, *args)
+    assert_verdict_follows_eigenvalues(out)
+    # the tolerance is the rounding bound, far below the smallest eigenvalue here
+    assert 0 < out["zero_tolerance"] < 1e-14
+
+
+@st.composite
+def quadratic_forms(draw):
+    """``Q diag(lambda) Q^T`` built in numpy from known eigenvalues: magnitudes from 1e-14
+    to 1e2 times a scale from 1e-8 to 1e8, random signs, some exactly 0."""
+    n = draw(st.integers(1, 6))
+    scale = 10.0 ** draw(st.integers(-8, 8))
+    eigenvalues = np.array([draw(st.sampled_from([-1.0, 0.0, 1.0]))
+                            * 10.0 ** draw(st.floats(-14, 2)) for _ in range(n)]) * scale
+    rng = np.random.default_rng(draw(st.integers(0, 2 ** 32 - 1)))
+    q, _ = np.linalg.qr(rng.standard_normal((n, n)))
+    return eigenvalues, q @ np.diag(eigenvalues) @ q.T
+
+
+def assert_agrees_with_known_eigenvalues(verdict: str, eigenvalues, tol: float) -> None:
+    """The verdict at a critical point against the eigenvalues the matrix was built
+    from: the stated tolerance bounds rounding, so twice it separates them from 0; and
+    it is of rounding's order (n eps ||H||, generously), not a cut like sqrt(eps)."""
+    n, eps = len(eigenvalues), np.finfo(np.float64).eps
+    assert tol <= 100 * n * eps * np.max(np.abs(eigenvalues))
+    strong_positive = bool(np.any(eigenvalues > 2 * tol))
+    strong_negative = bool(np.any(eigenvalues < -2 * tol))
+    if strong_positive and strong_negative:
+        assert verdict == "saddle"
+    elif np.all(np.abs(eigenvalues) > 2 * tol):
+        assert verdict == ("minimum" if strong_positive else "maximum")
+    if verdict == "saddle":
+        assert np.any(eigenvalues > 0) and np.any(eigenvalues < 0)
+    if verdict == "minimum":
+        assert np.all(eigenvalues > 0)
+    if verdict == "maximum":
+        assert np.all(eigenvalues < 0)
+    if verdict == "degenerate":
+        assert np.min(np.abs(eigenvalues)) <= 2 * tol
+
+
+@settings(max_examples=EXAMPLES * 5, deadline=None)
+@given(quadratic_forms())
+def test_verdict_of_a_quadratic_form_agrees_with_its_known_eigenvalues(form):
+    eigenvalues, matrix = form
+    out = classify(np.zeros(len(eigenvalues)), matrix)
+    assert_agrees_with_known_eigenvalues(out["verdict"], eigenvalues, out["zero_tolerance"])
+    assert_verdict_follows_eigenvalues({**out, "eigenvalues": out["eigenvalues"].tolist()})
+    # the condition number is infinite exactly when the test calls an eigenvalue 0
+    assert math.isinf(out["condition_number"]) == bool(
+        np.any(np.abs(out["eigenvalues"]) <= out["zero_tolerance"]))
+
+
+def test_plain_verdict_is_one_token_for_every_verdict():
+    cases = {"minimum": ["x^2", "--arg", "x=0"], "maximum": ["-x^2", "--arg", "x=0"],
+             "saddle": ["x^2 - y^2", "--arg", "x=0", "--arg", "y=0"],
+             "degenerate": ["x^4", "--arg", "x=0"],
+             "not-critical": ["x^2", "--arg", "x=1"],
+             "undefined": ["sqrt(x)", "--arg", "x=0"]}
+    for verdict, args in cases.items():
+        result = CliRunner().invoke(app, ["hessian", *args, "--plain"])
+        assert result.exit_code == 0, result.output
+        assert result.stdout.splitlines()[-1] == verdict
+        assert hessian_json(*args)["verdict"] == verdict
+
+
+@pytest.mark.parametrize("args", [
+    ["x^4", "--arg", "x=0"],                                 # H = 0, critical
+    ["x^4 + y", "--arg", "x=0", "--arg", "y=0"],             # H = 0, not critical
+    ["x^2 - 1e-9*y^2", "--arg", "x=0", "--arg", "y=0"],
+    ["x^2", "--arg", "x=0", "--arg", "y=2"],
+])
+def test_human_verdict_states_tolerance_and_condition_number_and_never_a_zero_one(args):
+    result = CliRunner().invoke(app, ["hessian", *args], env={"COLUMNS": "200"})
+    assert result.exit_code == 0, result.output
+    text = " ".join(result.stdout.split())
+    out = hessian_json(*args)
+    assert "within 0" not in text and "tolerance 0 " not in text + " "
+    assert "<= 0 " not in text + " " and "<= 0)" not in text
+    condition = out["condition_number"]
+    shown = "inf" if condition == "inf" else format(condition, ".3g")
+    assert f"condition number {shown}" in text
+    if out["zero_tolerance"] > 0:
+        assert f"|eigenvalue| <= {out['zero_tolerance']:.3g}" in text
+    else:
+        assert "the Hessian is 0" in text
+
+
+@settings(max_examples=EXAMPLES, deadline=None)
+@given(quadratic_forms())
+def test_tape_hessian_of_a_quadratic_form_has_the_verdict_of_its_eigenvalues(form):
+    from gradcli.derivatives import hessian
+    from gradcli.lang import Declarations, build, parse_program
+    eigenvalues, matrix = form
+    n = len(eigenvalues)
+    # 0.5 x^T A x at 0: gradient 0, Hessian A, computed by the tape's nested passes
+    result = hessian(build(parse_program("sum(x * (A @ x)) / 2"), Declarations.from_options(
+        arg=[f"x={[0.0] * n}"], frozen=[f"A={matrix.tolist()}"])))
+    assert result.critical
+    assert_agrees_with_known_eigenvalues(result.verdict, eigenvalues, result.zero_tolerance)

@@ -162,7 +162,7 @@ class JacobianKind(ModeKind):
         return [j.name for j in meta.jacobians]
 
     def notes(self, meta) -> list:
-        return []
+        return meta.sources.notes()
 
     def title(self, meta) -> str:
         return "jacobian"
@@ -172,7 +172,7 @@ class JacobianKind(ModeKind):
         from .higher import jacobian_json
         return jacobian_json(JacobianResult(value, [
             Jacobian(j.name, out, j.connected, j.source) for j, out in
-            zip(meta.jacobians, outputs)], meta.computed_by, meta.mode))
+            zip(meta.jacobians, outputs)], meta.computed_by, meta.mode, meta.sources))
 
     def template(self, meta):
         return None
@@ -252,7 +252,7 @@ class HessianKind(ModeKind):
         return ["gradient", "hessian", "eigenvalues"]
 
     def notes(self, meta) -> list:
-        return []
+        return meta.sources.notes()
 
     def title(self, meta) -> str:
         return "hessian"
@@ -261,7 +261,8 @@ class HessianKind(ModeKind):
         """The single-point HessianResult of a row."""
         from ..derivatives import HessianResult, classify
         gradient, matrix, point = raw
-        return HessianResult(value=value, names=meta.names, shapes=meta.shapes,
+        return HessianResult(value=value, names=meta.names, sources=meta.sources,
+                             shapes=meta.shapes,
                              labels=meta.labels, gradient=gradient, hessian=matrix,
                              dtype=meta.dtype, point=point,
                              **classify(gradient, matrix, point, meta.dtype))

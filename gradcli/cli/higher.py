@@ -7,17 +7,25 @@ when one of these commands runs (app.py registers them without importing this mo
 JSON (one object each; numbers as everywhere in gradcli: non-finite ones are strings)::
 
     {"mode": "jacobian", "value": ..., "computed_by": "reverse",
+     "sources": ["x"], "sources_from": "arguments",
      "jacobians": [{"name": "x", "jacobian": [[...]], "shape": [3, 3],
                     "connected": true}], "check": {...}}
-    {"mode": "hessian", "value": 31.0, "labels": ["x1", ...], "gradient": [...],
-     "hessian": [[...]], "eigenvalues": [...], "verdict": "not critical",
-     "critical": false, "gradient_tolerance": ..., "symmetric": true,
-     "asymmetry": 0.0, "check": {...}}
+    {"mode": "hessian", "value": 31.0, "sources": ["w1", "w2"],
+     "sources_from": "variables", "labels": ["w1", ...], "gradient": [...],
+     "hessian": [[...]], "eigenvalues": [...], "verdict": "not-critical",
+     "critical": false, "gradient_tolerance": ..., "zero_tolerance": ...,
+     "condition_number": ..., "symmetric": true, "asymmetry": 0.0, "check": {...}}
+
+``sources_from`` says how the sources were chosen: "wrt" (named by ``--wrt``),
+"variables" (the default when the program reads trainable variables) or "arguments"
+(the default otherwise); the human output says it in words, and ``--plain`` on standard
+error when the default chose (see :func:`gradcli.derivatives.choose_sources`).
     {"mode": "grad", "order": 3, "gradients": [{"name": "x", "gradient": ...}]}
 
 ``--plain``: ``jacobian`` prints the value, then each Jacobian flattened, one line per
 source; ``hessian`` the value, the gradient, one line per Hessian row, the eigenvalues
-and the verdict (the one word line); ``grad --order`` one line per argument.
+and the verdict (one token: ``minimum``, ``maximum``, ``saddle``, ``degenerate``,
+``not-critical`` or ``undefined``); ``grad --order`` one line per argument.
 """
 from __future__ import annotations
 
@@ -62,6 +70,25 @@ def _flat(value, precision) -> str:
     return " ".join(render.number_texts(value, precision))  # in C (issue 12)
 
 
+def _sources_json(sources) -> dict:
+    """The sources and how they were chosen (nothing when a result does not know)."""
+    if sources is None:
+        return {}
+    return {"sources": list(sources.names), "sources_from": sources.taken}
+
+
+def _note_default_sources(sources) -> None:
+    """``--plain``: standard output holds the numbers only; when the default left a
+    declared argument or trainable variable out, standard error says which it took."""
+    if sources is not None:
+        sys.stderr.write("".join(f"note: {note}\n" for note in sources.notes()))
+
+
+def _emit_sources(out, sources) -> None:
+    if sources is not None:
+        render._emit(out, (sources.sentence, "dim"))
+
+
 # ---------------------------------------------------------------------------------------
 # jacobian
 # ---------------------------------------------------------------------------------------
@@ -79,6 +106,7 @@ def run_jacobian(s) -> None:
     elif s.plain:
         _write([_flat(result.value, s.precision)]
                + [_flat(j.jacobian, s.precision) for j in result.jacobians])
+        _note_default_sources(result.sources)
     else:
         _print_jacobian(result, s.precision, check, model.target_name)
     _finish(check, s.plain)
@@ -86,7 +114,7 @@ def run_jacobian(s) -> None:
 
 def jacobian_json(result, check: dict | None = None) -> dict:
     obj = {"mode": "jacobian", "value": render.json_array(result.value),
-           "computed_by": result.computed_by,
+           "computed_by": result.computed_by, **_sources_json(result.sources),
            "jacobians": [{"name": j.name, "jacobian": render.json_array(j.jacobian),
                           "shape": list(j.shape), "connected": j.connected}
                          for j in result.jacobians]}
@@ -100,6 +128,7 @@ def _print_jacobian(result, precision, check, target, out=None) -> None:
     render._emit(out, ("jacobian", "bold"), "  ",
                  (f"d {target or 'target'} / d source: shape target.shape + source.shape "
                   f"({result.computed_by} mode)", "dim"))
+    _emit_sources(out, result.sources)
     render._value_lines(out, f"value of {target}" if target else "value", result.value,
                         precision)
     _jacobian_table(out, result, precision)
@@ -135,6 +164,7 @@ def run_hessian(s) -> None:
                + [_flat(row, s.precision) for row in result.hessian]
                + [_flat(result.eigenvalues if result.eigenvalues is not None else [],
                         s.precision), result.verdict])
+        _note_default_sources(result.sources)
     else:
         _print_hessian(result, s.precision, check, model.target_name)
     _finish(check, s.plain)
@@ -142,11 +172,14 @@ def run_hessian(s) -> None:
 
 def hessian_json(result, check: dict | None = None) -> dict:
     obj = {"mode": "hessian", "value": render.json_array(result.value),
+           **_sources_json(result.sources),
            "labels": list(result.labels), "gradient": render.json_array(result.gradient),
            "hessian": render.json_array(result.hessian),
            "eigenvalues": render.json_array(result.eigenvalues), "verdict": result.verdict,
            "critical": result.critical,
            "gradient_tolerance": render.json_array(result.gradient_tolerance),
+           "zero_tolerance": render.json_array(result.zero_tolerance),
+           "condition_number": render.json_array(result.condition_number),
            "symmetric": result.symmetric, "asymmetry": render.json_array(result.asymmetry)}
     if check is not None:
         obj["check"] = check
@@ -156,26 +189,51 @@ def hessian_json(result, check: dict | None = None) -> dict:
 _MAX_TABLE = 8  # a labelled matrix up to this many columns; numpy's layout beyond
 
 
-def _explain(result, precision) -> str:
+def _explain(result) -> str:
+    """The verdict in words, with the tolerance that decided it (never "tolerance 0": a
+    zero tolerance is a zero Hessian, where only an exact 0 counts)."""
     from ..derivatives import definiteness
-    num = render.number_text
     if result.verdict == "undefined":
         return ("the gradient or the Hessian is not finite here (nan or inf): no "
                 "second-derivative test applies")
     kind = definiteness(result.eigenvalues, result.zero_tolerance)
-    gradient = (f"max |gradient| = {num(result.gradient_norm, 3)}"
-                f" {'<=' if result.critical else '>'} tolerance "
-                f"{num(result.gradient_tolerance, 3)}")
-    if result.verdict == "not critical":
+    gradient = _gradient_words(result)
+    if result.verdict == "not-critical":
         return (f"not a critical point ({gradient}), so no minimum, maximum or saddle "
                 f"claim is made; the Hessian here is {kind}")
+    zero = (f", with a zero eigenvalue (|eigenvalue| <= {_num(result.zero_tolerance)})"
+            if result.zero_tolerance > 0 else "")
     words = {"minimum": "a local minimum (the Hessian is positive definite)",
              "maximum": "a local maximum (the Hessian is negative definite)",
              "saddle": "a saddle point (the Hessian has eigenvalues of both signs)",
              "degenerate": f"a critical point where the test says nothing: the Hessian is "
-                           f"{kind}, with a zero eigenvalue (within "
-                           f"{num(result.zero_tolerance, 3)}); higher derivatives decide"}
+                           f"{kind}{zero}; higher derivatives decide"}
     return f"{words[result.verdict]}; critical point: {gradient}"
+
+
+def _num(x) -> str:
+    return render.number_text(x, 3)
+
+
+def _gradient_words(result) -> str:
+    norm = f"max |gradient| = {_num(result.gradient_norm)}"
+    if result.gradient_tolerance > 0:
+        return (f"{norm} {'<=' if result.critical else '>'} tolerance "
+                f"{_num(result.gradient_tolerance)}")
+    # (a zero tolerance: the Hessian is 0, so rounding cannot explain any gradient)
+    if result.critical:
+        return "the gradient is exactly 0 (with a zero Hessian only an exact 0 counts)"
+    return f"{norm}, and with a zero Hessian only an exact 0 counts"
+
+
+def _tolerance_words(result) -> str:
+    """The zero test and the condition number (see ``derivatives.classify``)."""
+    condition = f"condition number {_num(result.condition_number)}"
+    if result.zero_tolerance > 0:
+        return (f"{condition}; an eigenvalue counts as 0 when |eigenvalue| <= "
+                f"{_num(result.zero_tolerance)} (n (4 eps max |eigenvalue| + max |H - H^T|):"
+                " how far rounding can move one)")
+    return f"{condition} (the Hessian is 0)"
 
 
 def _print_hessian(result, precision, check, target, out=None) -> None:
@@ -184,6 +242,7 @@ def _print_hessian(result, precision, check, target, out=None) -> None:
     render._emit(out, ("hessian", "bold"), "  ",
                  (f"d2 {target or 'target'} / d source^2 over {', '.join(result.names)} "
                   f"({n} element{'s' if n != 1 else ''}; nested reverse mode)", "dim"))
+    _emit_sources(out, result.sources)
     render._value_lines(out, f"value of {target}" if target else "value", result.value,
                         precision)
     headers = ["element", "gradient"]
@@ -202,8 +261,8 @@ def _print_hessian(result, precision, check, target, out=None) -> None:
             render._emit(out, "  " + line)
     if result.eigenvalues is not None:
         render._emit(out, "eigenvalues: ", render.array_text(result.eigenvalues, precision))
-    render._emit(out, "verdict: ", (result.verdict, "bold"),
-                 ": " + _explain(result, precision))
+        render._emit(out, "  ", (_tolerance_words(result), "dim"))
+    render._emit(out, "verdict: ", (result.verdict, "bold"), ": " + _explain(result))
     if not result.symmetric:
         render._emit(out, ("warning:", "bold red"),
                      f" the Hessian is not symmetric: max |H - H^T| = "
@@ -276,7 +335,8 @@ def _print_order(outcome, order: int, precision, check, texts, out=None) -> None
 class CompareRow:
     """``tape.jacobian(target, sources)`` beside the four APIs in ``gradcli compare``
     (shown where the target is not a scalar), with the default sources of ``jacobian``:
-    the arguments, then the trainable variables. An error is shown in the row."""
+    the trainable variables the program reads, else the arguments (those the tape
+    watches, or those ``grad`` takes). An error is shown in the row."""
 
     def __init__(self, model):
         from ..derivatives import jacobian
@@ -305,5 +365,6 @@ class CompareRow:
             return
         render._emit(out, ("jacobian", "bold"), "  ",
                      ("tf.GradientTape.jacobian(target, sources): each element of the "
-                      "target, not their sum (arguments, then trainable variables)", "dim"))
+                      "target, not their sum", "dim"))
+        _emit_sources(out, self.result.sources)
         _jacobian_table(out, self.result, precision)
