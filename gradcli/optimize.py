@@ -54,7 +54,8 @@ from .engine.api import NO_VARIABLES
 from .errors import ChunkTooLarge, GradcliError, InputError, LimitError, ModeError
 
 __all__ = ["OPTIMIZERS", "LINE_SEARCH", "SGD", "Adam", "Result", "minimize", "DEFAULT_LR",
-           "DEFAULT_TOL", "DEFAULT_MAX_STEPS", "default_optimizer", "check_numbers",
+           "DEFAULT_TOL", "DEFAULT_MAX_STEPS", "default_optimizer", "default_tol",
+           "check_numbers",
            "check_settings",
            "check_rows_options", "ProgramRows", "minimize_rows", "batch_order",
            "total_updates", "run_length", "MAX_UPDATES"]
@@ -67,7 +68,10 @@ LINE_SEARCH = ("lbfgs", "gd")
 DEFAULT_LR = {"sgd": 0.01, "momentum": 0.01, "adam": 0.001, "lbfgs": None, "gd": None}
 #: Converged: the gradient's Euclidean norm at most this. Absolute, not relative to the
 #: loss: a test scaled by |loss| would call a run that runs off to -1e9 on ``x`` converged.
+#: About the square root of float64's epsilon (1.5e-8); float32's rounding stops a
+#: gradient near 1e-5, so a float32 run's default (``default_tol``) is 1e-4.
 DEFAULT_TOL = 1e-8
+DEFAULT_TOL_FLOAT32 = 1e-4
 #: The cap on the steps of a run to convergence (``--max-steps``).
 DEFAULT_MAX_STEPS = 10_000
 #: gd's line search: Armijo's constant (sufficient decrease), and the most halvings of
@@ -203,6 +207,15 @@ def default_optimizer(mini_batches: bool = False) -> str:
     except ImportError:
         return "gd"
     return "lbfgs"
+
+
+def default_tol(dtype: str = "float64") -> float:
+    """The default ``tol`` of a run computing in ``dtype``.
+
+    >>> default_tol(), default_tol("float32")
+    (1e-08, 0.0001)
+    """
+    return DEFAULT_TOL_FLOAT32 if dtype == "float32" else DEFAULT_TOL
 
 
 def check_numbers(*, lr: float | None = None, tol: float | None = None,

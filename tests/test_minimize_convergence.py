@@ -188,6 +188,21 @@ def test_default_run_converges_to_the_true_minimum_without_scipy(name, without_s
     check_default_run(name, "gd")
 
 
+@pytest.mark.parametrize("name", ["logistic regression", "rosenbrock"])
+def test_float32_default_run_converges_at_its_own_default_tolerance(name):
+    # float32's rounding stops the gradient near 1e-5 (the logistic loss: 2.4e-5), so
+    # the default --tol of a float32 run is 1e-4, not float64's 1e-8 (not converged)
+    program, declarations, truth = PROBLEMS[name]()
+    code, stdout, stderr = in_process("minimize", program, *declarations, "--dtype",
+                                      "float32", "--json")
+    assert code == 0, stderr
+    result = json.loads(stdout)
+    assert result["converged"] is True and result["tol"] == 1e-4
+    values = {v["name"]: np.array(v["value"]) for v in result["variables"]}
+    for variable, expected in truth.items():
+        np.testing.assert_allclose(values[variable], expected, rtol=0, atol=1e-3)
+
+
 # ---------------------------------------------------------------------------------------
 # Not converged within the cap: exit 1, "not converged", a hint; the point as it is
 # ---------------------------------------------------------------------------------------

@@ -37,9 +37,10 @@ OPTIONS = [
         "--max-steps", min=0, max=10**8, metavar="N", show_default=False,  # MAX_UPDATES
         help="The cap of a run to convergence (default 10000): reaching it is exit 1, "
              "not converged.")], None),
-    _opt("tol", Annotated[float, typer.Option(
-        "--tol", min=0.0, metavar="T",
-        help="Converged when the gradient's Euclidean norm is at most T.")], 1e-8),
+    _opt("tol", Annotated[Optional[float], typer.Option(
+        "--tol", min=0.0, metavar="T", show_default=False,
+        help="Converged when the gradient's Euclidean norm is at most T (default 1e-8; "
+             "1e-4 with --dtype float32).")], None),
     _opt("save", Annotated[Optional[str], typer.Option(
         "--save", metavar="DIR", show_default=False,
         help="Write each variable to DIR/NAME.npy; feed it back with "
@@ -175,7 +176,9 @@ def run(s: _Settings) -> None:
     non-finite loss, divergence, or a run to convergence that did not converge; 0 for a
     converged run or a training run (--steps, --epochs, mini-batches: a warning when the
     gradient is not small); 130 after Ctrl-C (the point so far is still printed)."""
-    from ..optimize import DEFAULT_LR, DEFAULT_MAX_STEPS, minimize
+    from ..optimize import DEFAULT_LR, DEFAULT_MAX_STEPS, default_tol, minimize
+    if s.tol is None:
+        s.tol = default_tol(s.dtype)
 
     def work():
         optimizer = _optimizer(s)
@@ -298,7 +301,7 @@ def _unconverged_message(result, s: _Settings) -> str:
     if result.reason == "stalled":
         return (f"error: not converged after {result.steps:,} steps: the loss does not "
                 f"decrease any further ({result.detail}) and {gradient}\n"
-                f"hint: this may be the rounding of float64 at this scale: a --tol above "
+                f"hint: this may be the rounding of {s.dtype} at this scale: a --tol above "
                 f"{n(result.grad_norm, 3)} accepts this point")
     first = result.history[0][1]
     more = "raise --max-steps or --tol, or give --steps N for a training run of N steps (exit 0)"
