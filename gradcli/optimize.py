@@ -14,6 +14,18 @@ The update rules are those of ``tf.keras.optimizers`` (Keras 3, ``update_step``)
 
 L-BFGS runs through ``scipy.optimize.minimize(method="L-BFGS-B", jac=True)`` (the optional
 extra ``gradcli[optimize]``), with the engine giving the value and the gradient together.
+``gd`` needs no scipy: gradient descent whose step is the Barzilai-Borwein step of the last
+move, halved until Armijo's sufficient decrease holds (a backtracking line search).
+
+Two kinds of run (``steps``):
+
+- ``steps=None``: run to convergence, the gradient's Euclidean norm at most ``tol``
+  (absolute, default DEFAULT_TOL), under a cap of ``max_steps`` steps (DEFAULT_MAX_STEPS).
+  Reaching the cap, or a line search that can no longer lower the loss ("stalled"), is
+  not converged. The default optimizer (``default_optimizer``) is lbfgs when scipy is
+  installed, else gd: both choose their own step and converge on textbook problems.
+- ``steps=N``: a training run of N updates (stopping early only when converged), whose
+  end is its result whatever the gradient there (``result.training``).
 
 Arguments and frozen variables stay fixed: only trainable variables the target reads move.
 A variable the target does not reach gets a zero gradient (it does not move).
@@ -25,9 +37,9 @@ shuffling, reproducible with a seed), and ``minimize_rows`` is the loop over the
 
 >>> from gradcli.engine import Variable
 >>> w = Variable(3.0, name="w")
->>> result = minimize(lambda: (w - 1.0) ** 2, optimizer="sgd", lr=0.25, steps=200)
->>> result.reason, round(float(w.numpy()), 6)
-('converged', 1.0)
+>>> result = minimize(lambda: (w - 1.0) ** 2)
+>>> result.optimizer in ("lbfgs", "gd"), result.reason, round(float(w.numpy()), 6)
+(True, 'converged', 1.0)
 """
 from __future__ import annotations
 
@@ -41,12 +53,31 @@ from . import engine as gc
 from .engine.api import NO_VARIABLES
 from .errors import ChunkTooLarge, GradcliError, InputError, LimitError, ModeError
 
-__all__ = ["OPTIMIZERS", "SGD", "Adam", "Result", "minimize", "DEFAULT_LR", "ProgramRows",
-           "minimize_rows", "batch_order", "total_updates", "MAX_UPDATES"]
+__all__ = ["OPTIMIZERS", "LINE_SEARCH", "SGD", "Adam", "Result", "minimize", "DEFAULT_LR",
+           "DEFAULT_TOL", "DEFAULT_MAX_STEPS", "default_optimizer", "default_tol",
+           "check_numbers",
+           "check_settings",
+           "check_rows_options", "ProgramRows", "minimize_rows", "batch_order",
+           "total_updates", "run_length", "MAX_UPDATES"]
 
-OPTIMIZERS = ("sgd", "momentum", "adam", "lbfgs")
-#: Keras' default learning rates (lbfgs has none: its line search picks the step).
-DEFAULT_LR = {"sgd": 0.01, "momentum": 0.01, "adam": 0.001, "lbfgs": None}
+OPTIMIZERS = ("sgd", "momentum", "adam", "lbfgs", "gd")
+#: The optimizers that choose their own step by a line search (no learning rate); they
+#: compare losses of one function, so they train on the full batch only.
+LINE_SEARCH = ("lbfgs", "gd")
+#: Keras' default learning rates (lbfgs and gd have none: their line search picks the step).
+DEFAULT_LR = {"sgd": 0.01, "momentum": 0.01, "adam": 0.001, "lbfgs": None, "gd": None}
+#: Converged: the gradient's Euclidean norm at most this. Absolute, not relative to the
+#: loss: a test scaled by |loss| would call a run that runs off to -1e9 on ``x`` converged.
+#: About the square root of float64's epsilon (1.5e-8); float32's rounding stops a
+#: gradient near 1e-5, so a float32 run's default (``default_tol``) is 1e-4.
+DEFAULT_TOL = 1e-8
+DEFAULT_TOL_FLOAT32 = 1e-4
+#: The cap on the steps of a run to convergence (``--max-steps``).
+DEFAULT_MAX_STEPS = 10_000
+#: gd's line search: Armijo's constant (sufficient decrease), and the most halvings of
+#: one trial step (a factor of 1e-18) before it is "stalled".
+ARMIJO = 1e-4
+MAX_HALVINGS = 60
 #: A loss that grows beyond this factor times (|best loss| + 1) is taken as divergence.
 DIVERGENCE_FACTOR = 1e8
 #: A loss this large in size (float64's largest number over DIVERGENCE_FACTOR, 1.8e300)
@@ -105,22 +136,32 @@ class Adam:
 
 
 class Result:
-    """What a run gave: ``loss`` and ``values`` (name -> array) at the best point seen,
-    ``steps`` (updates made), ``converged``, ``reason`` ("converged", "max steps",
-    "interrupted", "non-finite loss", "diverged", or scipy's message for lbfgs),
-    ``history`` (a list of ``(step, loss, grad_norm)``), ``elapsed`` seconds.
+    """What a run gave: ``loss`` and ``values`` (name -> array) at the point returned (the
+    best seen; mini-batches: the last good one), ``grad_norm`` there, ``point_step`` (the
+    step whose point it is), ``steps`` (updates made), ``converged`` (the gradient test
+    holds at that point), ``reason`` ("converged", "max steps", "stalled",
+    "interrupted", "non-finite loss", "diverged"; "max epochs" on data rows), ``detail``
+    (more on the reason, e.g. scipy's message, or ""), ``history`` (a list of ``(step,
+    loss, grad_norm)``), ``elapsed`` seconds; ``optimizer`` (the one used), ``training``
+    (a run of a given number of steps, not to convergence), ``tol`` and ``limit`` (the
+    most steps: the given ones, or the cap).
 
     Training on data rows (``minimize_rows``) also sets ``data``: a dict with ``rows``,
     ``batch_size``, ``epochs`` (complete passes made), ``shuffle``, ``seed``, ``notes``,
     and ``epoch_of`` (history index -> the 1-based epoch of its batch) and ``rows_of``
     (history index -> the rows its loss is over) for the history."""
     __slots__ = ("loss", "values", "steps", "converged", "reason", "history", "elapsed",
-                 "data")
+                 "data", "grad_norm", "point_step", "detail", "optimizer", "training",
+                 "tol", "limit")
 
-    def __init__(self, loss, values, steps, converged, reason, history, elapsed, data=None):
+    def __init__(self, loss, values, steps, converged, reason, history, elapsed, data=None,
+                 *, grad_norm=math.nan, point_step=None, detail=""):
         self.loss, self.values, self.steps = loss, values, steps
         self.converged, self.reason, self.history = converged, reason, history
         self.elapsed, self.data = elapsed, data
+        self.grad_norm, self.detail = grad_norm, detail
+        self.point_step = steps if point_step is None else point_step
+        self.optimizer, self.training, self.tol, self.limit = None, False, None, None
 
     @property
     def failed(self) -> bool:
@@ -154,27 +195,89 @@ class _Interrupt:
         return False
 
 
-def _named_variables(pairs, names: dict) -> list:
-    return [names.get(id(v), v.name) for _, v in pairs]
+def default_optimizer(mini_batches: bool = False) -> str:
+    """The optimizer of a run that names none: adam for training on mini-batches (as Keras'
+    ``fit``; a line search needs one function, not a noisy batch loss), else lbfgs when
+    scipy is installed, else gd (no scipy needed). lbfgs and gd choose their own step, so
+    they converge on textbook problems without a learning rate to tune."""
+    if mini_batches:
+        return "adam"
+    try:
+        import scipy.optimize  # noqa: F401  (the extra gradcli[optimize])
+    except ImportError:
+        return "gd"
+    return "lbfgs"
 
 
-def minimize(function, args=(), *, optimizer: str = "adam", lr: float | None = None,
-             steps: int = 1000, tol: float = 1e-8, momentum: float = 0.9, names=None,
-             on_step=None) -> Result:
-    """Minimise the scalar ``function(*args)`` over the trainable variables it reads.
+def default_tol(dtype: str = "float64") -> float:
+    """The default ``tol`` of a run computing in ``dtype``.
 
-    ``names`` maps ``id(variable)`` to the name shown (default: the variable's name);
-    ``on_step(step, loss, grad_norm)`` is called after every evaluation (progress).
-    Convergence: the gradient's norm (over all variables) at most ``tol``. The variables
-    hold the best point seen when this returns.
+    >>> default_tol(), default_tol("float32")
+    (1e-08, 0.0001)
+    """
+    return DEFAULT_TOL_FLOAT32 if dtype == "float32" else DEFAULT_TOL
+
+
+def check_numbers(*, lr: float | None = None, tol: float | None = None,
+                  momentum: float | None = None) -> None:
+    """Refuse a learning rate, tolerance or momentum that is nan, infinite or out of range
+    (an ``InputError``): nan fails every test (a run that never converges), inf passes
+    any (a run that stops at once), and either sends the variables to nan as a rate."""
+    for option, value, top in (("--lr", lr, math.inf), ("--tol", tol, math.inf),
+                               ("--momentum", momentum, 1.0)):
+        if value is not None and not (math.isfinite(value) and 0.0 <= value <= top):
+            bounds = "between 0 and 1" if top == 1.0 else ">= 0"
+            raise InputError(f"{option} {value} is not a finite number {bounds}")
+
+
+def check_settings(optimizer: str, *, lr: float | None = None, tol: float = DEFAULT_TOL,
+                   momentum: float = 0.9, steps: int | None = None,
+                   max_steps: int | None = None) -> int:
+    """Refuse settings that cannot run (an ``InputError`` or ``LimitError``: exit 2 in the
+    CLI) before any work -- an unknown optimizer, ``check_numbers``, a learning rate for
+    a line search, ``steps`` with ``max_steps`` -- and return the most steps of the run
+    (``steps``, else the cap).
+
+    >>> check_settings("adam", steps=50), check_settings("lbfgs")
+    (50, 10000)
     """
     if optimizer not in OPTIMIZERS:
         raise InputError(f"unknown optimizer {optimizer!r}; choose one of "
                          f"{', '.join(OPTIMIZERS)}")
-    if steps < 0:
-        raise InputError("--steps must be at least 0")
-    if steps > MAX_UPDATES:
-        raise LimitError(f"--steps {steps:,} is over the limit of {MAX_UPDATES:,} updates")
+    check_numbers(lr=lr, tol=tol, momentum=momentum)
+    if optimizer in LINE_SEARCH and lr is not None:
+        raise InputError(f"--lr does not apply to {optimizer} (its line search sets the step)")
+    if steps is not None and max_steps is not None:
+        raise InputError("give --steps N (a training run of N updates) or --max-steps N "
+                         "(the cap of a run to convergence), not both")
+    option = "--steps" if steps is not None else "--max-steps"
+    limit = steps if steps is not None else max_steps
+    limit = DEFAULT_MAX_STEPS if limit is None else limit
+    if limit < 0:
+        raise InputError(f"{option} must be at least 0")
+    if limit > MAX_UPDATES:
+        raise LimitError(f"{option} {limit:,} is over the limit of {MAX_UPDATES:,} updates")
+    return limit
+
+
+def minimize(function, args=(), *, optimizer: str | None = None, lr: float | None = None,
+             steps: int | None = None, max_steps: int | None = None,
+             tol: float = DEFAULT_TOL, momentum: float = 0.9, names=None,
+             on_step=None) -> Result:
+    """Minimise the scalar ``function(*args)`` over the trainable variables it reads.
+
+    ``optimizer`` None is ``default_optimizer()`` (lbfgs, or gd without scipy).
+    ``steps`` None runs to convergence -- the gradient's Euclidean norm (over all
+    variables) at most ``tol`` -- under a cap of ``max_steps`` (default
+    DEFAULT_MAX_STEPS); ``steps=N`` is a training run of N updates, which stops early
+    only when converged. ``names`` maps ``id(variable)`` to the name shown (default: the
+    variable's name); ``on_step(step, loss, grad_norm)`` is called after every step
+    (progress). The variables hold the returned point when this returns: the converged
+    one, or else the lowest loss seen.
+    """
+    optimizer = optimizer or default_optimizer()
+    limit = check_settings(optimizer, lr=lr, tol=tol, momentum=momentum, steps=steps,
+                           max_steps=max_steps)
     names = names or {}
     value_and_grads = gc.implicit_value_and_gradients(function)
     start = time.perf_counter()
@@ -195,14 +298,31 @@ def minimize(function, args=(), *, optimizer: str = "adam", lr: float | None = N
         return float(loss.reshape(())), grads
 
     with _Interrupt() as interrupt:
-        if optimizer == "lbfgs":
-            return _lbfgs(evaluate, steps, tol, names, on_step, interrupt, start)
-        return _descend(evaluate, _rule(optimizer, lr, momentum), steps, tol, names,
-                        on_step, interrupt, start)
+        result = _run(optimizer, evaluate, lr, momentum, limit, tol, names, on_step,
+                      interrupt, start)
+    return _labelled(result, optimizer, steps is not None, tol, limit)
+
+
+def _run(optimizer, evaluate, lr, momentum, limit, tol, names, on_step, interrupt,
+         start) -> Result:
+    """One run on one function (every loss comparable with the others)."""
+    if optimizer == "lbfgs":
+        return _lbfgs(evaluate, limit, tol, names, on_step, interrupt, start)
+    if optimizer == "gd":
+        return _gradient_descent(evaluate, limit, tol, names, on_step, interrupt, start)
+    return _descend(evaluate, _rule(optimizer, lr, momentum), limit, tol, names, on_step,
+                    interrupt, start)
+
+
+def _labelled(result: Result, optimizer: str, training: bool, tol: float,
+              limit: int) -> Result:
+    result.optimizer, result.training, result.tol, result.limit = (optimizer, training,
+                                                                   tol, limit)
+    return result
 
 
 def _rule(optimizer: str, lr: float | None, momentum: float):
-    """The optimizer object of ``optimizer`` (not lbfgs), with Keras' default rate."""
+    """The optimizer object of sgd, momentum or adam, with Keras' default rate."""
     if optimizer == "adam":
         return Adam(lr if lr is not None else DEFAULT_LR["adam"])
     return SGD(lr if lr is not None else DEFAULT_LR[optimizer],
@@ -223,9 +343,10 @@ def _seen(history: list, on_step, step: int, loss: float, norm: float) -> None:
 
 def _descend(evaluate, rule, steps, tol, names, on_step, interrupt, start) -> Result:
     """``steps`` updates of ``rule`` from ``evaluate() -> (loss, [(gradient, variable)])``,
-    each loss comparable with the others (one function): the best point is kept."""
+    each loss comparable with the others (one function): the point returned is the
+    converged one, or else the lowest loss seen."""
     history: list = []
-    best = None    # (loss, [(variable, value)])
+    best = None    # (loss, [(variable, value)], gradient norm, step)
     reason, step = "max steps", 0
     for step in range(steps + 1):
         loss, grads = evaluate()
@@ -234,8 +355,8 @@ def _descend(evaluate, rule, steps, tol, names, on_step, interrupt, start) -> Re
         if not math.isfinite(loss) or not math.isfinite(norm):
             reason = "non-finite loss"
             break
-        if best is None or loss < best[0]:
-            best = (loss, [(v, v.numpy().copy()) for _, v in grads])
+        if best is None or loss < best[0] or norm <= tol:
+            best = (loss, [(v, v.numpy().copy()) for _, v in grads], norm, step)
         if loss > DIVERGENCE_FACTOR * (abs(best[0]) + 1.0):
             reason = "diverged"
             break
@@ -251,17 +372,114 @@ def _descend(evaluate, rule, steps, tol, names, on_step, interrupt, start) -> Re
     if not grads:
         raise _no_variables()
     if best is None:  # the very first loss was not finite: nothing better to report
-        best = (loss, [(v, v.numpy().copy()) for _, v in grads])
+        best = (loss, [(v, v.numpy().copy()) for _, v in grads], norm, 0)
     for var, value in best[1]:
         var.assign(value)
     values = {names.get(id(v), v.name): value for v, value in best[1]}
     return Result(best[0], values, step, reason == "converged", reason, history,
-                  time.perf_counter() - start)
+                  time.perf_counter() - start, grad_norm=best[2], point_step=best[3])
 
 
 def _no_variables() -> GradcliError:
     from .modes import _NO_VARIABLES
     return ModeError(_NO_VARIABLES)
+
+
+class _Flat:
+    """The trainable variables as one flat vector, as a line search works on them."""
+
+    def __init__(self, variables: list):
+        self.variables = variables
+        self.shapes = [v.shape for v in variables]
+        self.sizes = [int(np.prod(s)) for s in self.shapes]
+
+    def get(self) -> np.ndarray:
+        return np.concatenate([np.ravel(v.numpy()) for v in self.variables])
+
+    def set(self, x: np.ndarray) -> None:
+        offset = 0
+        for var, shape, size in zip(self.variables, self.shapes, self.sizes):
+            var.assign(np.asarray(x[offset:offset + size]).reshape(shape))
+            offset += size
+
+    def values(self, names: dict) -> dict:
+        return {names.get(id(v), v.name): v.numpy().copy() for v in self.variables}
+
+    @staticmethod
+    def gradient(grads) -> np.ndarray:
+        return np.concatenate([np.ravel(g) for g, _ in grads]) if grads else np.zeros(0)
+
+
+def _runs_off(loss: float) -> bool:
+    """A loss at -inf or float64's edge: the function runs off (no minimum to reach)."""
+    return loss == -math.inf or (math.isfinite(loss) and abs(loss) >= FLOAT_EDGE)
+
+
+def _gradient_descent(evaluate, limit, tol, names, on_step, interrupt, start) -> Result:
+    """gd: steps ``w -= t * g`` whose ``t`` is the Barzilai-Borwein step ``s.y / y.y`` of
+    the last move (s the change of w, y of g; twice the last step where the curvature
+    ``s.y`` is not positive; ``1 / max(1, |g|)`` at first), halved until Armijo's
+    condition ``f(w - t g) <= f(w) - 1e-4 t |g|^2`` holds with a lower, finite loss.
+    Every step lowers the loss, so the last point is the best. No step found after
+    MAX_HALVINGS halvings is "stalled" (the loss cannot decrease along -g: rounding)."""
+    loss, grads = evaluate()
+    if not grads:
+        raise _no_variables()
+    flat = _Flat([v for _, v in grads])
+    x, g = flat.get(), _Flat.gradient(grads)
+    norm = float(np.linalg.norm(g))
+    history: list = []
+    _seen(history, on_step, 0, loss, norm)
+    step, previous, t = 0, None, 1.0 / max(1.0, norm)
+
+    def verdict():   # why the run ends at the current point, or None to go on
+        if not (math.isfinite(loss) and math.isfinite(norm)) or _runs_off(loss):
+            return "non-finite loss"
+        if norm <= tol:
+            return "converged"
+        if interrupt.hit:
+            return "interrupted"
+        return "max steps" if step == limit else None
+
+    while (reason := verdict()) is None:
+        if previous is not None:
+            s, y = x - previous[0], g - previous[1]
+            curvature = float(s @ y)
+            t = curvature / float(y @ y) if curvature > 0 else 2.0 * t
+        found = _armijo_step(evaluate, flat, x, loss, g, norm, t)
+        if found is None or found[1] == -math.inf:
+            # no lower loss along -g, or a trial reached -inf: the run ends at x
+            reason = "stalled" if found is None else "non-finite loss"
+            flat.set(x)
+            break
+        previous = (x, g)
+        t, loss, x, g = found
+        norm = float(np.linalg.norm(g))
+        step += 1
+        _seen(history, on_step, step, loss, norm)
+    detail = "no step along the gradient lowers the loss" if reason == "stalled" else ""
+    return Result(loss, flat.values(names), step, reason == "converged", reason, history,
+                  time.perf_counter() - start, grad_norm=norm, detail=detail)
+
+
+def _armijo_step(evaluate, flat: _Flat, x, loss: float, g, norm: float, t: float):
+    """(t, loss, point, gradient) of the first step ``t, t/2, t/4, ...`` along ``-g`` that
+    lowers the loss by Armijo's sufficient decrease; ``(t, -inf, ...)`` where a trial
+    reaches -inf (the function runs off); None when none does in MAX_HALVINGS halvings.
+    A nan or +inf trial (outside the function's domain, or overshooting) is halved."""
+    for _ in range(MAX_HALVINGS):
+        trial = x - t * g
+        flat.set(trial)
+        trial_loss, grads = evaluate()
+        if trial_loss == -math.inf:
+            return t, trial_loss, trial, None
+        trial_g = _Flat.gradient(grads)
+        if (math.isfinite(trial_loss) and trial_loss < loss
+                and trial_loss <= loss - ARMIJO * t * norm * norm
+                and np.all(np.isfinite(trial_g))):
+            return t, trial_loss, trial, trial_g
+        t *= 0.5
+    return None
 
 
 def _lbfgs(evaluate, steps, tol, names, on_step, interrupt, start) -> Result:
@@ -272,26 +490,14 @@ def _lbfgs(evaluate, steps, tol, names, on_step, interrupt, start) -> Result:
     loss0, grads0 = evaluate()
     if not grads0:
         raise _no_variables()
-    variables = [v for _, v in grads0]
-    shapes = [v.shape for v in variables]
-    sizes = [int(np.prod(s)) for s in shapes]
-
-    def unpack(x):
-        offset = 0
-        for var, shape, size in zip(variables, shapes, sizes):
-            var.assign(np.asarray(x[offset:offset + size]).reshape(shape))
-            offset += size
-
-    def flat(grads):
-        return np.concatenate([np.ravel(g) for g, _ in grads]) if grads else np.zeros(0)
-
+    flat = _Flat([v for _, v in grads0])
     last = {}
     state = {"stopped": None, "ran off": False}
 
     def fun(x):
-        unpack(x)
+        flat.set(x)
         loss, grads = evaluate()
-        g = flat(grads)
+        g = _Flat.gradient(grads)
         last["loss"], last["norm"] = loss, float(np.linalg.norm(g))
         if not math.isfinite(loss) or not np.all(np.isfinite(g)):
             # A non-finite trial point of the line search: scipy backs off from inf. A
@@ -300,18 +506,18 @@ def _lbfgs(evaluate, steps, tol, names, on_step, interrupt, start) -> Result:
             return math.inf, np.zeros_like(g)
         return loss, g
 
-    x0 = flat([(v.numpy(), v) for v in variables])
-    norm0 = float(np.linalg.norm(flat(grads0)))
+    x0 = flat.get()
+    norm0 = float(np.linalg.norm(_Flat.gradient(grads0)))
     history: list = []
     _seen(history, on_step, 0, loss0, norm0)
-    values = {names.get(id(v), v.name): v.numpy().copy() for v in variables}
-    if not math.isfinite(loss0):
+    values = flat.values(names)
+    if not math.isfinite(loss0) or not math.isfinite(norm0):
         return Result(loss0, values, 0, False, "non-finite loss", history,
-                      time.perf_counter() - start)
-    if steps == 0:  # no step, as the other optimizers with --steps 0
-        reason = "converged" if _largest(flat(grads0)) <= tol else "max steps"
+                      time.perf_counter() - start, grad_norm=norm0)
+    if steps == 0 or norm0 <= tol:  # no step, as the other optimizers with --steps 0
+        reason = "converged" if norm0 <= tol else "max steps"
         return Result(loss0, values, 0, reason == "converged", reason, history,
-                      time.perf_counter() - start)
+                      time.perf_counter() - start, grad_norm=norm0)
 
     def callback(intermediate_result):
         step = len(history)
@@ -320,6 +526,8 @@ def _lbfgs(evaluate, steps, tol, names, on_step, interrupt, start) -> Result:
         fun(intermediate_result.x)
         norm = last["norm"]
         _seen(history, on_step, step, loss, norm)
+        if norm <= tol:   # the convergence test of every optimizer (the Euclidean norm)
+            raise StopIteration
         if interrupt.hit:
             state["stopped"] = "interrupted"
             raise StopIteration
@@ -327,38 +535,35 @@ def _lbfgs(evaluate, steps, tol, names, on_step, interrupt, start) -> Result:
             state["stopped"] = "diverged"
             raise StopIteration
 
-    # ftol=0: stop on the gradient norm (gtol is the largest gradient component), not on
-    # a small relative decrease, which would stop Rosenbrock short of 1e-6.
+    # gtol is scipy's test on the largest gradient component: tol / sqrt(n) there makes
+    # the Euclidean norm at most tol. ftol=0: stop on the gradient, not on a small
+    # relative decrease, which would stop Rosenbrock short of 1e-6.
     with np.errstate(over="ignore", invalid="ignore"):
         res = scipy_minimize(fun, x0, jac=True, method="L-BFGS-B", callback=callback,
-                             options={"maxiter": steps, "gtol": tol, "ftol": 0.0,
-                                      "maxfun": steps * 20})
-    unpack(res.x)
+                             options={"maxiter": steps, "gtol": tol / math.sqrt(x0.size),
+                                      "ftol": 0.0, "maxfun": steps * 20})
+    flat.set(res.x)
     loss, grads = evaluate()
-    values = {names.get(id(v), v.name): v.numpy().copy() for v in variables}
-    g = flat(grads)
-    reason = state["stopped"]
+    values = flat.values(names)
+    g = _Flat.gradient(grads)
+    norm = float(np.linalg.norm(g))
+    reason, detail = state["stopped"], ""
     if reason is None:
         # scipy's success flag is not the verdict: it also stops with "success" when the
         # loss cannot decrease any more, at a point where the gradient is anything but
         # small (-w^2 at -2.2e307). Converged is the gradient test, as for the others.
-        if math.isfinite(loss) and np.all(np.isfinite(g)) and _largest(g) <= tol:
+        if math.isfinite(loss) and math.isfinite(norm) and norm <= tol:
             reason = "converged"
-        elif not math.isfinite(loss) or not np.all(np.isfinite(g)) or state["ran off"] \
-                or abs(loss) >= FLOAT_EDGE:
+        elif not math.isfinite(loss) or not math.isfinite(norm) or state["ran off"] \
+                or _runs_off(loss):
             # the loss runs off to -inf (a trial point reached it), or to float64's edge
             reason = "non-finite loss"
         elif res.nit >= steps:
             reason = "max steps"
-        else:
-            reason = str(res.message)
+        else:  # the line search found no lower loss: scipy's message says why
+            reason, detail = "stalled", f"scipy: {res.message}"
     return Result(loss, values, int(res.nit), reason == "converged", reason, history,
-                  time.perf_counter() - start)
-
-
-def _largest(g: np.ndarray) -> float:
-    """The largest component of a flat gradient in size (lbfgs' --tol test, scipy's gtol)."""
-    return float(np.max(np.abs(g))) if g.size else 0.0
+                  time.perf_counter() - start, grad_norm=norm, detail=detail)
 
 
 class MissingExtra(GradcliError):
@@ -379,7 +584,7 @@ MAX_DATA_NUMBERS = 1 << 25
 #: one (a full batch of many rows) is cut into pieces whose gradients add up, so that the
 #: tape's memory stays bounded.
 PIECE_ROWS = 1 << 16
-#: Updates when neither ``steps`` nor ``epochs`` is given (as ``minimize``).
+#: Updates of a training run on mini-batches given neither ``steps`` nor ``epochs``.
 DEFAULT_STEPS = 1000
 
 
@@ -552,48 +757,83 @@ def total_updates(n_rows: int, batch_size: int | None, steps: int | None,
     return total
 
 
-def minimize_rows(rows: ProgramRows, *, optimizer: str = "adam", lr: float | None = None,
-                  steps: int | None = None, epochs: int | None = None,
-                  batch_size: int | None = None, shuffle: bool = True,
-                  seed: int | None = None, tol: float = 1e-8, momentum: float = 0.9,
+def run_length(n_rows: int, batch_size: int | None, steps: int | None,
+               epochs: int | None, max_steps: int | None) -> tuple[int, bool]:
+    """(the most updates, whether it is a training run) of a run on ``n_rows`` data rows:
+    a full batch without ``steps`` or ``epochs`` runs to convergence under the cap
+    ``max_steps``; the rest train for ``total_updates``. Refuses ``max_steps`` for
+    mini-batches, which never run to convergence (their losses are noisy).
+
+    >>> run_length(200, None, None, None, None), run_length(200, 32, None, 5, None)
+    ((10000, False), (35, True))
+    """
+    full = batch_size is None or batch_size >= n_rows
+    if full and steps is None and epochs is None:
+        return (DEFAULT_MAX_STEPS if max_steps is None else max_steps), False
+    if max_steps is not None and not full:
+        raise InputError("--max-steps caps a run to convergence on the full batch; "
+                         "training on mini-batches runs for --steps N or --epochs E")
+    return total_updates(n_rows, batch_size, steps, epochs), True
+
+
+def check_rows_options(optimizer: str, *, steps: int | None = None,
+                       epochs: int | None = None, batch_size: int | None = None,
+                       max_steps: int | None = None) -> None:
+    """Refuse options of training on data rows that do not go together (an
+    ``InputError``), before the rows are read."""
+    if steps is not None and epochs is not None:
+        raise InputError("give --steps (updates) or --epochs (passes over the data), not both")
+    if max_steps is not None and epochs is not None:
+        raise InputError("give --epochs E (a training run of E passes) or --max-steps N (the "
+                         "cap of a run to convergence), not both")
+    if epochs is not None and epochs < 0:
+        raise InputError("--epochs must be at least 0")
+    if batch_size is not None and batch_size < 1:
+        raise InputError(f"--batch-size must be at least 1, got {batch_size}")
+    if optimizer in LINE_SEARCH and batch_size is not None:
+        raise InputError(f"{optimizer} trains on the full batch only (its line search "
+                         "compares losses of one function): drop --batch-size, or use sgd, "
+                         "momentum or adam for mini-batches")
+    if optimizer in LINE_SEARCH and epochs is not None:
+        raise InputError(f"{optimizer} trains on the full batch and counts iterations: use "
+                         "--steps N, not --epochs")
+
+
+def minimize_rows(rows: ProgramRows, *, optimizer: str | None = None,
+                  lr: float | None = None, steps: int | None = None,
+                  epochs: int | None = None, batch_size: int | None = None,
+                  max_steps: int | None = None, shuffle: bool = True,
+                  seed: int | None = None, tol: float = DEFAULT_TOL, momentum: float = 0.9,
                   on_step=None) -> Result:
     """Train ``rows.parameters`` on the data rows of ``rows`` (a ``ProgramRows``).
 
     Each update uses the mean loss of one mini-batch of ``batch_size`` rows (None: every
     row, a full batch), taken in the order of ``batch_order(rows.n, batch_size, seed,
-    shuffle)``; ``steps`` counts updates, ``epochs`` passes over the data (give one; by
-    default DEFAULT_STEPS updates). A ``batch_size`` above the number of rows is a full
-    batch (``result.data["notes"]`` says so). Without ``seed`` a shuffled run draws one,
-    reported in ``result.data["seed"]`` so that the run can be repeated.
+    shuffle)``; ``steps`` counts updates, ``epochs`` passes over the data (give one). A
+    ``batch_size`` above the number of rows is a full batch (``result.data["notes"]``
+    says so). Without ``seed`` a shuffled run draws one, reported in
+    ``result.data["seed"]`` so that the run can be repeated. ``optimizer`` None is
+    ``default_optimizer(mini_batches=...)``: adam when ``batch_size`` or ``epochs`` is
+    given (Keras-style training), else lbfgs (gd without scipy).
 
-    - Full batch (any optimizer): every loss is over all rows, as ``minimize`` without
-      data: the best point is kept, and the run stops when the gradient norm is at most
-      ``tol``. lbfgs trains only so (its line search needs one function).
-    - Mini-batches (sgd, momentum, adam): the run makes every update (as Keras' ``fit``)
+    - Full batch without ``steps`` or ``epochs``: a run to convergence, as ``minimize``
+      (every loss is over all rows; capped at ``max_steps``). With them, a training run.
+      Either way the point returned is the converged one or else the lowest loss seen.
+      lbfgs and gd train only so (a line search needs one function).
+    - Mini-batches (sgd, momentum, adam): always a training run, of ``steps`` or
+      ``epochs`` (default DEFAULT_STEPS updates). It makes every update (as Keras' ``fit``)
       and ends at the last point, whose loss and gradient over all rows are computed at
       the end (the history's last entry, ``result.loss``; ``converged`` when that
       gradient's norm is at most ``tol``). The batch losses in the history are not
       comparable with each other, so no best point is chosen among them. A non-finite
       or diverging batch loss stops the run at the point before it.
     """
-    if optimizer not in OPTIMIZERS:
-        raise InputError(f"unknown optimizer {optimizer!r}; choose one of "
-                         f"{', '.join(OPTIMIZERS)}")
-    if steps is not None and epochs is not None:
-        raise InputError("give --steps (updates) or --epochs (passes over the data), not both")
-    if steps is not None and steps < 0:
-        raise InputError("--steps must be at least 0")
-    if epochs is not None and epochs < 0:
-        raise InputError("--epochs must be at least 0")
-    if batch_size is not None and batch_size < 1:
-        raise InputError(f"--batch-size must be at least 1, got {batch_size}")
-    if optimizer == "lbfgs" and batch_size is not None:
-        raise InputError("lbfgs trains on the full batch only (its line search compares "
-                         "losses of one function): drop --batch-size, or use sgd, "
-                         "momentum or adam for mini-batches")
-    if optimizer == "lbfgs" and epochs is not None:
-        raise InputError("lbfgs trains on the full batch and counts iterations: use "
-                         "--steps N, not --epochs")
+    optimizer = optimizer or default_optimizer(mini_batches=batch_size is not None
+                                               or epochs is not None)
+    check_rows_options(optimizer, steps=steps, epochs=epochs, batch_size=batch_size,
+                       max_steps=max_steps)
+    check_settings(optimizer, lr=lr, tol=tol, momentum=momentum, steps=steps,
+                   max_steps=max_steps)
     n = rows.n
     notes: list = []
     if batch_size is not None and batch_size > n:
@@ -601,24 +841,22 @@ def minimize_rows(rows: ProgramRows, *, optimizer: str = "adam", lr: float | Non
                      f"every row (batch size {n})")
     size = n if batch_size is None else min(batch_size, n)
     per_epoch = -(-n // size)
-    steps = total_updates(n, batch_size, steps, epochs)
     full = size == n
+    limit, training = run_length(n, batch_size, steps, epochs, max_steps)
     shuffled = shuffle and not full
     if seed is None and shuffled:
         seed = int(np.random.SeedSequence().entropy % (1 << 63))
     names = {id(p): name for name, p in rows.parameters.items()}
     start = time.perf_counter()
     with _Interrupt() as interrupt:
-        if optimizer == "lbfgs":
-            result = _lbfgs(rows.value_and_gradients, steps, tol, names, on_step,
-                            interrupt, start)
-        elif full:
-            result = _descend(rows.value_and_gradients, _rule(optimizer, lr, momentum),
-                              steps, tol, names, on_step, interrupt, start)
+        if full:
+            result = _run(optimizer, rows.value_and_gradients, lr, momentum, limit, tol,
+                          names, on_step, interrupt, start)
         else:
-            result = _mini_batches(rows, _rule(optimizer, lr, momentum), steps, size,
+            result = _mini_batches(rows, _rule(optimizer, lr, momentum), limit, size,
                                    batch_order(n, size, seed, shuffle), tol, names,
                                    on_step, interrupt, start)
+    _labelled(result, optimizer, training, tol, limit)
     if epochs is not None and result.reason == "max steps":
         result.reason = "max epochs"
     last = max(1, -(-result.steps // per_epoch))
@@ -633,7 +871,7 @@ def minimize_rows(rows: ProgramRows, *, optimizer: str = "adam", lr: float | Non
         return last if index >= final else min(index // per_epoch + 1, last)
     result.data = {"rows": n, "batch_size": size, "shuffle": shuffled,
                    "seed": seed if shuffled else None, "notes": notes,
-                   "epochs": None if optimizer == "lbfgs" else result.steps // per_epoch,
+                   "epochs": None if optimizer in LINE_SEARCH else result.steps // per_epoch,
                    "epoch_of": epoch_of,
                    "rows_of": rows_of}
     return result
@@ -686,4 +924,4 @@ def _mini_batches(rows: ProgramRows, rule, steps: int, size: int, order, tol: fl
         reason = "converged"
     values = {names.get(id(p), p.name): p.numpy().copy() for p in params}
     return Result(loss, values, updates, converged, reason, history,
-                  time.perf_counter() - start)
+                  time.perf_counter() - start, grad_norm=norm)

@@ -16,22 +16,31 @@ from ..errors import InputError, ModeError
 from .app import DECLARATIONS, OUTPUT, PROGRAM, _guarded, _opt, _prepare, _Settings
 
 OPTIONS = [
-    _opt("optimizer", Annotated[str, typer.Option(
-        "--optimizer", metavar="sgd|momentum|adam|lbfgs",
-        help="The update rule (lbfgs needs the extra gradcli[optimize]).")], "adam"),
+    _opt("optimizer", Annotated[Optional[str], typer.Option(
+        "--optimizer", metavar="lbfgs|gd|sgd|momentum|adam", show_default=False,
+        help="The update rule. Default: lbfgs (scipy's L-BFGS-B, the extra "
+             "gradcli[optimize]), or without scipy gd (gradient descent with a "
+             "backtracking line search); adam for --at with --batch-size or --epochs. "
+             "The output says which ran.")], None),
     _opt("lr", Annotated[Optional[float], typer.Option(
         "--lr", min=0.0, show_default=False,
-        help="Learning rate (default: Keras' 0.01 for sgd/momentum, 0.001 for adam; "
-             "lbfgs has none).")], None),
+        help="Learning rate of sgd/momentum/adam (default: Keras' 0.01 for sgd/momentum, "
+             "0.001 for adam); lbfgs and gd have none.")], None),
     _opt("momentum", Annotated[float, typer.Option(
         "--momentum", min=0.0, max=1.0, help="Momentum of --optimizer momentum.")], 0.9),
     _opt("steps", Annotated[Optional[int], typer.Option(
         "--steps", min=0, max=10**8, metavar="N", show_default=False,  # MAX_UPDATES
-        help="At most N updates (lbfgs: iterations; default 1000).")], None),
-    _opt("tol", Annotated[float, typer.Option(
-        "--tol", min=0.0, metavar="T",
-        help="Stop when the gradient norm is at most T (lbfgs: its largest component).")],
-        1e-8),
+        help="A training run of N updates (lbfgs, gd: iterations), stopping early only "
+             "when converged; exit 0 at its end, with a warning when the gradient is not "
+             "small. Without it the run goes on to convergence.")], None),
+    _opt("max_steps", Annotated[Optional[int], typer.Option(
+        "--max-steps", min=0, max=10**8, metavar="N", show_default=False,  # MAX_UPDATES
+        help="The cap of a run to convergence (default 10000): reaching it is exit 1, "
+             "not converged.")], None),
+    _opt("tol", Annotated[Optional[float], typer.Option(
+        "--tol", min=0.0, metavar="T", show_default=False,
+        help="Converged when the gradient's Euclidean norm is at most T (default 1e-8; "
+             "1e-4 with --dtype float32).")], None),
     _opt("save", Annotated[Optional[str], typer.Option(
         "--save", metavar="DIR", show_default=False,
         help="Write each variable to DIR/NAME.npy; feed it back with "
@@ -65,15 +74,16 @@ OPTIONS = [
 _SPARKS = "▁▂▃▄▅▆▇█"
 
 
-def _progress(total: int, per_epoch: int | None = None):
+def _progress(total: int, per_epoch: int | None = None, capped: bool = False):
     """A progress line on standard error (a terminal only): epoch (training on data rows,
-    ``per_epoch`` updates each), step, loss, gradient norm, steps/s, ETA; at most ten
-    redraws a second."""
+    ``per_epoch`` updates each), step, loss, gradient norm, steps/s, and the ETA of a
+    training run (a run to convergence shows its cap instead: it may end any time); at
+    most ten redraws a second. ``done()`` wipes it, so that the result is what stays."""
     if not sys.stderr.isatty():
         return None, lambda: None
     from . import render
     start = time.perf_counter()
-    state = {"shown": 0.0}
+    state = {"shown": 0.0, "width": 0}
     epochs = -(-total // per_epoch) if per_epoch else None
 
     def on_step(step, loss, norm):
@@ -82,16 +92,24 @@ def _progress(total: int, per_epoch: int | None = None):
             return
         state["shown"] = now
         rate = step / (now - start) if now > start and step else 0.0
-        eta = f"{(total - step) / rate:.0f} s" if rate else "?"
+        if capped:
+            where = f"step {step} (at most {total})"
+        else:
+            eta = f"{(total - step) / rate:.0f} s" if rate else "?"
+            where = f"step {step}/{total}"
         epoch = (f"epoch {min(step // per_epoch + 1, max(epochs, 1))}/{epochs}  "
                  if per_epoch else "")
-        sys.stderr.write(f"\r{epoch}step {step}/{total}  loss {render.number_text(loss, 6)}  "
-                         f"|grad| {render.number_text(norm, 3)}  {rate:.0f} steps/s  "
-                         f"ETA {eta}   ")
+        line = (f"{epoch}{where}  loss {render.number_text(loss, 6)}  "
+                f"|grad| {render.number_text(norm, 3)}  {rate:.0f} steps/s"
+                + ("" if capped else f"  ETA {eta}"))
+        state["width"] = max(state["width"], len(line))
+        sys.stderr.write("\r" + line.ljust(state["width"]))
         sys.stderr.flush()
 
     def done():
-        sys.stderr.write("\n")
+        if state["width"]:
+            sys.stderr.write("\r" + " " * state["width"] + "\r")
+            sys.stderr.flush()
     return on_step, done
 
 
@@ -154,17 +172,17 @@ def save_loss_plot(path: str, history) -> None:
 
 
 def run(s: _Settings) -> None:
-    """Build the program, train, print, save; exit 1 for a non-finite loss or divergence,
-    130 after Ctrl-C (the best point so far is still printed)."""
-    from ..optimize import DEFAULT_LR, DEFAULT_STEPS, OPTIMIZERS, minimize
+    """Build the program, choose the optimizer, train, print, save. Exit 1 for a
+    non-finite loss, divergence, or a run to convergence that did not converge; 0 for a
+    converged run or a training run (--steps, --epochs, mini-batches: a warning when the
+    gradient is not small); 130 after Ctrl-C (the point so far is still printed)."""
+    from ..optimize import DEFAULT_LR, DEFAULT_MAX_STEPS, default_tol, minimize
+    if s.tol is None:
+        s.tol = default_tol(s.dtype)
 
     def work():
-        if s.optimizer not in OPTIMIZERS:
-            raise InputError(f"unknown optimizer {s.optimizer!r}; choose one of "
-                             f"{', '.join(OPTIMIZERS)}")
-        if s.optimizer == "lbfgs" and s.lr is not None:
-            raise InputError("--lr does not apply to lbfgs (its line search sets the step)")
-        _check_data_options(s)
+        optimizer = _optimizer(s)
+        _check_data_options(s, optimizer)
         if s.plot is not None:
             from .plot import output_format
             output_format(s.plot)
@@ -174,14 +192,14 @@ def run(s: _Settings) -> None:
             from ..modes import _NO_VARIABLES
             raise ModeError(_NO_VARIABLES)
         if s.at is not None:
-            return _train_on_rows(s, model)
+            return _train_on_rows(s, model, optimizer)
         names = {id(v): n for n, v in model.variables.items()}
-        steps = s.steps if s.steps is not None else DEFAULT_STEPS
-        on_step, done = _progress(steps)
+        limit = next(n for n in (s.steps, s.max_steps, DEFAULT_MAX_STEPS) if n is not None)
+        on_step, done = _progress(limit, capped=s.steps is None)
         try:
-            result = minimize(model.function, model.arg_values, optimizer=s.optimizer,
-                              lr=s.lr, steps=steps, tol=s.tol, momentum=s.momentum,
-                              names=names, on_step=on_step)
+            result = minimize(model.function, model.arg_values, optimizer=optimizer,
+                              lr=s.lr, steps=s.steps, max_steps=s.max_steps, tol=s.tol,
+                              momentum=s.momentum, names=names, on_step=on_step)
         finally:
             done()
         return result, False
@@ -193,12 +211,15 @@ def run(s: _Settings) -> None:
     notes = list(result.data["notes"]) if result.data else []
     if fell_back:
         notes.append(_FALLBACK_NOTE)
+    if s.plain and s.optimizer is None:   # bare numbers on stdout: the choice said here
+        notes.append(f"the optimizer was {_optimizer_text(result, s)}")
     if notes:
         sys.stderr.write("".join(f"note: {note}\n" for note in notes))
-    lr = s.lr if s.lr is not None else DEFAULT_LR[s.optimizer]
+    lr = s.lr if s.lr is not None else DEFAULT_LR[result.optimizer]
     from . import render
     if s.json_out:
-        render.print_json(result_json(result, s.optimizer, lr))
+        render.print_json(result_json(result, result.optimizer, lr,
+                                      default=s.optimizer is None))
     elif s.plain:
         lines = [render.number_text(result.loss, s.precision)]
         lines += [" ".join(render.number_texts(_ravel(value), s.precision))
@@ -207,26 +228,102 @@ def run(s: _Settings) -> None:
     else:
         _print_human(result, s, lr, saved)
     if result.failed:
-        step, last = result.history[-1][0], result.history[-1][1]
-        if result.reason != "non-finite loss":
-            what = "the loss diverged (grew by more than 1e8 times the best loss)"
-        elif s.optimizer == "lbfgs" and math.isfinite(last):
-            # a trial step of the line search reached -inf, or the loss float64's edge
-            what = (f"the loss ran off towards -inf (the last finite loss is "
-                    f"{render.number_text(last)})" if last < 0 else
-                    f"the loss reached {render.number_text(last)}, the edge of float64's "
-                    "range")
-        else:
-            what = "the loss became nan or infinite"
-        advice = "the function may have no minimum" if s.optimizer == "lbfgs" else \
-            "try a smaller --lr"
-        where = (f"the output is the last finite point ({advice})" if step else
-                 "at the starting point: nothing to minimise from there (the output is "
-                 "that point)")
-        sys.stderr.write(f"error: {what} at step {step}; {where}\n")
+        sys.stderr.write(_failure_message(result) + "\n")
         raise typer.Exit(1)
     if result.reason == "interrupted":
         raise typer.Exit(130)
+    if not result.converged:
+        sys.stderr.write(_unconverged_message(result, s) + "\n")
+        if not result.training:
+            raise typer.Exit(1)
+
+
+def _optimizer(s: _Settings) -> str:
+    """The optimizer of the run (the given one, or the default), its settings checked."""
+    from ..optimize import LINE_SEARCH, check_numbers, check_settings, default_optimizer
+    check_numbers(lr=s.lr, tol=s.tol, momentum=s.momentum)
+    mini_batches = s.at is not None and (s.batch_size is not None or s.epochs is not None)
+    optimizer = s.optimizer or default_optimizer(mini_batches)
+    if s.optimizer is None and s.lr is not None and optimizer in LINE_SEARCH:
+        raise InputError(f"--lr sets the step of sgd, momentum and adam; the default "
+                         f"optimizer here, {optimizer}, sets its own by a line search: give "
+                         "--optimizer adam (or sgd, momentum) with --lr")
+    check_settings(optimizer, lr=s.lr, tol=s.tol, momentum=s.momentum, steps=s.steps,
+                   max_steps=s.max_steps)
+    return optimizer
+
+
+#: How the default optimizer is named in the output.
+_DEFAULT_TEXT = {"lbfgs": "lbfgs (the default: L-BFGS-B through scipy)",
+                 "gd": "gd (the default without scipy: gradient descent with a "
+                       "backtracking line search)",
+                 "adam": "adam (the default for training with --batch-size or --epochs)"}
+
+
+def _optimizer_text(result, s: _Settings) -> str:
+    return _DEFAULT_TEXT[result.optimizer] if s.optimizer is None else result.optimizer
+
+
+def _failure_message(result) -> str:
+    """The error of a run stopped by a non-finite loss or divergence, naming the point
+    the output holds."""
+    from ..optimize import FLOAT_EDGE, LINE_SEARCH
+    from . import render
+    n = render.number_text
+    step, last = result.history[-1][0], result.history[-1][1]
+    line_search = result.optimizer in LINE_SEARCH
+    if result.reason != "non-finite loss":
+        what = "the loss diverged (grew by more than 1e8 times the best loss)"
+    elif line_search and math.isfinite(last):
+        # a trial step of the line search reached -inf, or the loss float64's edge
+        what = (f"the loss reached {n(last)}, the edge of float64's range"
+                if last >= FLOAT_EDGE else
+                f"the loss ran off towards -inf (the last finite loss is {n(last)})")
+    else:
+        what = "the loss became nan or infinite"
+    advice = "the function may have no minimum" if line_search else "try a smaller --lr"
+    if not step:
+        return (f"error: {what} at step 0; at the starting point: nothing to minimise from "
+                "there (the output is that point)")
+    return (f"error: {what} at step {step}; the output is the point of step "
+            f"{result.point_step} (loss {n(result.loss)}) ({advice})")
+
+
+def _unconverged_message(result, s: _Settings) -> str:
+    """The error of a run to convergence that did not converge (exit 1), or the warning
+    of a training run that ended with a gradient that is not small (exit 0)."""
+    from . import render
+    n = render.number_text
+    gradient = (f"the gradient norm at the result is {n(result.grad_norm, 3)}, above "
+                f"--tol {n(result.tol, None)}")
+    if result.training:
+        return f"warning: {gradient}; {_training_end(result, s)}"
+    if result.reason == "stalled":
+        return (f"error: not converged after {result.steps:,} steps: the loss does not "
+                f"decrease any further ({result.detail}) and {gradient}\n"
+                f"hint: this may be the rounding of {s.dtype} at this scale: a --tol above "
+                f"{n(result.grad_norm, 3)} accepts this point")
+    first = result.history[0][1]
+    more = "raise --max-steps or --tol, or give --steps N for a training run of N steps (exit 0)"
+    if result.optimizer in ("sgd", "momentum", "adam"):
+        hint = (f"a fixed learning rate may never settle: drop --optimizer for lbfgs's line "
+                f"search or try another --lr; or {more}")
+    else:
+        hint = (f"{more}; the loss went from {n(first, 6)} to {n(result.loss, 6)}: one that "
+                "keeps falling may have no minimum (unbounded below)")
+    return (f"error: not converged after {result.steps:,} steps (the cap, --max-steps): "
+            f"{gradient}\nhint: {hint}")
+
+
+def _training_end(result, s: _Settings) -> str:
+    """Why a training run's end need not be a minimum, and what runs to convergence."""
+    data = result.data
+    if data is not None and data["batch_size"] < data["rows"]:
+        return ("training on mini-batches ends after its updates, not at a minimum (the "
+                "full batch, without --batch-size, runs to convergence)")
+    option = f"--steps {s.steps:,}" if s.steps is not None else f"--epochs {s.epochs:,}"
+    return (f"a training run of {option} ends where its steps end, not at a minimum: drop "
+            f"{option.split()[0]} to run to convergence")
 
 
 _FALLBACK_NOTE = ("the rows of a batch were computed one at a time (vectorized_map's loop "
@@ -236,29 +333,24 @@ _DATA_OPTIONS = (("--batch-size", "batch_size"), ("--epochs", "epochs"),
                  ("--shuffle/--no-shuffle", "shuffle"), ("--seed", "seed"))
 
 
-def _check_data_options(s: _Settings) -> None:
-    """The options of training on data rows need --at; lbfgs trains on the full batch."""
+def _check_data_options(s: _Settings, optimizer: str) -> None:
+    """The options of training on data rows need --at, and go together (before the rows
+    are read)."""
+    from ..optimize import check_rows_options
     if s.at is None:
         for option, name in _DATA_OPTIONS:
             if getattr(s, name) is not None:
                 raise InputError(f"{option} works with --at SOURCE (training on data rows)")
         return
-    if s.steps is not None and s.epochs is not None:
-        raise InputError("give --steps (updates) or --epochs (passes over the data), not both")
-    if s.optimizer == "lbfgs" and s.batch_size is not None:
-        raise InputError("lbfgs trains on the full batch only (its line search compares "
-                         "losses of one function): drop --batch-size, or use sgd, "
-                         "momentum or adam for mini-batches")
-    if s.optimizer == "lbfgs" and s.epochs is not None:
-        raise InputError("lbfgs trains on the full batch and counts iterations: use "
-                         "--steps N, not --epochs")
+    check_rows_options(optimizer, steps=s.steps, epochs=s.epochs, batch_size=s.batch_size,
+                       max_steps=s.max_steps)
     if s.at.strip() == "-" and s.program.strip() == "-":
         raise InputError("the program and --at cannot both be read from standard input")
 
 
-def _train_on_rows(s: _Settings, model):
+def _train_on_rows(s: _Settings, model, optimizer: str):
     """``minimize --at``: read the rows, train on them (``optimize.minimize_rows``)."""
-    from ..optimize import MAX_DATA_NUMBERS, ProgramRows, minimize_rows, total_updates
+    from ..optimize import LINE_SEARCH, MAX_DATA_NUMBERS, ProgramRows, minimize_rows, run_length
     from ..points import Slot, read_all
     trainable = [name for name in model.read_variables if model.trainable[name]]
     slots = {}
@@ -281,16 +373,18 @@ def _train_on_rows(s: _Settings, model):
     _, data = read_all(s.at, slots, MAX_DATA_NUMBERS, check=refuse_trainable)
     n = len(next(iter(data.values())))
     # --epochs times the batches per epoch is held to --steps' limit, before any work
-    total = total_updates(n, s.batch_size, s.steps, s.epochs)
+    total, training = run_length(n, s.batch_size, s.steps, s.epochs, s.max_steps)
     rows = ProgramRows(model, data, trainable)
     size = rows.n if s.batch_size is None else min(s.batch_size, rows.n)
     per_epoch = -(-rows.n // size)
-    on_step, done = _progress(total, per_epoch if s.optimizer != "lbfgs" else None)
+    on_step, done = _progress(total, per_epoch if optimizer not in LINE_SEARCH else None,
+                              capped=not training)
     try:
-        result = minimize_rows(rows, optimizer=s.optimizer, lr=s.lr, steps=s.steps,
+        result = minimize_rows(rows, optimizer=optimizer, lr=s.lr, steps=s.steps,
                                epochs=s.epochs, batch_size=s.batch_size,
-                               shuffle=s.shuffle is not False, seed=s.seed, tol=s.tol,
-                               momentum=s.momentum, on_step=on_step)
+                               max_steps=s.max_steps, shuffle=s.shuffle is not False,
+                               seed=s.seed, tol=s.tol, momentum=s.momentum,
+                               on_step=on_step)
     finally:
         done()
     return result, rows.fell_back
@@ -301,16 +395,19 @@ def _ravel(value):
     return np.asarray(value).ravel()
 
 
-def result_json(result, optimizer: str, lr) -> dict:
+def result_json(result, optimizer: str, lr, default: bool = False) -> dict:
     """The JSON object of ``minimize --json`` (README, "gradcli minimize"); training on
-    data rows adds "rows", "batch_size", "epochs" (not for lbfgs), "shuffle", "seed", and
-    "epoch" and "rows" in each history entry."""
+    data rows adds "rows", "batch_size", "epochs" (not for lbfgs or gd), "shuffle",
+    "seed", and "epoch" and "rows" in each history entry."""
     from . import render
-    out = {"mode": "minimize", "optimizer": optimizer, "lr": lr,
-           "loss": render.json_number(result.loss),
+    out = {"mode": "minimize", "optimizer": optimizer, "optimizer_default": default,
+           "lr": lr, "loss": render.json_number(result.loss),
            "variables": [{"name": n, "value": render.json_array(v)}
                          for n, v in result.values.items()],
-           "steps": result.steps, "converged": result.converged, "reason": result.reason}
+           "grad_norm": render.json_number(result.grad_norm),
+           "point_step": result.point_step,
+           "steps": result.steps, "converged": result.converged, "reason": result.reason,
+           "tol": result.tol, "max_steps": None if result.training else result.limit}
     data = result.data
     if data is None:
         out["history"] = [{"step": step, "loss": render.json_number(loss),
@@ -339,11 +436,17 @@ def _print_human(result, s: _Settings, lr, saved: list) -> None:
     from . import render
     out = render.console()
     n = render.number_text
-    settings = s.optimizer + (f", lr {n(lr, None)}" if lr is not None else "")
-    style = "green" if result.converged else "red" if result.failed else "yellow"
+    settings = _optimizer_text(result, s) + (f", lr {n(lr, None)}" if lr is not None else "")
+    done = result.converged or result.training or result.reason == "interrupted"
+    style = "green" if result.converged else "red" if result.failed or not done else "yellow"
+    status = result.reason if done or result.failed else f"not converged ({result.reason})"
+    gradient = f"|grad| {n(result.grad_norm, 3)}, tol {n(result.tol, None)}"
     out.print(Text.assemble(("minimize", "bold"), "  ", (settings, "dim")))
-    out.print(Text.assemble((result.reason, style), f" after {result.steps} steps ",
-                            (f"({n(result.elapsed, 2)} s)", "dim")))
+    out.print(Text.assemble((status, style), f" after {result.steps} steps ",
+                            (f"({n(result.elapsed, 2)} s)", "dim"), f"  {gradient}"))
+    if result.point_step != result.steps:
+        out.print(Text(f"the point below is that of step {result.point_step}, the lowest "
+                       "loss seen"))
     if result.data is not None:
         data = result.data
         what = f"{data['rows']:,} rows, " + (
@@ -375,9 +478,17 @@ def _print_human(result, s: _Settings, lr, saved: list) -> None:
         out.print(Text(f"loss curve saved: {s.plot}"))
 
 
+#: minimize's --plain prints the loss and the variables, not a value and gradients.
+PLAIN = _opt("plain", Annotated[bool, typer.Option(
+    "--plain", help="Print bare numbers: the loss, then one line per trained variable (its "
+                    "values, flattened, space-separated); notes, warnings and errors go to "
+                    "standard error.")], False)
+
+
 def _signature():
     import inspect
-    params = [PROGRAM] + DECLARATIONS + OPTIONS + OUTPUT
+    params = [PROGRAM] + DECLARATIONS + OPTIONS + [PLAIN if p.name == "plain" else p
+                                                   for p in OUTPUT]
     return inspect.Signature(params), {p.name: p.annotation for p in params}
 
 
