@@ -194,12 +194,16 @@ def compute(s: _Settings) -> Plot:
             raise InputError(f"unknown mode {s.mode!r}; choose one of {', '.join(MODES)}")
         table, sources, how = plotting.sample_mode(model, name, xs, s.mode)
         labels = ["f"] + [f"df/d{source}" for source in sources]
-        # the marked zeros are those of the derivative with respect to the ranged value
-        own = [table[0]] + [c for c, n in zip(table[1:], sources) if n == name][:1]
-        return Plot(names, axes, table, labels, how, plotting.points_of_interest(xs, own))
-    table, how = plotting.sample(model, name, xs, s.order)
-    return Plot(names, axes, table, column_names(name, s.order)[1:], how,
-                plotting.points_of_interest(xs, table))
+        # the marked points are f's: found from its derivatives with respect to the
+        # ranged value, whichever gradients the mode draws
+        derivatives, _ = plotting.sample(model, name, xs, 2)
+        points, notes = plotting.marked_points(model, name, xs, derivatives)
+        return Plot(names, axes, table, labels, how, points, notes)
+    # f'' is sampled whatever --order draws: the marked points are refined with it
+    table, how = plotting.sample(model, name, xs, max(s.order, 2))
+    points, notes = plotting.marked_points(model, name, xs, table)
+    return Plot(names, axes, table[:s.order + 1], column_names(name, s.order)[1:], how,
+                points, notes)
 
 
 def run(s: _Settings) -> None:
@@ -259,6 +263,21 @@ def _size(width, height) -> tuple[int, int]:
             height if height is not None else max(8, min(lines - 10, 25)))
 
 
+def broken_at_poles_and_jumps(xs, table, points):
+    """``xs`` and the columns with a gap (nan) at each pole and jump, so that no line is
+    drawn across one (tan's branches are not joined by a vertical stroke)."""
+    cuts = np.array(sorted(x for kind, x, _ in points if kind in ("pole", "jump")))
+    if not cuts.size:
+        return xs, table
+    descending = xs[-1] < xs[0]
+    ordered = xs[::-1] if descending else xs
+    at = np.searchsorted(ordered, cuts)
+    if descending:
+        at, cuts = len(xs) - at[::-1], cuts[::-1]
+    return (np.insert(xs, at, cuts),
+            [np.insert(np.asarray(c, dtype=float), at, np.nan) for c in table])
+
+
 def terminal_plot(name, xs, table, points, title, width=None, height=None,
                   color=None, labels=None) -> str:
     """The curves as text with uniplot: frame, axis labels, legend, marked points."""
@@ -268,6 +287,7 @@ def terminal_plot(name, xs, table, points, title, width=None, height=None,
         raise MissingExtra("uniplot", "plot", "drawing in the terminal") from None
     width, height = _size(width, height)
     labels = list(labels or column_names(name, len(table) - 1)[1:])
+    xs, table = broken_at_poles_and_jumps(xs, table, points)
     # Drawn only where f is finite (log's rule gives 1/x where log(x) is nan), infinities
     # as gaps; a curve with nothing left is left out of the plot and its legend.
     defined = np.isfinite(table[0])
@@ -278,7 +298,8 @@ def terminal_plot(name, xs, table, points, title, width=None, height=None,
         raise InputError("nothing to draw: every value is nan or infinite")
     ys, labels = [c for c, _ in shown], [label for _, label in shown]
     xss, lines = [xs] * len(ys), [True] * len(ys)
-    drawn = [(x, f) for _, x, f in points if np.isfinite(f)]
+    # a pole's f is a huge number or inf: it is the gap in the curve, not a dot
+    drawn = [(x, f) for kind, x, f in points if np.isfinite(f) and kind != "pole"]
     if drawn:
         ys.append(np.array([f for _, f in drawn]))
         xss.append(np.array([x for x, _ in drawn]))

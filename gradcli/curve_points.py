@@ -1,0 +1,436 @@
+"""The points ``gradcli plot`` marks on a curve, found exactly: the samples say roughly
+where to look, the program evaluated again at chosen points says where and what.
+
+- ``minimum`` / ``maximum``: f' changes sign between two samples. Newton's method on f'
+  with the tape's f'', kept inside the bracket by bisection, goes to the x where f' is
+  nearest 0 in floating point; f is the program's value at that x, never interpolated.
+  An exact zero of f' at a sample between two of the same sign is a ``stationary point``
+  (x^3 at 0).
+- ``pole``, ``jump``, ``kink``: f or f' changes far more between two samples than next to
+  them. The bracket is halved towards the larger change, down to a few units in the last
+  place; then the program is evaluated on both sides at distances from one sample step
+  down to 1e-10 of it. Values that grow without settling (1/x, tan, log) make a ``pole``
+  (a vertical asymptote); values settling to two different limits a ``jump`` (sign,
+  floor); f settling to one limit while f' jumps or grows a ``kink`` (abs, sqrt(abs)). A
+  change that vanishes as the distance shrinks was a steep but continuous stretch, and is
+  not marked. The x is the shortest decimal in the final bracket (0.3, not
+  0.30000000000000004), and f the program's value there (inf at 1/x's x = 0).
+- ``non-finite``: where a stretch of f that is not a number begins (an isolated
+  non-finite sample is judged as above: 1/x sampled at 0 is a pole).
+- Sampled too coarsely: where f' and f'' at the samples disagree (the trapezoid rule on
+  f'' misses the change of f' between two samples by half or more, or that on f' misses
+  the change of f), the curve changes faster than the samples follow (x^2*sin(1/x) near
+  0), and a sign change of f' there may be an alias: no extremum is marked there, and a
+  note says where, and to raise --points or narrow the range.
+
+Every search evaluates all its points at once (one call of ``evaluate`` per step of the
+search), so a curve with a thousand extrema costs a few dozen batched evaluations.
+"""
+from __future__ import annotations
+
+from collections.abc import Callable, Sequence
+
+import numpy as np
+
+__all__ = ["MAX_MARKED_EXTREMA", "MAX_PROBED_STEPS", "marked_points"]
+
+#: Sign changes of f' refined on one curve; with more, none is marked (a note says so).
+MAX_MARKED_EXTREMA = 1000
+#: Steep changes of f or f' located and judged on one curve (the largest first).
+MAX_PROBED_STEPS = 200
+#: An interval is sampled too coarsely when the trapezoid rule misses this share of it.
+COARSE = 0.5
+#: Distances of the probe on each side of a located point: half-decades from one sample
+#: step down to 1e-10 of it.
+_PROBE_DISTANCES = 21
+#: Samples on each side of a pole, jump or kink whose disagreement is theirs, not aliasing.
+_NEAR = 4
+
+Evaluate = Callable[[np.ndarray, int], Sequence[np.ndarray]]
+
+
+def marked_points(xs, table, evaluate: Evaluate, dtype: str = "float64"):
+    """``(points, notes)`` for a curve sampled at ``xs``: ``table`` is [f, f', f''] there
+    and ``evaluate(points, order)`` gives [f, ..., f^(order)] of the same program at any
+    points (nan where it fails). ``points`` are (kind, x, f) sorted by x; ``notes`` are
+    sentences for the user (sampled too coarsely, too many extrema).
+
+    >>> import numpy as np
+    >>> def evaluate(x, order):
+    ...     return [x**3 - 3*x, 3*x**2 - 3, 6*x][:order + 1]
+    >>> xs = np.linspace(-2.5, 2.5, 50)
+    >>> marked_points(xs, evaluate(xs, 2), evaluate)
+    ([('maximum', -1.0, 2.0), ('minimum', 1.0, -2.0)], [])
+    """
+    curve = _Curve(np.asarray(xs, dtype=float), [np.asarray(c, dtype=float) for c in table],
+                   evaluate, dtype)
+    return curve.marked()
+
+
+class _Curve:
+    def __init__(self, xs, table, evaluate, dtype):
+        self.xs = xs
+        self.f, self.df, self.d2f = table[:3]
+        self.evaluate = evaluate
+        self.float = np.float32 if dtype == "float32" else np.float64
+        self.eps = float(np.finfo(self.float).eps)
+        # halves: the span of -1e308:1e308 overflows float64
+        half_span = abs(xs[-1] / 2 - xs[0] / 2)
+        self.step = 2 * half_span / (len(xs) - 1)
+        self.direction = 1.0 if xs[-1] > xs[0] else -1.0
+        # below this, a bracket around x = 0 is as good as closed
+        self.floor = 2 * half_span * self.eps / 64
+        self.notes: list[str] = []
+
+    def at(self, points, order: int):
+        """The points as the program sees them (rounded to its dtype) and [f, ...] there."""
+        points = np.asarray(points, dtype=float).astype(self.float).astype(float)
+        if points.size == 0:
+            return points, [np.empty(0)] * (order + 1)
+        with np.errstate(all="ignore"):
+            return points, [np.asarray(c, dtype=float) for c in self.evaluate(points, order)]
+
+    # -----------------------------------------------------------------------------------
+    def marked(self):
+        found = self._non_finite_runs()
+        singular = self._steps()
+        found += singular
+        coarse = self._coarse_regions([x for _, x, _ in singular])
+        found += self._extrema(coarse)
+        found = _distinct(found, self.step)
+        return sorted(found, key=lambda p: p[1]), self.notes
+
+    def _non_finite_runs(self):
+        """(``non-finite``, x, f) where a stretch of two or more non-finite samples of f
+        begins (a single one is judged by ``_steps``)."""
+        bad = ~np.isfinite(self.f)
+        starts = np.flatnonzero(bad & ~np.concatenate([[False], bad[:-1]]))
+        return [("non-finite", float(self.xs[i]), float(self.f[i])) for i in starts
+                if i + 1 < len(bad) and bad[i + 1]]
+
+    # -----------------------------------------------------------------------------------
+    # Poles, jumps and kinks
+    # -----------------------------------------------------------------------------------
+    def _steps(self):
+        """Located and judged: the steep changes of f and of f', and the single
+        non-finite samples of f."""
+        candidates = []   # (size, lo index, hi index, column); size orders the probing
+        for k, column in enumerate((self.f, self.df)):
+            candidates += [(size, lo, hi, k) for lo, hi, size in _steep(column)]
+        bad = ~np.isfinite(self.f)
+        for i in np.flatnonzero(bad[1:-1]) + 1:
+            if not (bad[i - 1] or bad[i + 1]):
+                candidates.append((np.inf, i, i, 0))
+        candidates.sort(key=lambda c: -c[0])
+        if len(candidates) > MAX_PROBED_STEPS:
+            self.notes.append(f"{len(candidates):,} steep changes between samples, more "
+                              f"than {MAX_PROBED_STEPS}: only the {MAX_PROBED_STEPS} "
+                              "largest are judged (pole, jump or kink)")
+            candidates = candidates[:MAX_PROBED_STEPS]
+        if not candidates:
+            return []
+        _, lo, hi, column = (np.array(c) for c in zip(*candidates))
+        lo, hi = self._locate(lo.astype(int), hi.astype(int), column.astype(int))
+        return self._judge(lo, hi)
+
+    def _locate(self, lo_index, hi_index, column):
+        """Brackets [lo, hi] halved towards the larger change of their column (f or f')
+        until they cannot be halved (their ends are neighbouring numbers)."""
+        xs = self.xs
+        values = [self.f, self.df]
+        if self.direction < 0:   # samples from high to low: lo is the higher index
+            lo_index, hi_index = hi_index, lo_index
+        lo, hi = xs[lo_index].copy(), xs[hi_index].copy()
+        v_lo = np.choose(column, [v[lo_index] for v in values])
+        v_hi = np.choose(column, [v[hi_index] for v in values])
+        active = hi > lo
+        for _ in range(200):
+            # on to neighbouring floats (``stuck``), or to ``floor`` around 0
+            active &= hi - lo > self.floor
+            if not active.any():
+                break
+            which = np.flatnonzero(active)
+            mid, columns = self.at(lo[which] / 2 + hi[which] / 2, 1)
+            stuck = (mid <= lo[which]) | (mid >= hi[which])
+            v_mid = np.choose(column[which], columns)
+            with np.errstate(invalid="ignore"):
+                left = _change(v_mid, v_lo[which])
+                right = _change(v_hi[which], v_mid)
+            to_left = left >= right
+            go_left, go_right = which[to_left & ~stuck], which[~to_left & ~stuck]
+            hi[go_left], v_hi[go_left] = mid[to_left & ~stuck], v_mid[to_left & ~stuck]
+            lo[go_right], v_lo[go_right] = mid[~to_left & ~stuck], v_mid[~to_left & ~stuck]
+            active[which[stuck]] = False
+        return lo, hi
+
+    def _judge(self, lo, hi):
+        """(kind, x, f) for each located bracket that is a pole, a jump or a kink."""
+        xs = np.array([_shortest_between(a, b) for a, b in zip(lo, hi)])
+        f_kind, df_kind = self._probe(xs)
+        kinds = np.where(f_kind == "grows", "pole", np.where(f_kind == "jump", "jump", np.where(
+            (f_kind == "continuous") & np.isin(df_kind, ("grows", "jump")), "kink", "")))
+        chosen = kinds != ""
+        points, (f,) = self.at(xs[chosen], 0)
+        return [(str(kind), float(x), float(v)) for kind, x, v in zip(kinds[chosen], points, f)]
+
+    def _probe(self, xs):
+        """How f and f' behave on both sides of each x, from one sample step away down to
+        1e-10 of a step: "grows" (without settling: a pole of f, or f' unbounded), "jump"
+        (two limits), "continuous" (one limit), "oscillates" or "undefined" (nan)."""
+        n, count = len(xs), _PROBE_DISTANCES
+        nearest = np.maximum(self.step * 1e-10, 64 * self.eps * abs(xs))
+        distances = np.geomspace(np.full(n, self.step), np.maximum(nearest, 1e-300), count,
+                                 axis=1)
+        sides = np.concatenate([xs[:, None] - distances, xs[:, None] + distances], axis=1)
+        _, (f, df) = self.at(sides.ravel(), 1)
+        return tuple(np.array([_limits(row[:count], row[count:]) for row in
+                               column.reshape(n, 2 * count)]) for column in (f, df))
+
+    # -----------------------------------------------------------------------------------
+    # Sampled too coarsely
+    # -----------------------------------------------------------------------------------
+    def _coarse_regions(self, singular_xs):
+        """[(first sample, last sample)] of the stretches sampled too coarsely, away from
+        the poles, jumps and kinks at ``singular_xs``; a note describes them."""
+        with np.errstate(all="ignore"):
+            bad = (_disagreement(self.xs, self.f, self.df) > COARSE) | \
+                (_disagreement(self.xs, self.df, self.d2f) > COARSE)
+        # the two intervals at each end are not judged for steps (``_steep``) either: a
+        # jump there would pass for a stretch sampled too coarsely
+        bad[:2] = bad[-2:] = False
+        for x in singular_xs:
+            i = int(np.searchsorted(self.xs, x)) if self.xs[-1] > self.xs[0] else \
+                len(self.xs) - int(np.searchsorted(self.xs[::-1], x))
+            bad[max(0, i - _NEAR - 1):i + _NEAR] = False
+        regions = []
+        for i in np.flatnonzero(bad).tolist():
+            if regions and i - regions[-1][1] <= _NEAR:
+                regions[-1][1] = i + 1
+            else:
+                regions.append([i, i + 1])
+        if regions:
+            self.notes.append(self._coarse_note(regions))
+        return regions
+
+    def _coarse_note(self, regions) -> str:
+        def shown(i):
+            return f"{float(self.xs[i]):.4g}"
+        where = ", ".join(f"[{shown(a)}, {shown(b)}]" for a, b in regions[:3])
+        if len(regions) > 3:
+            where += f" and {len(regions) - 3} more"
+        return (f"sampled too coarsely for x in {where}: the curve changes faster there "
+                "than its samples follow (f' and f'' disagree between samples), so no "
+                f"extremum is marked there; raise --points (now {len(self.xs):,}) or "
+                "narrow the range")
+
+    # -----------------------------------------------------------------------------------
+    # Extrema
+    # -----------------------------------------------------------------------------------
+    def _extrema(self, coarse):
+        d, f = self.df, self.f
+        ok = np.isfinite(d) & np.isfinite(f)
+        in_coarse = np.zeros(len(d), dtype=bool)
+        for a, b in coarse:
+            in_coarse[a:b + 1] = True
+        ok &= ~in_coarse
+        a, b = d[:-1], d[1:]
+        with np.errstate(invalid="ignore"):
+            crossing = ok[:-1] & ok[1:] & (a * b < 0)
+        found = self._exact_zeros(ok)
+        brackets = np.flatnonzero(crossing)
+        if len(brackets) > MAX_MARKED_EXTREMA:
+            self.notes.append(f"{len(brackets):,} sign changes of f', more than "
+                              f"{MAX_MARKED_EXTREMA:,}: no extremum is marked (plot a "
+                              "smaller range to see them)")
+            return [p for p in found if p[0] == "stationary point"]
+        if not len(brackets):
+            return found
+        # f' going from - to + as x grows (the samples may run from high to low)
+        kinds = np.where(a[brackets] * self.direction < 0, "minimum", "maximum")
+        lo, hi, best_x, best_d = self._newton(brackets)
+        scale = np.maximum(abs(a[brackets]), abs(b[brackets]))
+        stationary = abs(best_d) <= 1e-6 * scale
+        xs, (values,) = self.at(self._simplest(best_x[stationary], best_d[stationary]), 0)
+        found += [(str(k), float(x), float(v)) for k, x, v in zip(kinds[stationary], xs, values)]
+        # f' changes sign without passing 0: at a corner (abs) it is an extremum all the
+        # same; through a pole or a jump it is not (those are marked by _steps)
+        corner_x = np.array([_shortest_between(p, q) for p, q in
+                             zip(lo[~stationary], hi[~stationary])])
+        if corner_x.size:
+            continuous = self._probe(corner_x)[0] == "continuous"
+            xs, (values,) = self.at(corner_x[continuous], 0)
+            found += [(str(k), float(x), float(v)) for k, x, v in
+                      zip(kinds[~stationary][continuous], xs, values)]
+        return found
+
+    def _simplest(self, xs, slopes):
+        """Each x replaced by the shortest decimal within its rounding (two units in the
+        last place, or ``floor`` near 0) where f' is no farther from 0 there: Newton's
+        8.7e-19 becomes 0.0 when f'(0) is as small."""
+        tolerance = np.maximum(2 * self.eps * abs(xs), self.floor)
+        shorter = np.array([_shortest_between(x - t, x + t) for x, t in zip(xs, tolerance)])
+        shorter, (_, d) = self.at(shorter, 1)
+        return np.where(abs(d) <= abs(slopes), shorter, xs)
+
+    def _exact_zeros(self, ok):
+        """Samples where f' is exactly 0 between two non-zero samples: an extremum if
+        these have opposite signs, else a stationary point (x^3 at 0). A stretch of zeros
+        (f flat) is not marked."""
+        d = self.df
+        found = []
+        for i in np.flatnonzero(ok[1:-1] & (d[1:-1] == 0)) + 1:
+            before, after = d[i - 1] * self.direction, d[i + 1] * self.direction
+            if not (ok[i - 1] and ok[i + 1]) or before == 0 or after == 0:
+                continue
+            kind = ("minimum" if before < 0 < after else "maximum" if before > 0 > after
+                    else "stationary point")
+            found.append((kind, float(self.xs[i]), float(self.f[i])))
+        return found
+
+    def _newton(self, brackets):
+        """Newton's method on f' with f'' from each bracket [x_i, x_i+1] where f' changes
+        sign, a bisection step wherever Newton's would leave the bracket; all brackets at
+        once. Returns the final brackets and, per bracket, the x with the smallest |f'|
+        met and that f'."""
+        lo, hi = self.xs[brackets].copy(), self.xs[brackets + 1].copy()
+        d_lo, d_hi = self.df[brackets].copy(), self.df[brackets + 1].copy()
+        if np.any(lo > hi):   # a range given from high to low
+            lo, hi, d_lo, d_hi = np.minimum(lo, hi), np.maximum(lo, hi), \
+                np.where(lo > hi, d_hi, d_lo), np.where(lo > hi, d_lo, d_hi)
+        nearer = abs(d_lo) <= abs(d_hi)
+        best_x, best_d = np.where(nearer, lo, hi), np.where(nearer, d_lo, d_hi)
+        # start where the chord of f' crosses 0 (the samples' linear interpolation)
+        x = lo - d_lo * (hi - lo) / (d_hi - d_lo)
+        x = np.where((x > lo) & (x < hi), x, lo / 2 + hi / 2)
+        active = np.ones(len(x), dtype=bool)
+        for _ in range(100):
+            which = np.flatnonzero(active)
+            if not which.size:
+                break
+            points, (_, d, dd) = self.at(x[which], 2)
+            x[which] = points
+            better = abs(d) < abs(best_d[which])
+            best_x[which[better]], best_d[which[better]] = points[better], d[better]
+            same_as_lo = np.sign(d) == np.sign(d_lo[which])
+            lo[which] = np.where(same_as_lo, points, lo[which])
+            d_lo[which] = np.where(same_as_lo, d, d_lo[which])
+            hi[which] = np.where(same_as_lo, hi[which], points)
+            d_hi[which] = np.where(same_as_lo, d_hi[which], d)
+            with np.errstate(all="ignore"):
+                newton = points - d / dd
+            inside = np.isfinite(newton) & (newton > lo[which]) & (newton < hi[which])
+            following = np.where(inside, newton, lo[which] / 2 + hi[which] / 2)
+            tolerance = np.maximum(2 * self.eps * abs(points), self.floor)
+            done = (d == 0) | ~np.isfinite(d) | (abs(following - points) <= tolerance) | \
+                (hi[which] - lo[which] <= tolerance)
+            x[which] = following
+            active[which[done]] = False
+        return lo, hi, best_x, best_d
+
+
+# ---------------------------------------------------------------------------------------
+# Helpers on arrays
+# ---------------------------------------------------------------------------------------
+def _steep(column):
+    """(lo, hi, size) of the sample brackets where ``column`` changes more than 10 times
+    the changes two samples away on either side and more than 1e-6 of its largest value
+    (a smooth curve sampled finely changes by about the same from one step to the next);
+    the two samples at each end are not judged. Two such steps in a row are one change
+    at the sample between them: the bracket spans both."""
+    with np.errstate(all="ignore"):
+        steps = np.abs(np.diff(column))
+    if len(steps) < 9:  # too few samples to tell a jump from a steep smooth change
+        return []
+    finite = column[np.isfinite(column)]
+    floor = 1e-6 * max(float(np.max(np.abs(finite))) if finite.size else 0.0, 1.0)
+    step, left, right = steps[2:-2], steps[:-4], steps[4:]
+    with np.errstate(all="ignore"):
+        jump = np.isfinite(step) & (step > floor) & np.isfinite(left) & np.isfinite(right) \
+            & (step > 10 * np.maximum(left, right))
+    flagged = (np.flatnonzero(jump) + 2).tolist()
+    out, k = [], 0
+    while k < len(flagged):
+        i = flagged[k]
+        pair = k + 1 < len(flagged) and flagged[k + 1] == i + 1
+        out.append((i, i + 2 if pair else i + 1, float(steps[i] + (steps[i + 1] if pair else 0))))
+        k += 2 if pair else 1
+    return out
+
+
+def _change(a, b):
+    """|a - b|, with a change to or from a non-finite value counted as infinite."""
+    out = np.abs(a - b)
+    return np.where(np.isnan(out) | ~np.isfinite(a) | ~np.isfinite(b), np.inf, out)
+
+
+def _side(values) -> str:
+    """How a sequence of values, taken nearer and nearer a point, behaves: "settles"
+    (its changes shrink), "grows" (unbounded: its changes do not shrink and keep one
+    direction, or it reaches inf), "oscillates", or "undefined" (nan)."""
+    if np.any(np.isinf(values)):
+        return "grows"
+    if np.any(np.isnan(values)):
+        return "undefined"
+    changes = np.diff(values)
+    early, late = np.max(np.abs(changes[:4])), np.max(np.abs(changes[-4:]))
+    noise = 1e-10 * np.max(np.abs(values))
+    if late <= noise or late < 0.5 * early:
+        return "settles"
+    directions = np.sign(changes[np.abs(changes) > noise])
+    return "grows" if np.all(directions == directions[0]) else "oscillates"
+
+
+def _limits(left, right) -> str:
+    """What a column does at a point, from its values on the left and on the right
+    (each ordered from far to near): "grows", "oscillates", "undefined", "jump" (two
+    limits) or "continuous"."""
+    sides = (_side(left), _side(right))
+    for state in ("grows", "oscillates"):
+        if state in sides:
+            return state
+    if "undefined" in sides:
+        return "undefined"
+    gap = abs(left[-1] - right[-1])
+    far = abs(left[0] - right[0])
+    if gap > 1e-4 * far and gap > 1e-10 * max(abs(left[-1]), abs(right[-1])):
+        return "jump"
+    return "continuous"
+
+
+def _disagreement(xs, values, slopes):
+    """Per interval between samples: how far the trapezoid rule on ``slopes`` misses the
+    change of ``values`` (0 where they agree, up to 1 where they have nothing to do with
+    each other). The denominator's floor (1e-3 of the values' spread) keeps changes at
+    the level of rounding from counting."""
+    h = np.diff(xs)
+    change = np.diff(values)
+    trapezoid = h * (slopes[:-1] + slopes[1:]) / 2
+    size = np.abs(change) + np.abs(h) * (np.abs(slopes[:-1]) + np.abs(slopes[1:])) / 2
+    finite = values[np.isfinite(values)]
+    spread = float(np.percentile(finite, 95) - np.percentile(finite, 5)) if finite.size else 0.0
+    out = np.abs(change - trapezoid) / (size + 1e-3 * spread + 1e-300)
+    return np.where(np.isfinite(out), out, 0.0)
+
+
+def _shortest_between(lo: float, hi: float) -> float:
+    """The number with the fewest significant digits in [lo, hi] (0 if it is there): the
+    x of a point located to within a bracket, in its simplest form."""
+    lo, hi = min(lo, hi), max(lo, hi)
+    if lo <= 0 <= hi:
+        return 0.0
+    middle = lo / 2 + hi / 2
+    for digits in range(17):
+        candidate = float(f"{middle:.{digits}e}")
+        if lo <= candidate <= hi:
+            return candidate
+    return middle
+
+
+def _distinct(points, step):
+    """Each point once: a later one of the same kind within a sample step of an earlier
+    one is the same point, found twice (a pole is a steep change of f and of f')."""
+    out = []
+    for point in points:
+        if not any(p[0] == point[0] and abs(p[1] - point[1]) <= step for p in out):
+            out.append(point)
+    return out
