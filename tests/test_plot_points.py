@@ -1,6 +1,6 @@
 """gradcli plot's marked points are exact: extrema refined on the tape's f' and f'' (their
 f the program's value there), poles and jumps told apart, aliased stretches reported
-instead of marked.
+instead of marked, curves told apart without colour, the image's legend by kind.
 
 Truth is independent of the engine: sympy's exact roots and singularities, numpy.roots,
 the math (sin's extrema at pi/2 + k pi), and numpy evaluating the same formula."""
@@ -222,3 +222,60 @@ def test_same_oscillation_sampled_finely_enough_has_no_note():
     assert "notes" not in result and stderr == ""
     xs = np.linspace(0.1, 1, 100_001)
     assert len(result["points"]) == sign_changes(2 * xs * np.sin(1 / xs) - np.cos(1 / xs))
+
+
+# ---------------------------------------------------------------------------------------
+# Without colour: a glyph per curve, named in the legend
+# ---------------------------------------------------------------------------------------
+def _frame_and_legend(text):
+    lines = text.splitlines()
+    top = next(i for i, line in enumerate(lines) if line.startswith("┌"))
+    bottom = next(i for i, line in enumerate(lines) if line.startswith("└"))
+    return "\n".join(lines[top + 1:bottom]), "\n".join(lines[bottom + 1:bottom + 3])
+
+
+@pytest.mark.parametrize("env", [{"NO_COLOR": "1"}, {}])   # a pipe has no colour either
+def test_without_colour_each_curve_has_its_own_glyph_named_in_the_legend(env):
+    out = run("plot", "x^3 - 3*x", "--arg", "x=-2:2", "--order", "2", "--width", "60",
+              "--height", "15", env=env)
+    assert out.returncode == 0, out.stderr
+    assert "\x1b[" not in out.stdout
+    inside, legend = _frame_and_legend(out.stdout)
+    assert "** f" in legend and "++ df/dx" in legend and "oo d2f/dx2" in legend
+    assert "@@ marked points" in legend
+    for glyph in "*+o@":
+        assert glyph in inside
+    # each curve where it is: f'' = 6x is the straight line from -12 to 12; its glyph
+    # on the top row is at the right end, f's (f(2) = 2) is not on the top row at all
+    rows = inside.splitlines()
+    assert rows[0].rstrip(" │0123456789,").endswith("o") and "*" not in rows[0]
+
+
+def test_with_colour_the_curves_stay_blocks_in_colours():
+    from gradcli.cli.plot import terminal_plot
+    xs = np.linspace(-2, 2, 50)
+    text = terminal_plot("x", xs, [xs**2, 2 * xs], [], "x^2", 40, 8, color=True)
+    assert "\x1b[" in text and "*" not in text and "+" not in text
+
+
+# ---------------------------------------------------------------------------------------
+# The image: its legend names the kinds of the marked points
+# ---------------------------------------------------------------------------------------
+def _legend(program, span):
+    from gradcli.cli.plot import curve_figure
+    result, _ = plot(program, "--arg", f"x={span}")
+    xs, *table = np.array(result["samples"], dtype=float).T
+    marked = [(p["kind"], float(p["x"]), float(p["f"])) for p in result["points"]]
+    plt, fig, ax, _ = curve_figure("x", xs, table, marked, program)
+    try:
+        return [text.get_text() for text in ax.get_legend().get_texts()]
+    finally:
+        plt.close(fig)
+
+
+def test_image_legend_says_minimum_and_maximum_not_f_prime_zero():
+    assert _legend("x^3 - 3*x", "-2:2") == ["f", "df/dx", "minimum", "maximum"]
+
+
+def test_image_legend_names_poles_and_jumps():
+    assert _legend("tan(x) + sign(x)", "-3:3") == ["f", "df/dx", "pole", "jump"]
