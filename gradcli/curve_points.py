@@ -7,14 +7,16 @@ where to look, the program evaluated again at chosen points says where and what.
   An exact zero of f' at a sample between two of the same sign is a ``stationary point``
   (x^3 at 0).
 - ``pole``, ``jump``, ``kink``: f or f' changes far more between two samples than next to
-  them. The bracket is halved towards the larger change, down to a few units in the last
-  place; then the program is evaluated on both sides at distances from one sample step
-  down to 1e-10 of it. Values that grow without settling (1/x, tan, log) make a ``pole``
-  (a vertical asymptote); values settling to two different limits a ``jump`` (sign,
-  floor); f settling to one limit while f' jumps or grows a ``kink`` (abs, sqrt(abs)). A
-  change that vanishes as the distance shrinks was a steep but continuous stretch, and is
-  not marked. The x is the shortest decimal in the final bracket (0.3, not
-  0.30000000000000004), and f the program's value there (inf at 1/x's x = 0).
+  them. The bracket is halved towards the larger change down to neighbouring floats;
+  then the program is evaluated on both sides at distances from 1e-3 of a sample step
+  down over ten decades. Values that grow without settling (1/x, tan, log) make a
+  ``pole`` (a vertical asymptote); values settling to two different limits a ``jump``
+  (sign, floor); f settling to one limit while f' jumps or grows a ``kink`` (abs,
+  sqrt(abs)). A change that vanishes as the distance shrinks was a steep but continuous
+  stretch (or the halving went past the point: f' of tan is as large on both sides of
+  its pole), and is not marked. The x is the shortest decimal in the final bracket (0.3,
+  not 0.30000000000000004; 0 within the spacing of floats at the range's ends), and f
+  the program's value there (inf at 1/x's x = 0).
 - ``non-finite``: where a stretch of f that is not a number begins (an isolated
   non-finite sample is judged as above: 1/x sampled at 0 is a pole).
 - Sampled too coarsely: where f' and f'' at the samples disagree (the trapezoid rule on
@@ -40,8 +42,7 @@ MAX_MARKED_EXTREMA = 1000
 MAX_PROBED_STEPS = 200
 #: An interval is sampled too coarsely when the trapezoid rule misses this share of it.
 COARSE = 0.5
-#: Distances of the probe on each side of a located point: half-decades from one sample
-#: step down to 1e-10 of it.
+#: Distances of the probe on each side of a located point: half-decades over ten decades.
 _PROBE_DISTANCES = 21
 #: Samples on each side of a pole, jump or kink whose disagreement is theirs, not aliasing.
 _NEAR = 4
@@ -78,8 +79,12 @@ class _Curve:
         half_span = abs(xs[-1] / 2 - xs[0] / 2)
         self.step = 2 * half_span / (len(xs) - 1)
         self.direction = 1.0 if xs[-1] > xs[0] else -1.0
+        # a number this close to 0 is 0 on this plot (the spacing of floats at its ends)
+        self.resolution = 2 * half_span * self.eps
         # below this, a bracket around x = 0 is as good as closed
-        self.floor = 2 * half_span * self.eps / 64
+        self.floor = self.resolution / 64
+        # changes of a value below this share of it are rounding
+        self.noise = 1e4 * self.eps
         self.notes: list[str] = []
 
     def at(self, points, order: int):
@@ -165,7 +170,7 @@ class _Curve:
 
     def _judge(self, lo, hi):
         """(kind, x, f) for each located bracket that is a pole, a jump or a kink."""
-        xs = np.array([_shortest_between(a, b) for a, b in zip(lo, hi)])
+        xs = self._simplest_in(lo, hi)
         f_kind, df_kind = self._probe(xs)
         kinds = np.where(f_kind == "grows", "pole", np.where(f_kind == "jump", "jump", np.where(
             (f_kind == "continuous") & np.isin(df_kind, ("grows", "jump")), "kink", "")))
@@ -174,16 +179,20 @@ class _Curve:
         return [(str(kind), float(x), float(v)) for kind, x, v in zip(kinds[chosen], points, f)]
 
     def _probe(self, xs):
-        """How f and f' behave on both sides of each x, from one sample step away down to
-        1e-10 of a step: "grows" (without settling: a pole of f, or f' unbounded), "jump"
-        (two limits), "continuous" (one limit), "oscillates" or "undefined" (nan)."""
+        """How f and f' behave on both sides of each x, over ten decades of distance
+        from 1e-3 of a sample step (farther would reach past the next pole or jump when x
+        is not quite at this one): "grows" (without settling: a pole of f, or f'
+        unbounded), "jump" (two limits), "continuous" (one limit), "oscillates" or
+        "undefined" (nan). float32 has fewer digits: two decades."""
         n, count = len(xs), _PROBE_DISTANCES
-        nearest = np.maximum(self.step * 1e-10, 64 * self.eps * abs(xs))
-        distances = np.geomspace(np.full(n, self.step), np.maximum(nearest, 1e-300), count,
-                                 axis=1)
+        # x is known to a unit in its last place: the nearest distance is a few above;
+        # float32 leaves about two decades between that and the farthest
+        nearest = np.maximum(8 * self.eps * abs(xs), self.resolution)
+        start = np.minimum(self.step, np.maximum(1e-3 * self.step, 100 * nearest))
+        distances = np.geomspace(start, np.maximum(1e-10 * start, nearest), count, axis=1)
         sides = np.concatenate([xs[:, None] - distances, xs[:, None] + distances], axis=1)
         _, (f, df) = self.at(sides.ravel(), 1)
-        return tuple(np.array([_limits(row[:count], row[count:]) for row in
+        return tuple(np.array([_limits(row[:count], row[count:], self.noise) for row in
                                column.reshape(n, 2 * count)]) for column in (f, df))
 
     # -----------------------------------------------------------------------------------
@@ -247,30 +256,40 @@ class _Curve:
             return found
         # f' going from - to + as x grows (the samples may run from high to low)
         kinds = np.where(a[brackets] * self.direction < 0, "minimum", "maximum")
-        lo, hi, best_x, best_d = self._newton(brackets)
+        lo, hi, best_x, best_d, converged = self._newton(brackets)
         scale = np.maximum(abs(a[brackets]), abs(b[brackets]))
-        stationary = abs(best_d) <= 1e-6 * scale
+        stationary = abs(best_d) <= max(1e-6, self.noise) * scale
         xs, (values,) = self.at(self._simplest(best_x[stationary], best_d[stationary]), 0)
         found += [(str(k), float(x), float(v)) for k, x, v in zip(kinds[stationary], xs, values)]
-        # f' changes sign without passing 0: at a corner (abs) it is an extremum all the
-        # same; through a pole or a jump it is not (those are marked by _steps)
-        corner_x = np.array([_shortest_between(p, q) for p, q in
-                             zip(lo[~stationary], hi[~stationary])])
-        if corner_x.size:
-            continuous = self._probe(corner_x)[0] == "continuous"
-            xs, (values,) = self.at(corner_x[continuous], 0)
+        # The others: where Newton's steps stopped short of a small f' (rounding), or
+        # where the bracket closed on a point f' jumps across. That is an extremum if f
+        # is continuous there (a corner: abs), not if f has a pole or a jump there (1/x^2:
+        # those are marked by _steps).
+        rest = ~stationary
+        others = np.where(converged[rest], best_x[rest], self._simplest_in(lo[rest], hi[rest]))
+        if others.size:
+            continuous = self._probe(others)[0] == "continuous"
+            xs, (values,) = self.at(others[continuous], 0)
             found += [(str(k), float(x), float(v)) for k, x, v in
-                      zip(kinds[~stationary][continuous], xs, values)]
+                      zip(kinds[rest][continuous], xs, values)]
         return found
 
     def _simplest(self, xs, slopes):
         """Each x replaced by the shortest decimal within its rounding (two units in the
-        last place, or ``floor`` near 0) where f' is no farther from 0 there: Newton's
-        8.7e-19 becomes 0.0 when f'(0) is as small."""
-        tolerance = np.maximum(2 * self.eps * abs(xs), self.floor)
-        shorter = np.array([_shortest_between(x - t, x + t) for x, t in zip(xs, tolerance)])
+        last place, or ``resolution`` near 0) where f' is no farther from 0 there:
+        Newton's 8.7e-19 becomes 0.0 when f'(0) is as small."""
+        tolerance = 2 * self.eps * abs(xs)
+        shorter = self._simplest_in(xs - tolerance, xs + tolerance)
         shorter, (_, d) = self.at(shorter, 1)
         return np.where(abs(d) <= abs(slopes), shorter, xs)
+
+    def _simplest_in(self, lo, hi):
+        """Per bracket [lo, hi], the number with the fewest digits in it; 0 if the bracket
+        is within ``resolution`` of 0 (1/x^2 sampled symmetrically is located at -2e-16,
+        the mean of two samples that do not quite cancel)."""
+        return np.array([0.0 if a - self.resolution <= 0 <= b + self.resolution else
+                         _shortest_between(a, b) for a, b in zip(np.minimum(lo, hi),
+                                                                 np.maximum(lo, hi))])
 
     def _exact_zeros(self, ok):
         """Samples where f' is exactly 0 between two non-zero samples: an extremum if
@@ -290,8 +309,8 @@ class _Curve:
     def _newton(self, brackets):
         """Newton's method on f' with f'' from each bracket [x_i, x_i+1] where f' changes
         sign, a bisection step wherever Newton's would leave the bracket; all brackets at
-        once. Returns the final brackets and, per bracket, the x with the smallest |f'|
-        met and that f'."""
+        once. Returns the final brackets; per bracket, the x with the smallest |f'| met and
+        that f'; and whether Newton's steps converged (rather than the bracket closing)."""
         lo, hi = self.xs[brackets].copy(), self.xs[brackets + 1].copy()
         d_lo, d_hi = self.df[brackets].copy(), self.df[brackets + 1].copy()
         if np.any(lo > hi):   # a range given from high to low
@@ -303,6 +322,7 @@ class _Curve:
         x = lo - d_lo * (hi - lo) / (d_hi - d_lo)
         x = np.where((x > lo) & (x < hi), x, lo / 2 + hi / 2)
         active = np.ones(len(x), dtype=bool)
+        converged = np.zeros(len(x), dtype=bool)
         for _ in range(100):
             which = np.flatnonzero(active)
             if not which.size:
@@ -321,22 +341,25 @@ class _Curve:
             inside = np.isfinite(newton) & (newton > lo[which]) & (newton < hi[which])
             following = np.where(inside, newton, lo[which] / 2 + hi[which] / 2)
             tolerance = np.maximum(2 * self.eps * abs(points), self.floor)
-            done = (d == 0) | ~np.isfinite(d) | (abs(following - points) <= tolerance) | \
+            settled = (d == 0) | (inside & (abs(newton - points) <= tolerance))
+            done = settled | ~np.isfinite(d) | (abs(following - points) <= tolerance) | \
                 (hi[which] - lo[which] <= tolerance)
+            converged[which[settled]] = True
             x[which] = following
             active[which[done]] = False
-        return lo, hi, best_x, best_d
+        return lo, hi, best_x, best_d, converged
 
 
 # ---------------------------------------------------------------------------------------
 # Helpers on arrays
 # ---------------------------------------------------------------------------------------
 def _steep(column):
-    """(lo, hi, size) of the sample brackets where ``column`` changes more than 10 times
-    the changes two samples away on either side and more than 1e-6 of its largest value
-    (a smooth curve sampled finely changes by about the same from one step to the next);
-    the two samples at each end are not judged. Two such steps in a row are one change
-    at the sample between them: the bracket spans both."""
+    """(lo, lo + 1, size) of the sample brackets where ``column`` changes more than 10
+    times the changes two samples away on either side and more than 1e-6 of its largest
+    value (a smooth curve sampled finely changes by about the same from one step to the
+    next); the two samples at each end are not judged. Two such steps in a row (a spike
+    at the sample between them) are two brackets: the pole or jump is in one of them,
+    or at that sample, and each is located and judged on its own."""
     with np.errstate(all="ignore"):
         steps = np.abs(np.diff(column))
     if len(steps) < 9:  # too few samples to tell a jump from a steep smooth change
@@ -347,14 +370,7 @@ def _steep(column):
     with np.errstate(all="ignore"):
         jump = np.isfinite(step) & (step > floor) & np.isfinite(left) & np.isfinite(right) \
             & (step > 10 * np.maximum(left, right))
-    flagged = (np.flatnonzero(jump) + 2).tolist()
-    out, k = [], 0
-    while k < len(flagged):
-        i = flagged[k]
-        pair = k + 1 < len(flagged) and flagged[k + 1] == i + 1
-        out.append((i, i + 2 if pair else i + 1, float(steps[i] + (steps[i + 1] if pair else 0))))
-        k += 2 if pair else 1
-    return out
+    return [(i, i + 1, float(steps[i])) for i in (np.flatnonzero(jump) + 2).tolist()]
 
 
 def _change(a, b):
@@ -363,7 +379,7 @@ def _change(a, b):
     return np.where(np.isnan(out) | ~np.isfinite(a) | ~np.isfinite(b), np.inf, out)
 
 
-def _side(values) -> str:
+def _side(values, noise: float) -> str:
     """How a sequence of values, taken nearer and nearer a point, behaves: "settles"
     (its changes shrink), "grows" (unbounded: its changes do not shrink and keep one
     direction, or it reaches inf), "oscillates", or "undefined" (nan)."""
@@ -373,26 +389,33 @@ def _side(values) -> str:
         return "undefined"
     changes = np.diff(values)
     early, late = np.max(np.abs(changes[:4])), np.max(np.abs(changes[-4:]))
-    noise = 1e-10 * np.max(np.abs(values))
-    if late <= noise or late < 0.5 * early:
+    rounding = noise * np.max(np.abs(values))
+    if late <= rounding or late < 0.5 * early:
         return "settles"
-    directions = np.sign(changes[np.abs(changes) > noise])
+    directions = np.sign(changes[np.abs(changes) > rounding])
     return "grows" if np.all(directions == directions[0]) else "oscillates"
 
 
-def _limits(left, right) -> str:
+def _limits(left, right, noise: float) -> str:
     """What a column does at a point, from its values on the left and on the right
-    (each ordered from far to near): "grows", "oscillates", "undefined", "jump" (two
-    limits) or "continuous"."""
-    sides = (_side(left), _side(right))
+    (each ordered from far to near; changes below ``noise`` of the values are
+    rounding): "grows", "oscillates", "undefined", "jump" (two limits) or
+    "continuous"."""
+    sides = (_side(left, noise), _side(right, noise))
     for state in ("grows", "oscillates"):
         if state in sides:
             return state
     if "undefined" in sides:
         return "undefined"
-    gap = abs(left[-1] - right[-1])
-    far = abs(left[0] - right[0])
-    if gap > 1e-4 * far and gap > 1e-10 * max(abs(left[-1]), abs(right[-1])):
+    # two limits: the gap between the sides does not shrink with the distance (as it
+    # does where the column is continuous, however steep: tanh(50x)), and it is more
+    # than rounding and than what the last step of distance changes (abs(x - 0.3) in
+    # float32, where 0.3 itself is rounded)
+    gaps = np.abs(left - right)
+    last, middle = gaps[-1], gaps[len(gaps) // 2]
+    rounding = noise * max(np.max(np.abs(left)), np.max(np.abs(right)))
+    last_step = abs(left[-1] - left[-2]) + abs(right[-1] - right[-2])
+    if last >= 0.5 * middle and last > rounding and last > 4 * last_step:
         return "jump"
     return "continuous"
 

@@ -136,6 +136,24 @@ def test_extrema_of_another_modes_plot_and_of_float32_are_refined_too():
         assert got == [("maximum", -1.0, 2.0), ("minimum", 1.0, -2.0)]
 
 
+def test_float32_extrema_are_float32s_nearest_to_the_true_ones():
+    x = sympy.Symbol("x")
+    slope = sympy.diff(sympy.sin(x) + sympy.cos(2 * x), x)
+    got = points("sin(x) + cos(2*x)", "--arg", "x=-4:4", "--dtype", "float32")
+    fine = np.linspace(-4, 4, 100_001)
+    assert len(got) == sign_changes(np.cos(fine) - 2 * np.sin(2 * fine))
+    for _, gx, gf in got:
+        root = float(sympy.nsolve(slope, x, gx))
+        # float32's f' is rounding noise within a few of its units around the root
+        assert abs(gx - root) <= 8 * float(np.finfo(np.float32).eps) * max(1, abs(root))
+        assert gx == np.float32(gx)
+
+
+def test_flat_minimum_of_a_quartic_is_at_zero_exactly():
+    # f' = 4x^3 has a triple root: Newton's method creeps towards it linearly
+    assert points("x^4", "--arg", "x=-1:1.3") == [("minimum", 0.0, 0.0)]
+
+
 def test_zero_of_the_slope_at_a_sample_without_sign_change_is_a_stationary_point():
     # x^3 on 401 points samples x = 0 exactly, where f' = 0 and is positive on both sides
     assert points("x^3", "--arg", "x=-1:1", "--points", "401") == [
@@ -174,6 +192,25 @@ def test_poles_are_poles_where_sympy_puts_them(program, expression, span, count)
 ])
 def test_jumps_are_jumps_at_their_x_with_the_value_there(program, jump_at, f):
     assert points(program, "--arg", "x=-1:1") == [("jump", jump_at, float(f(jump_at)))]
+
+
+def test_pole_of_an_even_function_sampled_symmetrically_is_at_zero():
+    # the samples nearest 0 are +-h/2 and do not quite cancel: located at -2e-16, shown 0
+    assert points("1/x^2", "--arg", "x=-3:3") == [("pole", 0.0, float("inf"))]
+
+
+def test_float32_points_are_located_to_float32s_precision():
+    eps32 = float(np.finfo(np.float32).eps)
+    poles = points("tan(x)", "--arg", "x=-3:3", "--dtype", "float32")
+    assert [k for k, _, _ in poles] == ["pole", "pole"]
+    for (_, x, f), sign in zip(poles, (-1, 1)):
+        assert abs(x - sign * np.pi / 2) <= 2 * eps32 and x == np.float32(x)
+        assert f == float(np.tan(np.float32(x)))
+    corner = float(np.float32(0.3))
+    assert sorted(points("abs(x - 0.3)", "--arg", "x=-1:1", "--dtype", "float32")) == [
+        ("kink", corner, 0.0), ("minimum", corner, 0.0)]
+    assert points("floor(x)", "--arg", "x=-1.5:1.5", "--dtype", "float32") == [
+        ("jump", -1.0, -1.0), ("jump", 0.0, 0.0), ("jump", 1.0, 1.0)]
 
 
 def test_floor_jumps_at_each_integer():
