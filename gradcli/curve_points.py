@@ -17,8 +17,9 @@ where to look, the program evaluated again at chosen points says where and what.
   its pole), and is not marked. The x is the shortest decimal in the final bracket (0.3,
   not 0.30000000000000004; 0 within the spacing of floats at the range's ends), and f
   the program's value there (inf at 1/x's x = 0).
-- ``non-finite``: where a stretch of f that is not a number begins (an isolated
-  non-finite sample is judged as above: 1/x sampled at 0 is a pole).
+- ``non-finite``: where a stretch of f that is not a number begins; a single
+  non-finite sample is judged as above (1/x sampled at 0 is a pole) and is
+  ``non-finite`` if it is neither a pole nor a jump (sin(x)/x at 0).
 - Sampled too coarsely: where f' and f'' at the samples disagree (the trapezoid rule on
   f'' misses the change of f' between two samples by half or more, or that on f' misses
   the change of f), the curve changes faster than the samples follow (x^2*sin(1/x) near
@@ -134,9 +135,10 @@ class _Curve:
             candidates = candidates[:MAX_PROBED_STEPS]
         if not candidates:
             return []
-        _, lo, hi, column = (np.array(c) for c in zip(*candidates))
-        lo, hi = self._locate(lo.astype(int), hi.astype(int), column.astype(int))
-        return self._judge(lo, hi)
+        _, lo, hi, column = (np.array(c).astype(int) for c in zip(*candidates))
+        lone = lo == hi
+        lo, hi = self._locate(lo, hi, column)
+        return self._judge(lo, hi, lone)
 
     def _locate(self, lo_index, hi_index, column):
         """Brackets [lo, hi] halved towards the larger change of their column (f or f')
@@ -168,12 +170,15 @@ class _Curve:
             active[which[stuck]] = False
         return lo, hi
 
-    def _judge(self, lo, hi):
-        """(kind, x, f) for each located bracket that is a pole, a jump or a kink."""
+    def _judge(self, lo, hi, lone):
+        """(kind, x, f) for each located bracket that is a pole, a jump or a kink; a
+        ``lone`` non-finite sample that is neither is marked ``non-finite`` (sin(x)/x at
+        0, where f is continuous but 0/0 is nan)."""
         xs = self._simplest_in(lo, hi)
         f_kind, df_kind = self._probe(xs)
         kinds = np.where(f_kind == "grows", "pole", np.where(f_kind == "jump", "jump", np.where(
-            (f_kind == "continuous") & np.isin(df_kind, ("grows", "jump")), "kink", "")))
+            lone, "non-finite", np.where((f_kind == "continuous") &
+                                         np.isin(df_kind, ("grows", "jump")), "kink", ""))))
         chosen = kinds != ""
         points, (f,) = self.at(xs[chosen], 0)
         return [(str(kind), float(x), float(v)) for kind, x, v in zip(kinds[chosen], points, f)]

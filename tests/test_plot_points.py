@@ -213,6 +213,12 @@ def test_float32_points_are_located_to_float32s_precision():
         ("jump", -1.0, -1.0), ("jump", 0.0, 0.0), ("jump", 1.0, 1.0)]
 
 
+def test_lone_nan_sample_of_a_continuous_curve_is_non_finite_not_a_pole():
+    # sin(x)/x sampled at 0 exactly is 0/0; around it f is continuous (it tends to 1)
+    got = points("sin(x)/x", "--arg", "x=-1:1", "--points", "401")
+    assert len(got) == 1 and got[0][:2] == ("non-finite", 0.0) and np.isnan(got[0][2])
+
+
 def test_floor_jumps_at_each_integer():
     got = points("floor(x)", "--arg", "x=-1.5:2.5")
     assert got == [("jump", k, float(np.floor(k))) for k in (-1.0, 0.0, 1.0, 2.0)]
