@@ -264,8 +264,13 @@ class _Curve:
         lo, hi, best_x, best_d, converged = self._newton(brackets)
         scale = np.maximum(abs(a[brackets]), abs(b[brackets]))
         stationary = abs(best_d) <= max(1e-6, self.noise) * scale
-        xs, (values,) = self.at(self._simplest(best_x[stationary], best_d[stationary]), 0)
-        found += [(str(k), float(x), float(v)) for k, x, v in zip(kinds[stationary], xs, values)]
+        xs, (values, _, curvature) = self.at(
+            self._simplest(best_x[stationary], best_d[stationary]), 2)
+        # the sign of f'' where it has one: a bracket with three zeros of f' in it would
+        # otherwise call the middle one by the bracket's ends
+        by_curvature = np.where(curvature > 0, "minimum", np.where(
+            curvature < 0, "maximum", kinds[stationary]))
+        found += [(str(k), float(x), float(v)) for k, x, v in zip(by_curvature, xs, values)]
         # The others: where Newton's steps stopped short of a small f' (rounding), or
         # where the bracket closed on a point f' jumps across. That is an extremum if f
         # is continuous there (a corner: abs), not if f has a pole or a jump there (1/x^2:
@@ -297,16 +302,18 @@ class _Curve:
                                                                  np.maximum(lo, hi))])
 
     def _exact_zeros(self, ok):
-        """Samples where f' is exactly 0 between two non-zero samples: an extremum if
-        these have opposite signs, else a stationary point (x^3 at 0). A stretch of zeros
-        (f flat) is not marked."""
+        """Samples where f' is exactly 0 between two non-zero samples: an extremum by the
+        sign of f'' there, or (f'' = 0) if the neighbours' f' have opposite signs, else a
+        stationary point (x^3 at 0). A stretch of zeros (f flat) is not marked."""
         d = self.df
         found = []
         for i in np.flatnonzero(ok[1:-1] & (d[1:-1] == 0)) + 1:
             before, after = d[i - 1] * self.direction, d[i + 1] * self.direction
             if not (ok[i - 1] and ok[i + 1]) or before == 0 or after == 0:
                 continue
-            kind = ("minimum" if before < 0 < after else "maximum" if before > 0 > after
+            curvature = self.d2f[i]
+            kind = ("minimum" if curvature > 0 else "maximum" if curvature < 0 else
+                    "minimum" if before < 0 < after else "maximum" if before > 0 > after
                     else "stationary point")
             found.append((kind, float(self.xs[i]), float(self.f[i])))
         return found

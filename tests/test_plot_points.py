@@ -149,6 +149,22 @@ def test_float32_extrema_are_float32s_nearest_to_the_true_ones():
         assert gx == np.float32(gx)
 
 
+@pytest.mark.parametrize("span", ["-1:1.1", "-1:1.2"])   # 0 a sample, or not
+def test_three_zeros_of_the_slope_between_two_samples_are_named_by_the_curvature(span):
+    # f' = x^3 - 1e-6 x = x (x - 0.001)(x + 0.001): all three zeros lie between two
+    # samples; the one found is named by the sign of f'' there, not by the samples'
+    x = sympy.Symbol("x")
+    f = x**4 / 4 - sympy.Rational(1, 2_000_000) * x**2
+    roots = {float(r): sympy.diff(f, x, 2).subs(x, r) for r in sympy.solve(sympy.diff(f, x))}
+    got = points("x^4/4 - 1e-6*x^2/2", "--arg", f"x={span}")
+    assert got
+    for kind, gx, gf in got:
+        root = min(roots, key=lambda r: abs(r - gx))
+        assert_close(gx, root)
+        assert kind == ("minimum" if roots[root] > 0 else "maximum")
+        np.testing.assert_allclose(gf, float(f.subs(x, root)), rtol=1e-12)
+
+
 def test_flat_minimum_of_a_quartic_is_at_zero_exactly():
     # f' = 4x^3 has a triple root: Newton's method creeps towards it linearly
     assert points("x^4", "--arg", "x=-1:1.3") == [("minimum", 0.0, 0.0)]
