@@ -70,6 +70,9 @@ def marked_points(xs, table, evaluate: Evaluate, dtype: str = "float64"):
 
 
 class _Curve:
+    """The samples of one curve, the program behind them (``at``), and the scales that
+    say when two numbers are the same on this plot."""
+
     def __init__(self, xs, table, evaluate, dtype):
         self.xs = xs
         self.f, self.df, self.d2f = table[:3]
@@ -98,6 +101,8 @@ class _Curve:
 
     # -----------------------------------------------------------------------------------
     def marked(self):
+        """(points sorted by x, notes): poles, jumps and kinks first, so that the
+        stretches sampled too coarsely are judged away from them, then the extrema."""
         found = self._non_finite_runs()
         singular = self._steps()
         found += singular

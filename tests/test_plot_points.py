@@ -338,3 +338,19 @@ def test_image_legend_says_minimum_and_maximum_not_f_prime_zero():
 
 def test_image_legend_names_poles_and_jumps():
     assert _legend("tan(x) + sign(x)", "-3:3") == ["f", "df/dx", "pole", "jump"]
+
+
+@pytest.mark.parametrize("xs", [np.linspace(-3, 3, 7), np.linspace(3, -3, 7)])
+def test_curves_are_broken_at_poles_and_jumps_not_at_other_points(xs):
+    from gradcli.cli.plot import broken_at_poles_and_jumps
+    marked = [("pole", 0.5, np.inf), ("jump", -1.5, 0.0), ("minimum", 2.5, 1.0)]
+    drawn_xs, (drawn,) = broken_at_poles_and_jumps(xs, [xs**2], marked)
+    gaps = drawn_xs[np.isnan(drawn)]
+    assert sorted(gaps) == [-1.5, 0.5] and len(drawn_xs) == len(xs) + 2
+    # each gap between the two samples around it, the samples kept in their order
+    for gap in gaps:
+        i = int(np.flatnonzero(drawn_xs == gap)[0])
+        assert min(drawn_xs[i - 1], drawn_xs[i + 1]) < gap < max(drawn_xs[i - 1],
+                                                                   drawn_xs[i + 1])
+    np.testing.assert_array_equal(drawn_xs[~np.isnan(drawn)], xs)
+    np.testing.assert_array_equal(drawn[~np.isnan(drawn)], xs**2)
