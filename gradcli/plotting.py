@@ -30,7 +30,7 @@ import numpy as np
 from . import engine as gc
 from .errors import ChunkTooLarge, GradcliError, InputError, LimitError
 
-__all__ = ["critical_points", "parse_range", "points_of_interest", "sample", "sample_grid",
+__all__ = ["critical_points", "parse_range", "marked_points", "sample", "sample_grid",
            "sample_mode", "check_size", "MAX_CURVE_POINTS", "MAX_GRID_POINTS",
            "MAX_SINGLE_POINTS", "MAX_MARKED_CRITICAL"]
 
@@ -259,72 +259,16 @@ def sample(model, name: str, xs: np.ndarray, order: int = 1):
     return points.run()
 
 
-def points_of_interest(xs, table) -> list[tuple[str, float, float]]:
-    """(kind, x, f(x)) for: zeros of f' (a sign change between samples, x by linear
-    interpolation; "minimum"/"maximum"/"f' = 0"), non-finite f, jumps of f
-    ("discontinuity") and jumps of f' ("kink"), found by ``_jumps``."""
-    xs = np.asarray(xs, dtype=float)
-    f = table[0]
-    found = []
-    bad = ~np.isfinite(f)
-    for i in np.flatnonzero(bad & ~np.concatenate([[False], bad[:-1]])):
-        found.append(("non-finite", float(xs[i]), float(f[i])))
-    jumps = {}
-    for column, kind in ((f, "discontinuity"), (table[1] if len(table) > 1 else None, "kink")):
-        if column is None:
-            continue
-        for x in _jumps(xs, column):
-            if kind == "discontinuity" or x not in jumps:
-                jumps[x] = kind
-    found += [(kind, x, float(np.interp(x, xs, f))) for x, kind in jumps.items()]
-    if len(table) > 1:
-        # every sample pair at once (numpy): a curve may have 100,000 samples
-        d = np.asarray(table[1], dtype=float)
-        a, b = d[:-1], d[1:]
-        with np.errstate(all="ignore"):
-            both = np.isfinite(a) & np.isfinite(b)
-            earlier = np.concatenate([[True], d[:-2] != 0.0])   # no zero just before
-            at_zero = both & (a == 0.0) & earlier
-            crossing = both & ~at_zero & (a * b < 0)
-            steps = xs[1:] - xs[:-1]
-            where = np.where(at_zero, xs[:-1], xs[:-1] - a * steps / (b - a))
-        for i in np.flatnonzero(at_zero | crossing):
-            x = float(where[i])
-            kind = ("minimum" if a[i] < 0 < b[i] else "maximum" if a[i] > 0 > b[i]
-                    else "f' = 0")
-            found.append((kind, x, float(np.interp(x, xs, f))))
-    found.sort(key=lambda entry: entry[1])
-    return found
+def marked_points(model, name: str, xs, table):
+    """The points to mark on the curve of ``model`` over ``xs`` (its samples ``table`` =
+    [f, f', f'', ...] with respect to ``name``): ``(points, notes)`` from
+    ``curve_points.marked_points``, which evaluates the program again (by ``sample``)
+    wherever it refines a point. The model's declared values are put back at the end."""
+    from .curve_points import marked_points as find
 
-
-def _jumps(xs, column) -> list[float]:
-    """Where ``column`` jumps: a change between neighbouring samples more than 10 times
-    the changes two samples away on either side and more than 1e-6 of the largest value
-    (a smooth function sampled finely changes by about the same amount from one step to
-    the next); the two samples at each end are not judged. A jump between two samples is
-    reported at their midpoint; one at a sample (two big steps in a row) at that sample."""
-    with np.errstate(all="ignore"):
-        steps = np.abs(np.diff(column))
-    if len(steps) < 9:  # too few samples to tell a jump from a steep smooth change
-        return []
-    finite = column[np.isfinite(column)]
-    floor = 1e-6 * max(float(np.max(np.abs(finite))) if finite.size else 0.0, 1.0)
-    # both sides are needed to call it a jump: steps 2 .. len - 3, against i - 2 and i + 2
-    step, left, right = steps[2:-2], steps[:-4], steps[4:]
-    with np.errstate(all="ignore"):
-        jump = np.isfinite(step) & (step > floor) & np.isfinite(left) & np.isfinite(right) \
-            & (step > 10 * np.maximum(left, right))
-    flagged = (np.flatnonzero(jump) + 2).tolist()
-    out, k = [], 0
-    while k < len(flagged):
-        i = flagged[k]
-        if k + 1 < len(flagged) and flagged[k + 1] == i + 1:
-            out.append(float(xs[i + 1]))
-            k += 2
-        else:
-            out.append(float((xs[i] + xs[i + 1]) / 2))
-            k += 1
-    return out
+    def evaluate(points, order):
+        return sample(model, name, points, order)[0]
+    return find(xs, table[:3], evaluate, model.dtype)
 
 
 # ---------------------------------------------------------------------------------------

@@ -194,12 +194,16 @@ def compute(s: _Settings) -> Plot:
             raise InputError(f"unknown mode {s.mode!r}; choose one of {', '.join(MODES)}")
         table, sources, how = plotting.sample_mode(model, name, xs, s.mode)
         labels = ["f"] + [f"df/d{source}" for source in sources]
-        # the marked zeros are those of the derivative with respect to the ranged value
-        own = [table[0]] + [c for c, n in zip(table[1:], sources) if n == name][:1]
-        return Plot(names, axes, table, labels, how, plotting.points_of_interest(xs, own))
-    table, how = plotting.sample(model, name, xs, s.order)
-    return Plot(names, axes, table, column_names(name, s.order)[1:], how,
-                plotting.points_of_interest(xs, table))
+        # the marked points are f's: found from its derivatives with respect to the
+        # ranged value, whichever gradients the mode draws
+        derivatives, _ = plotting.sample(model, name, xs, 2)
+        points, notes = plotting.marked_points(model, name, xs, derivatives)
+        return Plot(names, axes, table, labels, how, points, notes)
+    # f'' is sampled whatever --order draws: the marked points are refined with it
+    table, how = plotting.sample(model, name, xs, max(s.order, 2))
+    points, notes = plotting.marked_points(model, name, xs, table)
+    return Plot(names, axes, table[:s.order + 1], column_names(name, s.order)[1:], how,
+                points, notes)
 
 
 def run(s: _Settings) -> None:
@@ -259,6 +263,26 @@ def _size(width, height) -> tuple[int, int]:
             height if height is not None else max(8, min(lines - 10, 25)))
 
 
+#: The glyphs of the curves (f, f', f'', ...) in a terminal plot without colour.
+GLYPHS = ("*", "+", "o", "x", "~", "=", "%", "&")
+MARK_GLYPH = "@"
+
+
+def broken_at_poles_and_jumps(xs, table, points):
+    """``xs`` and the columns with a gap (nan) at each pole and jump, so that no line is
+    drawn across one (tan's branches are not joined by a vertical stroke)."""
+    cuts = np.array(sorted(x for kind, x, _ in points if kind in ("pole", "jump")))
+    if not cuts.size:
+        return xs, table
+    descending = xs[-1] < xs[0]
+    ordered = xs[::-1] if descending else xs
+    at = np.searchsorted(ordered, cuts)
+    if descending:
+        at, cuts = len(xs) - at[::-1], cuts[::-1]
+    return (np.insert(xs, at, cuts),
+            [np.insert(np.asarray(c, dtype=float), at, np.nan) for c in table])
+
+
 def terminal_plot(name, xs, table, points, title, width=None, height=None,
                   color=None, labels=None) -> str:
     """The curves as text with uniplot: frame, axis labels, legend, marked points."""
@@ -268,6 +292,7 @@ def terminal_plot(name, xs, table, points, title, width=None, height=None,
         raise MissingExtra("uniplot", "plot", "drawing in the terminal") from None
     width, height = _size(width, height)
     labels = list(labels or column_names(name, len(table) - 1)[1:])
+    xs, table = broken_at_poles_and_jumps(xs, table, points)
     # Drawn only where f is finite (log's rule gives 1/x where log(x) is nan), infinities
     # as gaps; a curve with nothing left is left out of the plot and its legend.
     defined = np.isfinite(table[0])
@@ -277,8 +302,10 @@ def terminal_plot(name, xs, table, points, title, width=None, height=None,
     if not shown:
         raise InputError("nothing to draw: every value is nan or infinite")
     ys, labels = [c for c, _ in shown], [label for _, label in shown]
+    curves = len(ys)
     xss, lines = [xs] * len(ys), [True] * len(ys)
-    drawn = [(x, f) for _, x, f in points if np.isfinite(f)]
+    # a pole's f is a huge number or inf: it is the gap in the curve, not a dot
+    drawn = [(x, f) for kind, x, f in points if np.isfinite(f) and kind != "pole"]
     if drawn:
         ys.append(np.array([f for _, f in drawn]))
         xss.append(np.array([x for x, _ in drawn]))
@@ -286,6 +313,12 @@ def terminal_plot(name, xs, table, points, title, width=None, height=None,
         labels.append("marked points (below)")
     if color is None:
         color = sys.stdout.isatty() and "NO_COLOR" not in os.environ
+    # Without colour every curve would be the same blocks: each gets a glyph of its own,
+    # which the legend shows ("** f   ++ df/dx"); the marked points are always "@"
+    glyphs = {} if color else {
+        "character_set": "ascii",
+        "force_ascii_characters": [GLYPHS[k % len(GLYPHS)] for k in range(curves)] +
+                                  [MARK_GLYPH]}
     title = f"{title}  (horizontal axis: {name})"
     shown = title if len(title) <= width else title[:width - 1] + "…"
     # uniplot's axis labels overflow from about 1e154 (horizontal) and 1e307 (vertical):
@@ -296,7 +329,8 @@ def terminal_plot(name, xs, table, points, title, width=None, height=None,
             return plot_to_string([y / 10.0 ** ky for y in ys], [x / 10.0 ** kx for x in xss],
                                   lines=lines, legend_labels=labels, width=width,
                                   height=height, title=shown, color=color,
-                                  x_unit=f"e{kx}" if kx else "", y_unit=f"e{ky}" if ky else "")
+                                  x_unit=f"e{kx}" if kx else "", y_unit=f"e{ky}" if ky else "",
+                                  **glyphs)
     except (ArithmeticError, ValueError):
         raise _undrawable("the terminal plot") from None
 
@@ -328,31 +362,53 @@ def _print_points(points, precision, grid=False) -> None:
 
 
 def save_image(path, name, xs, table, points, title, labels=None) -> None:
-    """f and its derivatives with matplotlib; zeros of f' as dots, jumps and kinks as
-    dotted vertical lines. A PNG carries the axes' pixel box and limits in a text chunk
-    ("gradcli-axes"), so that a reader can map data to pixels. Values of 1e100 or more
-    are drawn divided by a power of ten, which the axis label gives (matplotlib's ticks
-    overflow near float64's edge); the chunk's "xscale" and "yscale" are those powers."""
+    """f and its derivatives with matplotlib, the marked points by kind (see
+    ``curve_figure``). A PNG carries the axes' pixel box and limits in a text chunk
+    ("gradcli-axes"), so that a reader can map data to pixels; the chunk's "xscale" and
+    "yscale" are the powers of ten huge values are drawn divided by."""
     extension = output_format(path)
+    plt, fig, ax, scale = curve_figure(name, xs, table, points, title, labels)
+    _save(plt, fig, ax, path, extension, scale)
+
+
+#: How each kind of marked point is drawn: a marker at (x, f) for the extrema, a vertical
+#: line at x for the others; the legend names each kind drawn.
+POINT_MARKERS = {"minimum": "v", "maximum": "^", "stationary point": "s"}
+POINT_LINES = {"pole": ("red", "--"), "jump": ("gray", ":"), "kink": ("gray", "-."),
+               "non-finite": ("silver", ":")}
+
+
+def curve_figure(name, xs, table, points, title, labels=None):
+    """(pyplot, figure, axes, (x scale, y scale)): f and its derivatives as curves,
+    broken at poles and jumps; minima, maxima and stationary points as markers at (x, f)
+    labelled by kind in the legend; poles (a vertical asymptote: red dashed), jumps, kinks
+    and where f stops being finite as vertical lines, labelled likewise. Values of 1e100
+    or more are drawn divided by a power of ten, which the axis label gives (matplotlib's
+    ticks overflow near float64's edge)."""
     finite = np.concatenate([c[np.isfinite(c)] for c in table])
     if finite.size == 0:
         raise InputError("nothing to draw: every value is nan or infinite")
     plt = figure_module()
     fig, ax = plt.subplots(figsize=(8, 5), dpi=100)
     labels = list(labels or column_names(name, len(table) - 1)[1:])
+    dots = [(kind, x, f) for kind, x, f in points if kind in POINT_MARKERS]
     kx = _power_of_ten([xs])
-    ky = _power_of_ten(list(table) + [np.array([f for *_, f in points], dtype=float)])
+    ky = _power_of_ten(list(table) + [np.array([f for *_, f in dots], dtype=float)])
     sx, sy = 10.0 ** kx, 10.0 ** ky
+    drawn_xs, drawn = broken_at_poles_and_jumps(xs, table, points)
     with np.errstate(all="ignore"):
-        for k, (column, label) in enumerate(zip(table, labels)):
-            ax.plot(xs / sx, column / sy, color=f"C{k}", label=label, linewidth=1.8)
-        for kind, x, f in points:
-            if kind in ("minimum", "maximum", "f' = 0"):
-                ax.plot([x / sx], [f / sy], "o", color="black", markersize=5)
-            else:
-                ax.axvline(x / sx, color="gray", linestyle=":", linewidth=1)
-    if points:
-        ax.plot([], [], "o", color="black", label="f' = 0")
+        for k, (column, label) in enumerate(zip(drawn, labels)):
+            ax.plot(drawn_xs / sx, column / sy, color=f"C{k}", label=label, linewidth=1.8)
+        for kind, marker in POINT_MARKERS.items():
+            chosen = [(x, f) for k, x, f in dots if k == kind]
+            if chosen:
+                ax.plot([x / sx for x, _ in chosen], [f / sy for _, f in chosen], marker,
+                        color="black", markersize=6, linestyle="none", label=kind)
+        for kind, (colour, style) in POINT_LINES.items():
+            chosen = [x for k, x, _ in points if k == kind]
+            for i, x in enumerate(chosen):
+                ax.axvline(x / sx, color=colour, linestyle=style, linewidth=1,
+                           label=kind if i == 0 else None)
     ax.axhline(0, color="black", linewidth=0.6, alpha=0.5, zorder=0)  # under the curves
     ax.set_xlabel(name + _times(kx))
     if ky:
@@ -360,7 +416,7 @@ def save_image(path, name, xs, table, points, title, labels=None) -> None:
     ax.set_title(title if len(title) <= 80 else title[:79] + "…")
     ax.grid(True, alpha=0.3)
     ax.legend(loc="best")
-    _save(plt, fig, ax, path, extension, (sx, sy))
+    return plt, fig, ax, (sx, sy)
 
 
 def _times(k: int) -> str:
