@@ -81,7 +81,9 @@ def __getattr__(name: str):
     ``gc.ForwardAccumulator`` (forward mode), ``gc.vectorized_map`` (batching), the
     table's entries loaded on demand (``gc.inv``, ``gc.std``, ...) and ``__all__``, which
     lists them all."""
-    if name in _REGISTRY and dict.__contains__(FUNCTIONS, name):  # (loads, if pending)
+    # (FUNCTIONS loads what is pending: linalg.py imported on its own has registered its
+    # entries, but only the table's completion publishes them as functions)
+    if name in _REGISTRY and name in FUNCTIONS:
         fn = globals()[name] = dict.__getitem__(FUNCTIONS, name)
         return fn
     if name == "__all__":
