@@ -1178,13 +1178,29 @@ _entry("moveaxis", lambda x, source, destination: np.moveaxis(x, source, destina
        params=(("source", None), ("destination", None)),
        sympy=_numpy_sympy(lambda x, source, destination: np.moveaxis(x, source, destination)),
        saves="none", batch=_moveaxis_batch)
+def _pad_api(op, plain):
+    """``pad(x, pad_width, mode='constant', constant_values=0.0)``: numpy.pad's signature
+    (the third argument is numpy's mode; constant is the one mode gradcli computes)."""
+    def pad(x, pad_width, mode="constant", constant_values=0.0):
+        if not isinstance(mode, str):
+            raise TypeError(f"pad: the third argument is numpy's mode ('constant'), got "
+                            f"{mode!r}; give the fill value as constant_values=")
+        if mode != "constant":
+            raise ValueError(f"pad: mode {mode!r} is not computed by gradcli; only "
+                             f"'constant' (with constant_values=)")
+        return plain(x, pad_width, constant_values)
+    pad.__doc__ = (f"{plain.__doc__}\n\npad(x, pad_width, mode='constant', "
+                   f"constant_values=0.0) as numpy.pad.")
+    return pad
+
+
 _entry("pad", _pad, (_pad_vjp,), ("x",),
        "x padded with a constant (numpy's pad, constant mode)", "the middle of g",
        params=(("pad_width", None), ("constant_values", 0.0)), sympy=_sympy_pad,
        # linear in x once the constant is 0: the tangent padded with zeros
        jvps=(lambda m, t, ans, x, pad_width, constant_values=0.0:
              m.pad(t, pad_width=pad_width, constant_values=0.0),),
-       saves="none", batch=_pad_batch)
+       saves="none", batch=_pad_batch, api=_pad_api)
 _joined("vstack", np.atleast_2d, lambda x: 0, "arrays joined along axis 0 (1-D as rows)",
         _joined_batch(2, lambda shape: 0))
 _joined("hstack", np.atleast_1d, lambda x: 0 if len(_shape(x)) <= 1 else 1,
