@@ -1366,18 +1366,18 @@ def norm_vjp(m, g, ans, x, axis, keepdims, ord):
     if kind == "vector" or ord == "fro":
         if p == 0:
             return m.zeros_like(x)
-        if p == 1:  # sign(x); a hard 0 at x = 0, whatever g is
-            return m.where(x == 0, 0.0, ge * m.sign(x))
+        if p == 1:  # sign(x); a hard 0 at x = 0 (abs's kink, see ops.gate)
+            return _ops.gate(m, x != 0, ge * m.sign(x), ge)
         if np.isinf(p):  # the largest (smallest) |x|: ties split equally, as max does
             mask = m.abs(x) == top
             count = m.sum(mask * _dtype(x).type(1), axis=axes, keepdims=True)
-            return m.where(mask, ge * m.sign(x) / count, 0.0)
+            return _ops.gate(m, mask, ge * m.sign(x) / count, ge)
         # sign(x) |x|^(p-1) / norm^(p-1); 0 where x = 0 and where the norm is 0
         zero, empty = x == 0, top == 0
         safe = m.abs(m.where(zero, 1.0, x))
         denom = m.where(empty, 1.0, top)
-        part = m.where(zero, 0.0, ge * m.sign(x) * (safe / denom) ** (p - 1.0))
-        return m.where(empty, 0.0, part)
+        part = _ops.gate(m, x != 0, ge * m.sign(x) * (safe / denom) ** (p - 1.0), ge)
+        return _ops.gate(m, top != 0, part, ge)
     rows, cols = axes
     if ord in (1, -1, np.inf, -np.inf):
         over = rows if ord in (1, -1) else cols  # column sums (1) or row sums (inf)
@@ -1385,7 +1385,7 @@ def norm_vjp(m, g, ans, x, axis, keepdims, ord):
         best = sums == top
         count = m.sum(best * _dtype(x).type(1), axis=axes, keepdims=True)  # tied columns
         mask = m.broadcast_to(best, shape=shape)
-        return m.where(mask, ge * m.sign(x) / count, 0.0)
+        return _ops.gate(m, mask, ge * m.sign(x) / count, ge)
     # 2, -2, 'nuc': through the singular value decomposition of the moved matrices
     nd = len(shape)
     perm = tuple(i for i in range(nd) if i not in axes) + (rows, cols)
