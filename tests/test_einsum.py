@@ -12,10 +12,9 @@ import string
 
 import numpy as np
 import pytest
+from central_differences import numpy_gradient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
-
-from central_differences import numpy_gradient
 
 import gradcli as gc
 from gradcli.engine.linalg import _canonical

@@ -508,7 +508,7 @@ def _eigh_api(op, plain):
     unpacked = _unpacking(lambda p, a: (_pick(p, (Ellipsis, 0)),
                                         _pick(p, (Ellipsis, slice(1, None)))))(op, plain)
 
-    def eigh(a, UPLO=None):  # noqa: N803 (numpy's name)
+    def eigh(a, UPLO=None):  # (numpy's name)
         if UPLO is not None:
             side = UPLO.upper() if isinstance(UPLO, str) else None
             if side not in ("L", "U"):

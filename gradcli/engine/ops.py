@@ -878,7 +878,7 @@ def _zero_or_nan(upstream, like):
     in there."""
     raw = upstream._value if isinstance(upstream, Tensor) else upstream
     if raw.__class__ is not np.ndarray:
-        return raw if raw != raw else 0.0
+        return raw if math.isnan(raw) else 0.0
     if not np.isnan(raw.sum()):
         return 0.0
     nan = np.isnan(raw)

@@ -356,16 +356,15 @@ class GradientTape:
         for n, source in zip(source_nodes, sources):
             g = None if n is None else grads.get(id(n))
             dtype = source._value.dtype
-            if g is None or dtype.kind not in "fc":
-                # A boolean or integer source has no gradient (None), as in TensorFlow,
-                # whose tapes do not watch them: the SPEC's "booleans are never
-                # differentiable" and "an integer dtype gives a tensor with no gradient".
-                # Except as its own target: then, as TensorFlow, the target's seed in the
-                # source's dtype (tape.gradient(s, s) of a boolean s is all True).
-                if g is None or not any(t._node is n for t in targets
-                                        if isinstance(t, Tensor)):
-                    out.append(None)
-                    continue
+            # A boolean or integer source has no gradient (None), as in TensorFlow, whose
+            # tapes do not watch them: the SPEC's "booleans are never differentiable" and
+            # "an integer dtype gives a tensor with no gradient". Except as its own target:
+            # then, as TensorFlow, the target's seed in the source's dtype
+            # (tape.gradient(s, s) of a boolean s is all True).
+            if g is None or (dtype.kind not in "fc" and not any(
+                    t._node is n for t in targets if isinstance(t, Tensor))):
+                out.append(None)
+                continue
             # A gradient has its source's dtype (a float32 source mixed with float64
             # constants gets a float32 gradient), as in TensorFlow and PyTorch.
             if g.dtype != dtype and dtype.kind != "c":
