@@ -77,18 +77,21 @@ pi, e, inf = CONSTANTS["pi"], CONSTANTS["e"], CONSTANTS["inf"]
 def __getattr__(name: str):
     """What a command-line start does not use is imported on first use (issue 14):
     ``gc.linalg`` (numpy.linalg's names and signatures: ``gc.linalg.inv``),
+    ``gc.testing`` (``check_grads``, without an ``import gradcli.testing`` of its own),
     ``gc.ForwardAccumulator`` (forward mode), ``gc.vectorized_map`` (batching), the
     table's entries loaded on demand (``gc.inv``, ``gc.std``, ...) and ``__all__``, which
     lists them all."""
-    if name in _REGISTRY and dict.__contains__(FUNCTIONS, name):  # (loads, if pending)
+    # (FUNCTIONS loads what is pending: linalg.py imported on its own has registered its
+    # entries, but only the table's completion publishes them as functions)
+    if name in _REGISTRY and name in FUNCTIONS:
         fn = globals()[name] = dict.__getitem__(FUNCTIONS, name)
         return fn
     if name == "__all__":
         everything = globals()["__all__"] = [*_API, *sorted(_REGISTRY), "hessians_function"]
         return everything
-    if name == "linalg":  # (not "from . import linalg": that asks this function again)
+    if name in ("linalg", "testing"):  # (not "from . import linalg": that asks again)
         import importlib
-        return importlib.import_module(f"{__name__}.linalg")
+        return importlib.import_module(f"{__name__}.{name}")
     if name == "ForwardAccumulator":
         from .engine.forward import ForwardAccumulator
         globals()[name] = ForwardAccumulator
@@ -108,8 +111,8 @@ def __dir__() -> list[str]:
 _API = ["Tensor", "Variable", "constant", "GradientTape", "gradients_function",
         "value_and_gradients_function", "implicit_gradients", "implicit_value_and_gradients",
         "custom_gradient", "stop_gradient", "zeros_like", "ones_like", "pi", "e", "inf",
-        "__version__", "linalg", "ForwardAccumulator", "jvp", "hessian_vector_product",
-        "vectorized_map"]
+        "__version__", "linalg", "testing", "ForwardAccumulator", "jvp",
+        "hessian_vector_product", "vectorized_map"]
 
 # Issue 11: the Hessian blocks, as gradients_function gives gradients.
 from .engine import hessians_function  # noqa: E402,F401

@@ -736,6 +736,24 @@ def test_unwatched_constant_target_that_is_the_source_has_gradient_one():
     assert tape.gradient([c, c * 2.0], [c])[0].numpy() == 1.0  # c * 2.0 is not recorded
 
 
+@pytest.mark.parametrize("value", [np.array([True, False]), np.bool_(True),
+                                   np.array([3, 4], dtype=np.int64)])
+def test_a_boolean_or_integer_target_that_is_its_source_gets_its_seed(value):
+    # TensorFlow 2 (tape.gradient(s, s), s watched): the seed, ones of s's dtype (all
+    # True for a boolean), or output_gradients in that dtype; never None.
+    s = gc.constant(value).astype(value.dtype)
+    with gc.GradientTape(persistent=True) as tape:
+        tape.watch(s)
+    g = tape.gradient(s, s)
+    assert g.dtype == value.dtype
+    np.testing.assert_array_equal(g.numpy(), np.ones_like(value))
+    seed = np.zeros_like(value)
+    given = tape.gradient(s, s, output_gradients=seed)
+    assert given.dtype == value.dtype
+    np.testing.assert_array_equal(given.numpy(), seed)
+    assert tape.gradient(s * 2.5, s) is None  # reached through an operation: none
+
+
 # --- property tests ----------------------------------------------------------------------
 # A leaf of a random output structure: (name, coefficient); value and derivative by hand.
 _LEAVES = {

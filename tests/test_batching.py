@@ -417,3 +417,61 @@ def test_a_gradient_function_of_a_shared_argument_closing_over_a_batched_value_f
         got = gc.vectorized_map(
             lambda x: gc.gradients_function(lambda s: s * s * gc.sum(x))(2.0)[0], XS)
     np.testing.assert_allclose(got.numpy(), 4.0 * XS.sum(axis=1))
+
+
+# --- translated from TensorFlow's parallel_for and JAX's batching tests (issue 20) --------
+def _no_fallback(fn, elems):
+    """vectorized_map on the vectorised path: a fallback warning is an error."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", RuntimeWarning)
+        return gc.vectorized_map(fn, elems)
+
+
+@pytest.mark.parametrize("dtype", [np.int32, np.int64, bool])
+def test_a_cast_to_an_integer_or_boolean_dtype_is_batched(dtype):
+    got = _no_fallback(lambda v: v.astype(dtype), XS)
+    assert got.dtype == np.dtype(dtype)
+    np.testing.assert_array_equal(got.numpy(), np.stack([x.astype(dtype) for x in XS]))
+
+
+def test_an_integer_cast_inside_the_map_has_no_gradient_but_its_product_has():
+    # d/dv sum(trunc(v) * v) = trunc(v), trunc held constant (an integer has no gradient)
+    x = gc.constant(XS)
+    with gc.GradientTape() as tape:
+        tape.watch(x)
+        y = _no_fallback(lambda v: gc.sum(v.astype(np.int64) * v), x)
+    np.testing.assert_array_equal(y.numpy(), [np.sum(np.trunc(r) * r) for r in XS])
+    np.testing.assert_array_equal(tape.gradient(y, x).numpy(), np.trunc(XS))
+
+
+@pytest.mark.parametrize("ys", [np.array([10.0, 20.0]), np.array([10.0, 20.0, 30.0])])
+def test_an_inner_map_closing_over_the_outer_example_is_a_double_loop(ys):
+    # JAX's vmap(lambda x: vmap(lambda y: x * y)(ys))(xs): the outer product, whether the
+    # inner batch has another size (it raised a batch-size ShapeError) or the same (it
+    # paired x_i with y_i)
+    xs = np.array([1.0, 2.0, -3.0])
+    got = _no_fallback(lambda x: gc.vectorized_map(lambda y: x * gc.sin(y), ys), xs)
+    want = [[x * np.sin(y) for y in ys] for x in xs]
+    np.testing.assert_allclose(got.numpy(), want, rtol=1e-15)
+
+
+def test_gradient_through_an_inner_map_closing_over_the_outer_example():
+    xs, ys = np.array([0.3, -1.2, 2.0]), np.array([0.5, 1.5])
+    x = gc.constant(xs)
+    with gc.GradientTape() as tape:
+        tape.watch(x)
+        out = _no_fallback(lambda a: gc.vectorized_map(lambda b: gc.sin(a * b), ys), x)
+    # d/dx_i sum_j sin(x_i y_j) = sum_j y_j cos(x_i y_j)
+    want = [sum(y * np.cos(v * y) for y in ys) for v in xs]
+    np.testing.assert_allclose(tape.gradient(out, x).numpy(), want, rtol=1e-14)
+
+
+def test_data_dependent_code_on_the_outer_example_inside_an_inner_map_falls_back():
+    xs, ys = np.array([1.0, 2.0, 3.0]), np.array([10.0, 20.0])
+
+    def outer(x):
+        return gc.vectorized_map(lambda y: x * y if float(x) > 1.5 else x - y, ys)
+    with pytest.warns(RuntimeWarning, match="once per example"):
+        got = gc.vectorized_map(outer, xs)
+    want = [[x * y if x > 1.5 else x - y for y in ys] for x in xs]
+    np.testing.assert_array_equal(got.numpy(), want)

@@ -12,6 +12,7 @@ import string
 
 import numpy as np
 import pytest
+from central_differences import numpy_gradient
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
@@ -126,6 +127,43 @@ def test_library_errors_name_the_problem():
         gc.einsum("ijk", a)
     with pytest.raises(ShapeError, match="einsum"):
         gc.einsum("ij,ij", a, np.ones((3, 2)))
+
+
+# numpy's sublist form: einsum(op0, sublist0, op1, sublist1, ..., [sublist_out])
+SUBLISTS = [
+    ("matmul", [(2, 3), [0, 1], (3, 4), [1, 2]]),
+    ("with-output", [(2, 3), [0, 1], (3, 4), [1, 2], [2, 0]]),
+    ("implicit-order", [(2, 3), [30, 1], (3, 4), [1, 2]]),  # 2 ('C') before 30 ('e')
+    ("trace", [(3, 3), [0, 0]]),
+    ("ellipsis", [(5, 2, 3), [Ellipsis, 0, 1], (3, 4), [1, 2], [Ellipsis, 2, 0]]),
+    ("tuples-and-empty-output", [(2, 3), (0, 1), (2, 3), (0, 1), []]),
+]
+
+
+@pytest.mark.parametrize("args", [c[1] for c in SUBLISTS], ids=[c[0] for c in SUBLISTS])
+def test_numpys_sublist_form_gives_numpys_values_and_gradients(args):
+    rng = np.random.default_rng(1)
+    values = [rng.uniform(-1, 1, a) if i % 2 == 0 and i < len(args) - len(args) % 2 else a
+              for i, a in enumerate(args)]
+    np.testing.assert_allclose(gc.einsum(*values).numpy(), np.einsum(*values), rtol=1e-13)
+    first = values[0]
+    [g] = grad(lambda x: gc.sum(gc.einsum(x, *values[1:]) ** 2), first)
+    want = numpy_gradient(lambda x: np.sum(np.einsum(x, *values[1:]) ** 2), first)
+    np.testing.assert_allclose(g, want, rtol=1e-6, atol=1e-8)
+    # numpy's own einsum given a tensor in the sublist form keeps the gradient
+    with gc.GradientTape() as tape:
+        x = gc.constant(first)
+        tape.watch(x)
+        y = gc.sum(np.einsum(x, *values[1:]) ** 2)
+    np.testing.assert_allclose(tape.gradient(y, x).numpy(), g, rtol=1e-13)
+
+
+def test_sublist_labels_are_checked_as_numpy_checks_them():
+    a = np.ones((2, 3))
+    with pytest.raises(ValueError, match="from 0 to 51, got 52"):
+        gc.einsum(a, [0, 52])
+    with pytest.raises(TypeError, match="sublists"):
+        gc.einsum(a, ["i", "j"])
 
 
 # ---------------------------------------------------------------------------------------

@@ -68,9 +68,25 @@ def test_bad_primals_and_tangents_are_refused():
     with pytest.raises(ValueError, match="shape"):
         gc.ForwardAccumulator(x, [1.0, 2.0, 3.0])
     with pytest.raises(ValueError, match="one tangent per primal"):
-        gc.ForwardAccumulator([x, x], [[1.0, 2.0]])
+        gc.ForwardAccumulator([x, gc.constant([3.0, 4.0])], [[1.0, 2.0]])
     with pytest.raises(TypeError, match="tensors or variables"):
         gc.ForwardAccumulator(2.0, 1.0)
+
+
+@pytest.mark.parametrize("make", [lambda: gc.constant(2.0), lambda: gc.Variable(2.0)])
+def test_a_primal_given_twice_is_refused_as_tensorflow_refuses_it(make):
+    # tf.autodiff.ForwardAccumulator's documented behaviour: "ValueError: If the same
+    # tensor or variable is specified multiple times in primals" (it summed the tangents)
+    x = make()
+    with pytest.raises(ValueError, match="twice"):
+        gc.ForwardAccumulator([x, x], [1.0, 2.0])
+    with pytest.raises(ValueError, match="twice"):
+        gc.ForwardAccumulator({"a": x, "b": [x]}, {"a": 1.0, "b": [2.0]})
+    # two tensors of the same value are two primals: d(x*y) = y dx + x dy = 2 + 4
+    y = gc.constant(2.0)
+    with gc.ForwardAccumulator([x, y], [1.0, 2.0]) as acc:
+        z = x * y
+    assert float(acc.jvp(z)) == 6.0
 
 
 def test_reentering_an_active_accumulator_is_refused():
@@ -223,10 +239,20 @@ def test_gc_jvp_holds_other_uses_of_an_argument_constant():
 
 
 def test_gc_jvp_refuses_mismatched_tangents():
-    with pytest.raises(ValueError, match="one tangent per primal"):
+    # jax.jvp: primals and tangents of different structures are a TypeError (JAX's
+    # test_jvp_mismatched_arguments), tangents of another shape a ValueError
+    with pytest.raises(TypeError, match="one tangent per primal"):
         gc.jvp(lambda x: x, [1.0], [1.0, 2.0])
+    with pytest.raises(TypeError, match="one tangent per primal"):
+        gc.jvp(lambda x, y: x * y, (2.0,), ())
+    with pytest.raises(TypeError, match="one tangent per primal"):
+        gc.jvp(lambda x: x, [1.0], gc.constant(1.0))
     with pytest.raises(TypeError, match="list or tuple"):
         gc.jvp(lambda x: x, gc.constant(1.0), [1.0])
+    with pytest.raises(ValueError, match="shape"):
+        gc.jvp(lambda x: x + 1.0, [[1.0, 2.0, 3.0]], [[1.0, 2.0, 3.0, 4.0]])
+    with pytest.raises(TypeError, match="one vector per primal"):
+        gc.hessian_vector_product(lambda x, y: x * y, [1.0, 2.0], [1.0])
 
 
 # --- hessian_vector_product --------------------------------------------------------------

@@ -18,6 +18,7 @@ import sys
 import mpmath
 import numpy as np
 import pytest
+from central_differences import numpy_gradient
 
 import gradcli as gc
 from gradcli.engine.table import ORDER, REGISTRY
@@ -598,3 +599,64 @@ def test_language_refuses_products_over_the_size_limit_before_computing(program)
     model = build(parse_program(program), decls)
     with pytest.raises(LimitError, match="array size limit"):
         model.function(*model.arg_values)
+
+
+# --- numpy's signatures (issue 20: TensorFlow/JAX/PyTorch/autograd tests, translated) -----
+NONSYMMETRIC = np.array([[2.0, 1.0, 9.0], [0.5, 3.0, -2.0], [4.0, 7.0, 1.0]])
+
+
+@pytest.mark.parametrize("uplo", ["L", "U", "l", "u"])
+def test_eigh_takes_numpys_uplo_and_reads_that_triangle(uplo):
+    for eigh in (gc.eigh, gc.linalg.eigh):
+        w, v = eigh(NONSYMMETRIC, uplo)
+        want_w, want_v = np.linalg.eigh(NONSYMMETRIC, uplo)
+        np.testing.assert_allclose(w.numpy(), want_w, rtol=1e-13)
+        # eigenvectors up to sign: v^T want_v is diagonal with entries +-1
+        np.testing.assert_allclose(np.abs(v.numpy().T @ want_v), np.eye(3), atol=1e-12)
+    w_keyword, _ = gc.eigh(NONSYMMETRIC, UPLO=uplo)
+    np.testing.assert_allclose(w_keyword.numpy(), want_w, rtol=1e-13)
+
+
+def test_eigh_with_uplo_is_differentiable_in_the_triangle_it_reads():
+    weights = np.array([1.0, -2.0, 0.5])
+    [g] = grad(lambda a: gc.sum(gc.eigh(a, "U")[0] * weights), NONSYMMETRIC)
+    want = numpy_gradient(lambda a: np.sum(np.linalg.eigh(a, "U")[0] * weights), NONSYMMETRIC)
+    np.testing.assert_allclose(g, want, atol=1e-7)
+    assert not np.tril(g, -1).any()  # the lower triangle is never read
+
+
+def test_eigh_refuses_an_unknown_uplo_as_numpy():
+    with pytest.raises(ValueError, match="'L' or 'U'"):
+        gc.eigh(NONSYMMETRIC, "X")
+
+
+CROSS_CASES = [  # numpy.cross's axis arguments, positional and by name
+    ((RNG.uniform(-1, 1, (3, 4)), RNG.uniform(-1, 1, (4, 3))), {"axisa": 0}),
+    ((RNG.uniform(-1, 1, (3, 4)), RNG.uniform(-1, 1, (4, 3)), 0, -1, 0), {}),
+    ((RNG.uniform(-1, 1, (3, 4)), RNG.uniform(-1, 1, (4, 3)), 0, 1, 1), {}),
+    ((RNG.uniform(-1, 1, (3, 4)), RNG.uniform(-1, 1, (3, 4)), -1, -1, -1, 0), {}),
+    ((RNG.uniform(-1, 1, (2, 3, 5)), RNG.uniform(-1, 1, (3,))), {"axisa": 1, "axisc": 0}),
+    ((RNG.uniform(-1, 1, (2, 3, 5)), RNG.uniform(-1, 1, (2, 3, 5))), {"axis": 1}),
+]
+
+
+@pytest.mark.parametrize("args,kwargs", CROSS_CASES)
+def test_cross_takes_numpys_axisa_axisb_axisc_and_axis(args, kwargs):
+    got = gc.cross(*args, **kwargs).numpy()
+    want = np.cross(*args, **kwargs)
+    assert got.shape == want.shape
+    np.testing.assert_allclose(got, want, rtol=1e-14)
+    # and through numpy's own function, with a tensor (the gradient kept)
+    a = gc.constant(args[0])
+    with gc.GradientTape() as tape:
+        tape.watch(a)
+        c = np.cross(a, *args[1:], **kwargs)
+    weights = RNG.uniform(-1, 1, want.shape)
+    g = tape.gradient(c, a, output_gradients=weights).numpy()
+    np.testing.assert_allclose(g, numpy_gradient(
+        lambda x: np.sum(np.cross(x, *args[1:], **kwargs) * weights), args[0]), atol=1e-8)
+
+
+def test_cross_names_the_axis_argument_out_of_range():
+    with pytest.raises(ValueError, match="axisa=5"):
+        gc.cross(np.ones((3, 2)), np.ones((2, 3)), 5)

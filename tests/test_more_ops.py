@@ -412,3 +412,27 @@ def test_repeat_with_a_count_per_element_has_a_gradient_in_every_mode(shape, rep
         per_example = gc.vectorized_map(gc.gradients_function(
             lambda v: gc.sum(gc.repeat(v, repeats, axis) * w)), batch)
         np.testing.assert_allclose(per_example[0].numpy(), np.stack([truth] * 3), atol=1e-8)
+
+
+# --- numpy.pad's signature: the mode is the third argument (issue 20) ----------------------
+@pytest.mark.parametrize("width", [1, (1, 2), ((0, 1), (2, 0))])
+def test_pad_takes_numpys_mode_positionally(width):
+    x = np.arange(6.0).reshape(2, 3)
+    for args, kwargs in (((width, "constant"), {}),
+                         ((width, "constant"), {"constant_values": 2.5}),
+                         ((width,), {"mode": "constant"})):
+        np.testing.assert_array_equal(gc.pad(x, *args, **kwargs).numpy(),
+                                      np.pad(x, *args, **kwargs))
+    weights = np.random.default_rng(3).uniform(-1, 1, np.pad(x, width).shape)
+    [g] = grad(lambda t: gc.sum(gc.pad(t, width, "constant", constant_values=7.0) * weights),
+               x)
+    np.testing.assert_allclose(g, numpy_gradient(
+        lambda t: np.sum(np.pad(t, width, "constant", constant_values=7.0) * weights), x),
+        atol=1e-8)
+
+
+def test_pad_refuses_modes_it_does_not_compute_and_a_fill_given_as_the_mode():
+    with pytest.raises(ValueError, match="mode 'edge'"):
+        gc.pad(np.ones(3), 1, "edge")
+    with pytest.raises(TypeError, match="constant_values="):
+        gc.pad(np.ones(3), 1, 5.0)

@@ -152,6 +152,98 @@ def test_product_by_zero_keeps_pytorch_semantics():
     assert math.isnan(g)
 
 
+# --- a nan from above stays nan (issue 20): TensorFlow's 0 * nan, but for selections ----
+def where_log_abs(v):
+    return F["where"](v > 0, F["log"](F["abs"](v)), 0.0 * v)
+
+
+def test_where_of_log_abs_at_zero_has_the_nan_gradient_tensorflow_gives():
+    # where sends 0 to the unchosen log(abs(v)); log's rule makes 0 / 0 = nan; abs's
+    # subgradient 0 at 0 times that nan is nan, in TensorFlow, JAX and PyTorch alike
+    assert math.isnan(grads(where_log_abs, 0.0)[0])
+    assert grads(where_log_abs, 2.0) == [0.5] and grads(where_log_abs, -2.0) == [0.0]
+
+
+def test_the_double_where_rewrite_keeps_the_gradient_finite():
+    def safe(v):
+        return F["where"](v > 0, F["log"](F["abs"](F["where"](v > 0, v, 1.0))), 0.0 * v)
+    vs = np.array([-1.5, 0.0, 0.7, 3.0])
+    [g] = grads(lambda v: F["sum"](safe(v)), vs)
+    np.testing.assert_array_equal(g, [0.0, 0.0, 1.0 / 0.7, 1.0 / 3.0])  # (log v)' = 1/v
+    off_zero = vs[vs != 0]
+    np.testing.assert_allclose(g[vs != 0], numpy_gradient(
+        lambda v: np.sum(np.where(v > 0, np.log(np.abs(np.where(v > 0, v, 1.0))), 0.0)),
+        off_zero), atol=1e-8)
+
+
+# The unchosen side of a selection gets 0 whatever comes from above, as in TensorFlow
+# (tf.where, tf.maximum, tf.clip_by_value); a piecewise constant function (sign, floor,
+# ...) passes nothing on (TensorFlow's zeros).
+SELECTIONS = {"where", "maximum", "minimum", "clip", "fmax", "fmin"}
+NAN_ENTRIES = [n for n in HARD_ZERO_ENTRIES
+               if n not in SELECTIONS and REGISTRY[n].derivative != "0"]
+
+
+@pytest.mark.parametrize("name", NAN_ENTRIES)
+def test_a_nan_from_above_stays_nan_through_every_other_elementwise_rule(name):
+    """0 * nan = nan (IEEE; TensorFlow multiplies by the local derivative): a rule whose
+    local derivative is 0 at a point (abs and relu at their kinks, relu's flat side, x**0,
+    arctan2 at the origin) keeps a nan from above, in both namespaces; only an infinite
+    one becomes 0 there (the test above)."""
+    op = REGISTRY[name]
+    for args in itertools.product(*[GRID for _ in op.inputs]):
+        for i, rule in enumerate(op.vjps):
+            if rule is None:
+                continue
+            with np.errstate(all="ignore"):
+                ans = op.forward(*args)
+                fast = rule(ops.NP, np.nan, ans, *args)
+                with gc.GradientTape():
+                    slow = rule(ops.ENGINE, gc.constant(np.nan), gc.constant(ans),
+                                *[gc.constant(a) for a in args]).numpy()
+            assert np.all(np.isnan(fast)) and np.all(np.isnan(slow)), (name, args, i)
+
+
+def gradient_from(f, x, upstream):
+    x = gc.constant(x)
+    with gc.GradientTape() as tape:
+        tape.watch(x)
+        y = f(x)
+    with np.errstate(all="ignore"):
+        return tape.gradient(y, x, output_gradients=np.full(y.shape, upstream)).numpy()
+
+
+@pytest.mark.parametrize("f,x,at_finite", [
+    (lambda t: F["where"](t > 0, t, 2.0 * t), [1.0, -1.0], [1.0, 2.0]),
+    (lambda t: F["maximum"](t, 0.0), [1.0, -1.0], [1.0, 0.0]),
+    (lambda t: F["clip"](t, -1.0, 1.0), [0.5, 3.0], [1.0, 0.0]),
+])
+def test_a_selection_gives_its_unchosen_side_zero_under_a_nan_as_tensorflow(f, x, at_finite):
+    np.testing.assert_array_equal(gradient_from(f, x, 1.0), at_finite)
+    got = gradient_from(f, x, np.nan)
+    np.testing.assert_array_equal(np.isnan(got), np.asarray(at_finite) != 0)
+
+
+@pytest.mark.parametrize("f,x,at_one", [
+    (lambda t: F["max"](t), [1.0, 3.0, 2.0], [0.0, 1.0, 0.0]),
+    (lambda t: F["norm"](t), [0.0, 0.0], [0.0, 0.0]),
+    (lambda t: F["norm"](t, ord=1), [0.0, 2.0], [0.0, 1.0]),
+    (lambda t: F["norm"](t, ord=np.inf), [1.0, -3.0], [0.0, -1.0]),
+    (lambda t: F["norm"](t, ord=3), [0.0, 2.0], [0.0, 1.0]),
+    (lambda t: F["norm"](t, ord=1, axis=(0, 1)), [[1.0, 0.0], [2.0, 0.5]], [[1, 0], [1, 0]]),
+    (lambda t: F["std"](t), [1.5, 1.5, 1.5], [0.0, 0.0, 0.0]),
+])
+def test_the_zeros_of_reductions_keep_a_nan_from_above_as_tensorflow(f, x, at_one):
+    """Elements a reduction's value does not depend on there (the others of a max, a
+    zero vector's norm, the zero entries of a 1-norm, a constant std) get 0 from a
+    number, even an infinite one, and nan from a nan (TensorFlow: nan everywhere)."""
+    np.testing.assert_array_equal(gradient_from(f, x, 1.0), at_one)
+    one = np.asarray(at_one, dtype=float)
+    np.testing.assert_array_equal(gradient_from(f, x, np.inf),
+                                  np.where(one > 0, np.inf, np.where(one < 0, -np.inf, 0.0)))
+    assert np.all(np.isnan(gradient_from(f, x, np.nan)))
+
+
 # --- arctan2 at the origin -----------------------------------------------------------
 def test_arctan2_at_the_origin_takes_the_subgradient_zero():
     assert grads(F["arctan2"], 0.0, 0.0) == [0.0, 0.0]

@@ -120,7 +120,7 @@ def test_heavy_modules_come_only_with_typer_or_numpy(module, json_run, baseline)
 
 # gradcli's own modules a --json run of the seed does not use, imported on first use.
 LAZY = ("gradcli.engine.forward", "gradcli.linalg", "gradcli.engine.linalg",
-        "gradcli.engine.more_ops")
+        "gradcli.engine.more_ops", "gradcli.testing")
 
 
 def test_the_gradcli_modules_of_a_json_run_are_the_ones_it_uses(json_run):
@@ -246,24 +246,28 @@ def test_user_work_runs_with_the_collector_on(monkeypatch, capsys):
 
 
 def test_what_is_imported_on_first_use_is_there_when_used():
-    # a fresh process: gc.linalg and forward mode arrive on first use, as before
+    # a fresh process: gc.linalg, gc.testing and forward mode arrive on first use, as
+    # before (gc.testing with no "import gradcli.testing" of the program's own)
     code = textwrap.dedent("""
         import sys
         import gradcli as gc
-        before = [m for m in ("gradcli.engine.forward", "gradcli.linalg") if m in sys.modules]
+        before = [m for m in ("gradcli.engine.forward", "gradcli.linalg", "gradcli.testing")
+                  if m in sys.modules]
         x = gc.constant(2.0)
         with gc.ForwardAccumulator(x, 1.0) as acc:
             y = x * x * x
         determinant = round(float(gc.linalg.det([[2.0, 1.0], [1.0, 3.0]])), 12)
+        gc.testing.check_grads(lambda v: v * v, [3.0])  # passes silently
         from gradcli import *  # noqa: F403  (also gradcli's own round, sum, ...)
         from gradcli.engine import ForwardAccumulator as F
         print(before, float(acc.jvp(y)), determinant, linalg is gc.linalg,
-              F is ForwardAccumulator is gc.ForwardAccumulator, "linalg" in dir(gc))
+              F is ForwardAccumulator is gc.ForwardAccumulator, "linalg" in dir(gc),
+              testing is gc.testing is sys.modules["gradcli.testing"], "testing" in dir(gc))
     """)
     run = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          timeout=120)
     assert run.returncode == 0, run.stderr
-    assert run.stdout.split() == ["[]", "12.0", "5.0", "True", "True", "True"]
+    assert run.stdout.split() == ["[]", "12.0", "5.0", "True", "True", "True", "True", "True"]
     with pytest.raises(AttributeError, match="no attribute 'no_such_name'"):
         import gradcli
         gradcli.no_such_name  # noqa: B018

@@ -72,6 +72,7 @@ def test_the_names_loaded_on_demand_are_the_ones_the_two_modules_register():
     "import gradcli.linalg",
     "from gradcli.engine import more_ops",
     "from gradcli.engine import linalg",
+    "from gradcli.engine.linalg import _canonical; import gradcli as gc; gc.einsum",
     "from gradcli.engine.table import lookup; assert lookup('inv') is not None",
     "from gradcli.engine.table import REGISTRY; assert 'reduce_sum' in REGISTRY",
     "from gradcli.engine.table import REGISTRY; assert len(REGISTRY) > 100",

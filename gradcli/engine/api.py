@@ -499,6 +499,16 @@ def _own_primals(primals) -> list:
             for p in primals]
 
 
+def _one_per_primal(caller: str, what: str, given, args: list) -> None:
+    """Tangents (vectors) whose structure is not the primals' (not a list or tuple, or
+    another count) raise ``TypeError``, as ``jax.jvp`` does; a tangent of the wrong
+    shape is the accumulator's ``ValueError`` (also JAX's)."""
+    if not isinstance(given, (list, tuple)) or len(given) != len(args):
+        count = len(given) if isinstance(given, (list, tuple)) else f"a {type(given).__name__}"
+        raise TypeError(f"{caller}: give one {what} per primal ({len(args)}) as a list or "
+                        f"tuple, got {count}")
+
+
 def jvp(f, primals, tangents):
     """``(f(*primals), J tangents)``: the value and the directional derivative of ``f``
     at ``primals`` along ``tangents`` (one per argument, of its shape), by forward mode,
@@ -511,8 +521,7 @@ def jvp(f, primals, tangents):
     """
     from .forward import ForwardAccumulator
     args = _own_primals(primals)
-    if not isinstance(tangents, (list, tuple)) or len(tangents) != len(args):
-        raise ValueError(f"jvp: give one tangent per primal ({len(args)}), as a list")
+    _one_per_primal("jvp", "tangent", tangents, args)
     with ForwardAccumulator(args, list(tangents)) as acc:
         value = f(*args)
     if value is None:
@@ -535,9 +544,7 @@ def hessian_vector_product(f, primals, vectors):
     """
     from .forward import ForwardAccumulator
     args = _own_primals(primals)
-    if not isinstance(vectors, (list, tuple)) or len(vectors) != len(args):
-        raise ValueError(f"hessian_vector_product: give one vector per primal "
-                         f"({len(args)}), as a list")
+    _one_per_primal("hessian_vector_product", "vector", vectors, args)
     with ForwardAccumulator(args, list(vectors)) as acc:
         grads = gradients_function(f)(*args)
     # An argument the value does not reach has no gradient: its row of H is zero.

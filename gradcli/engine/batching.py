@@ -410,9 +410,11 @@ def vectorized_map(fn: Callable, elems, fallback_to_while_loop: bool = True):
         raise ValueError(f"vectorized_map: the elements have different sizes of axis 0 "
                          f"{sorted(sizes)}")
     size = sizes.pop()
-    if any(isinstance(x, Batched) for x in tensors):
-        # A map inside a map: the inner one runs as a loop (its indexing and stacking
-        # are batched by the outer map).
+    if state.batching or any(isinstance(x, Batched) for x in tensors):
+        # A map inside a map: the inner one runs as a loop over its examples, each step
+        # batched by the outer map (its indexing and stacking too). Its own batch could
+        # not meet the outer map's values that fn closes over: an operation on both would
+        # pair example i of one with example i of the other, or fail on their sizes.
         return _loop(fn, tensors, rebuild, size)
     state.batching.append(size)
     try:

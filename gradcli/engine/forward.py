@@ -54,6 +54,7 @@ class ForwardAccumulator:
 
     def __init__(self, primals, tangents):
         flat_primals = _flatten(primals, [])
+        _distinct(flat_primals)
         flat_tangents = _flatten_like(primals, tangents)
         self._tangents: dict[int, tuple] = {}  # id(node) -> (node, tangent)
         self._recording = False
@@ -73,9 +74,6 @@ class ForwardAccumulator:
             if primal._node is None:
                 primal._node = Node()  # a leaf: what its tangent is kept under
             node = primal._node
-            previous = self._tangents.get(id(node))
-            if previous is not None:  # the same primal twice: its tangents add up
-                tangent = previous[1] + tangent
             self._tangents[id(node)] = (node, tangent)
 
     def __enter__(self) -> "ForwardAccumulator":
@@ -129,6 +127,20 @@ class ForwardAccumulator:
             return None
         entry = self._tangents.get(id(node))
         return None if entry is None else entry[1]
+
+
+def _distinct(primals: list) -> None:
+    """A primal given twice is refused, as TensorFlow refuses it (which tangent was
+    meant? adding them up silently hid the mistake)."""
+    seen = set()
+    for primal in primals:
+        if not isinstance(primal, (Tensor, Batched)):
+            continue  # (not a primal at all: the TypeError below says so)
+        if id(primal) in seen:
+            raise ValueError(f"ForwardAccumulator: the same {type(primal).__name__} is given "
+                             f"twice among the primals; give it once, with the sum of its "
+                             f"tangents if both were meant")
+        seen.add(id(primal))
 
 
 def _batched_pair(primal, tangent):

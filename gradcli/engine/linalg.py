@@ -491,15 +491,42 @@ def _eigh_samples(rng):
             ("batched", (_rng_matrix(rng, (2, 3, 3)) * 2.0,), {})]
 
 
+def from_triangle(a, upper: bool):
+    """The symmetric matrix that numpy's eigh and cholesky read from one triangle of
+    ``a`` (the other triangle is never read, so its gradient is 0)."""
+    f = _ops.FUNCTIONS
+    if upper:
+        return f["triu"](a) + f["swapaxes"](f["triu"](a, 1), -1, -2)
+    return f["tril"](a) + f["swapaxes"](f["tril"](a, -1), -1, -2)
+
+
+def _eigh_api(op, plain):
+    """``eigh(a, UPLO=None)``: numpy.linalg.eigh's signature. Given ``UPLO`` ('L' or 'U',
+    either case, as numpy), one triangle of ``a`` is read, as numpy reads it; without it,
+    the symmetric part of ``a`` (the same for a symmetric ``a``, and a gradient that
+    stays symmetric)."""
+    unpacked = _unpacking(lambda p, a: (_pick(p, (Ellipsis, 0)),
+                                        _pick(p, (Ellipsis, slice(1, None)))))(op, plain)
+
+    def eigh(a, UPLO=None):  # (numpy's name)
+        if UPLO is not None:
+            side = UPLO.upper() if isinstance(UPLO, str) else None
+            if side not in ("L", "U"):
+                raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+            a = from_triangle(a, side == "U")
+        return unpacked(a)
+    eigh.__doc__ = (f"{plain.__doc__}\n\neigh(a, UPLO=None): with UPLO 'L' or 'U', one "
+                    f"triangle of a is read, as numpy.linalg.eigh reads it.")
+    return eigh
+
+
 _linalg("eigh", _eigh, (_eigh_vjp,), ("a",),
         "eigenvalues (ascending) and eigenvectors of the symmetric part of a: (w, v), "
         "a = v diag(w) v^T; in the language pick one: eigh(a)[0]",
         "v (diag(g_w) + F o v^T g_v) v^T, F_ij = 1/(w_j - w_i); the eigenvector part needs "
         "distinct eigenvalues", domain="symmetric matrices (eigenvector gradients: distinct "
         "eigenvalues)", saves="ans", samples=_eigh_samples, outputs=("w", "v"),
-        batch=_stacked_batch,
-        api=_unpacking(lambda p, a: (_pick(p, (Ellipsis, 0)),
-                                     _pick(p, (Ellipsis, slice(1, None))))))
+        batch=_stacked_batch, api=_eigh_api)
 
 
 def _svd_sizes(shape, full_matrices):
@@ -955,15 +982,51 @@ def _einsum_samples(rng):
 
 def _einsum_api(op, plain):
     def einsum(*args, **kwargs):
-        """einsum(subscripts, *operands), as numpy (the table's einsum([a, b], subscripts)
+        """einsum(subscripts, *operands), as numpy, or numpy's sublist form
+        einsum(a, [0, 1], b, [1, 2], [0, 2]) (the table's einsum([a, b], subscripts)
         works too)."""
         if args and isinstance(args[0], str) and not kwargs:
             return plain(list(args[1:]), args[0])
+        if len(args) >= 2 and _is_sublist(args[1]) and not kwargs:
+            return plain(*_from_sublists(args))
         if args and isinstance(args[0], (list, tuple)):
             return plain(*args, **kwargs)
-        raise TypeError("einsum takes the subscripts string first: einsum('ij,jk->ik', a, b)")
+        raise TypeError("einsum takes the subscripts string first: einsum('ij,jk->ik', a, b), "
+                        "or numpy's sublists: einsum(a, [0, 1], b, [1, 2])")
     einsum.__doc__ = plain.__doc__
     return einsum
+
+
+def _is_sublist(x) -> bool:
+    """A sublist of numpy's einsum: axis labels, integers (or an Ellipsis)."""
+    return isinstance(x, (list, tuple)) and all(
+        item is Ellipsis or (isinstance(item, (int, np.integer)) and not isinstance(item, bool))
+        for item in x)
+
+
+def _from_sublists(args) -> tuple:
+    """numpy's einsum(op0, sublist0, op1, sublist1, ..., [sublist_out]) as (operands,
+    subscripts), labels read as numpy reads them: 0-25 are 'A'-'Z', 26-51 'a'-'z' (so an
+    implicit output comes out in the labels' order, as in numpy)."""
+    pairs, output = (args[:-1], args[-1]) if len(args) % 2 else (args, None)
+    operands, sublists = list(pairs[0::2]), list(pairs[1::2])
+    if output is not None:
+        sublists.append(output)
+    terms = []
+    for sublist in sublists:
+        if not _is_sublist(sublist):
+            raise TypeError(f"einsum: a sublist holds integer labels (or ...), got {sublist!r}")
+        terms.append("".join("..." if label is Ellipsis else _label(label)
+                             for label in sublist))
+    subscripts = ",".join(terms[:len(operands)])
+    return operands, subscripts if output is None else f"{subscripts}->{terms[-1]}"
+
+
+def _label(label) -> str:
+    label = int(label)
+    if not 0 <= label < 52:
+        raise ValueError(f"einsum: a sublist label must be an integer from 0 to 51, got {label}")
+    return chr(ord("A") + label) if label < 26 else chr(ord("a") + label - 26)
 
 
 def _sympy_einsum(sp, *xs, subscripts):
@@ -1218,6 +1281,36 @@ def _cross_batch(op, values, batched, params):
     return apply(op, tuple(b.lift_batched(values, batched)), {"axis": axis})
 
 
+def _cross_api(op, plain):
+    """``cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None)``: numpy.cross's signature.
+    ``axisa``/``axisb`` are the vector axes of a and b, ``axisc`` the result's, each read
+    against its own array as numpy reads them; ``axis`` (one for all three) overrides
+    them and is the entry's, counted from the end of a (numpy's too wherever a and b have
+    one rank, or the axis is negative)."""
+    def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
+        if axis is not None or axisa == axisb == axisc == -1:
+            return plain(a, b, -1 if axis is None else axis)
+        moveaxis = _ops.FUNCTIONS["moveaxis"]
+        a = moveaxis(a, _vector_axis(axisa, a, "axisa"), -1)
+        b = moveaxis(b, _vector_axis(axisb, b, "axisb"), -1)
+        c = plain(a, b, -1)
+        return moveaxis(c, -1, _vector_axis(axisc, c, "axisc"))
+    cross.__doc__ = (f"{plain.__doc__}\n\ncross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None) "
+                     f"as numpy.cross (3-vectors): the vector axes of a, b and the result.")
+    return cross
+
+
+def _vector_axis(axis, x, name: str) -> int:
+    """numpy.cross's ``axisa``/``axisb``/``axisc`` for ``x``, or a ShapeError naming it."""
+    from ..errors import ShapeError
+    ndim = len(_shape(x))
+    if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)) \
+            or not -ndim <= axis < ndim:
+        raise ShapeError(f"cross: {name}={axis!r} is not an axis of an array of shape "
+                         f"{_shape(x)}")
+    return int(axis) % ndim
+
+
 _linalg("cross", _cross, (_cross_vjp(0), _cross_vjp(1)),
         ("a", "b"), "cross product of 3-vectors along axis (broadcast; axis counts from the "
         "end of a)", "b x g, g x a",
@@ -1228,7 +1321,7 @@ _linalg("cross", _cross, (_cross_vjp(0), _cross_vjp(1)),
                               ("broadcast", ((2, 3), (3,)), {}),
                               ("axis0", ((3, 2), (3, 2)), {"axis": 0}),
                               ("mixed-ranks", ((2, 3, 2), (3, 1)), {"axis": 1})),
-        jvps=_bilinear("cross"), batch=_cross_batch)
+        jvps=_bilinear("cross"), batch=_cross_batch, api=_cross_api)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1273,18 +1366,18 @@ def norm_vjp(m, g, ans, x, axis, keepdims, ord):
     if kind == "vector" or ord == "fro":
         if p == 0:
             return m.zeros_like(x)
-        if p == 1:  # sign(x); a hard 0 at x = 0, whatever g is
-            return m.where(x == 0, 0.0, ge * m.sign(x))
+        if p == 1:  # sign(x); a hard 0 at x = 0 (abs's kink, see ops.gate)
+            return _ops.gate(m, x != 0, ge * m.sign(x), ge)
         if np.isinf(p):  # the largest (smallest) |x|: ties split equally, as max does
             mask = m.abs(x) == top
             count = m.sum(mask * _dtype(x).type(1), axis=axes, keepdims=True)
-            return m.where(mask, ge * m.sign(x) / count, 0.0)
+            return _ops.gate(m, mask, ge * m.sign(x) / count, ge)
         # sign(x) |x|^(p-1) / norm^(p-1); 0 where x = 0 and where the norm is 0
         zero, empty = x == 0, top == 0
         safe = m.abs(m.where(zero, 1.0, x))
         denom = m.where(empty, 1.0, top)
-        part = m.where(zero, 0.0, ge * m.sign(x) * (safe / denom) ** (p - 1.0))
-        return m.where(empty, 0.0, part)
+        part = _ops.gate(m, x != 0, ge * m.sign(x) * (safe / denom) ** (p - 1.0), ge)
+        return _ops.gate(m, top != 0, part, ge)
     rows, cols = axes
     if ord in (1, -1, np.inf, -np.inf):
         over = rows if ord in (1, -1) else cols  # column sums (1) or row sums (inf)
@@ -1292,7 +1385,7 @@ def norm_vjp(m, g, ans, x, axis, keepdims, ord):
         best = sums == top
         count = m.sum(best * _dtype(x).type(1), axis=axes, keepdims=True)  # tied columns
         mask = m.broadcast_to(best, shape=shape)
-        return m.where(mask, ge * m.sign(x) / count, 0.0)
+        return _ops.gate(m, mask, ge * m.sign(x) / count, ge)
     # 2, -2, 'nuc': through the singular value decomposition of the moved matrices
     nd = len(shape)
     perm = tuple(i for i in range(nd) if i not in axes) + (rows, cols)

@@ -24,7 +24,7 @@ import numpy as np
 from . import state
 from .ops import FUNCTIONS, INTERNAL, apply
 from .table import REGISTRY
-from .tensor import Tensor, Variable, _make
+from .tensor import Batched, Tensor, Variable, _make
 
 
 def _traced(values) -> bool:
@@ -160,6 +160,8 @@ def astype(self, dtype):
         if dtype not in (np.float32, np.float64):
             raise TypeError(f"tensors compute in float32 or float64, not {dtype}")
         return apply(INTERNAL["cast"], (self,), {"dtype": dtype})
+    if isinstance(self, Batched):  # inside vectorized_map: every example's cast at once
+        return Batched(astype(self._tensor, dtype))
     return _make(np.asarray(self._value).astype(dtype)[()])
 
 

@@ -7,7 +7,7 @@ entry: ``gc.NAME``, the language, ``gradcli functions``, the sympy check and the
 table-wide tests all read it. The rules follow
 ``ops.py``: written against the namespace ``m`` (so second derivatives work through nested
 tapes), axes with numpy's semantics under the parameter names ``axis``/``axes``, and a
-zero local derivative as a hard zero (``where(mask, 0.0, ...)``, never ``0 * inf``).
+zero local derivative as a hard zero (``ops.gate``: never ``0 * inf``, but nan stays nan).
 
 Conventions decided here (where numpy or TensorFlow leave a choice):
 - ``sort``, ``median``: the gradient flows through the permutation that sorts the input
@@ -245,10 +245,11 @@ def _std_vjp(m, g, ans, x, axis=None, keepdims=False, ddof=0):
         x, ans = ops.rescaled(m, x, axis, lambda v: m.std(v, axis=axis, keepdims=keepdims,
                                                          ddof=ddof))
     std = _reduced(m, ans, shape, axis, keepdims)
-    flat = std == 0  # all elements equal: the subgradient 0, a hard zero
+    flat = std == 0  # all elements equal: the subgradient 0, a hard zero (ops.gate)
     centered = x - m.mean(x, axis=axis, keepdims=True)
-    scale = _expand(m, g, shape, axis, keepdims) / m.where(flat, 1.0, std)
-    return m.where(flat, 0.0, scale * centered * _per_dof(1.0, shape, axis, ddof))
+    ge = _expand(m, g, shape, axis, keepdims)
+    scale = ge / m.where(flat, 1.0, std)
+    return ops.gate(m, std != 0, scale * centered * _per_dof(1.0, shape, axis, ddof), ge)
 
 
 def _sympy_var(sp, x, axis=None, keepdims=False, ddof=0, root=False):
@@ -1074,10 +1075,10 @@ _entry("logaddexp2", np.logaddexp2, (lambda m, g, ans, x, y: g * m.exp2(x - ans)
        elementwise=True)
 def _quotient_rule(quotient):
     """d/dy of x - y q(x/y) with q piecewise constant: -q, a hard zero where q is 0 (no
-    0 * inf = nan from an infinite upstream gradient)."""
+    0 * inf = nan from an infinite upstream gradient; see ops.gate)."""
     def vjp(m, g, ans, x, y):
         q = quotient(m, x, y)
-        return -m.where(q == 0, 0.0, g) * q  # (g is replaced, so inf * 0 is never formed)
+        return -ops.gate(m, q != 0, g, g) * q  # (g is replaced first: no inf * 0)
     return vjp
 
 
@@ -1178,13 +1179,29 @@ _entry("moveaxis", lambda x, source, destination: np.moveaxis(x, source, destina
        params=(("source", None), ("destination", None)),
        sympy=_numpy_sympy(lambda x, source, destination: np.moveaxis(x, source, destination)),
        saves="none", batch=_moveaxis_batch)
+def _pad_api(op, plain):
+    """``pad(x, pad_width, mode='constant', constant_values=0.0)``: numpy.pad's signature
+    (the third argument is numpy's mode; constant is the one mode gradcli computes)."""
+    def pad(x, pad_width=None, mode="constant", constant_values=0.0):
+        if not isinstance(mode, str):
+            raise TypeError(f"pad: the third argument is numpy's mode ('constant'), got "
+                            f"{mode!r}; give the fill value as constant_values=")
+        if mode != "constant":
+            raise ValueError(f"pad: mode {mode!r} is not computed by gradcli; only "
+                             f"'constant' (with constant_values=)")
+        return plain(x, pad_width, constant_values)
+    pad.__doc__ = (f"{plain.__doc__}\n\npad(x, pad_width, mode='constant', "
+                   f"constant_values=0.0) as numpy.pad.")
+    return pad
+
+
 _entry("pad", _pad, (_pad_vjp,), ("x",),
        "x padded with a constant (numpy's pad, constant mode)", "the middle of g",
        params=(("pad_width", None), ("constant_values", 0.0)), sympy=_sympy_pad,
        # linear in x once the constant is 0: the tangent padded with zeros
        jvps=(lambda m, t, ans, x, pad_width, constant_values=0.0:
              m.pad(t, pad_width=pad_width, constant_values=0.0),),
-       saves="none", batch=_pad_batch)
+       saves="none", batch=_pad_batch, api=_pad_api)
 _joined("vstack", np.atleast_2d, lambda x: 0, "arrays joined along axis 0 (1-D as rows)",
         _joined_batch(2, lambda shape: 0))
 _joined("hstack", np.atleast_1d, lambda x: 0 if len(_shape(x)) <= 1 else 1,

@@ -166,22 +166,15 @@ def compute(func, args, kwargs):
 
 
 # --- the counterparts that need more than renaming -------------------------------------
-def _from_triangle(a, upper):
-    """The symmetric matrix numpy's eigh/cholesky read from one triangle of ``a``."""
-    f = FUNCTIONS
-    if upper:
-        return f["triu"](a) + f["swapaxes"](f["triu"](a, 1), -1, -2)
-    return f["tril"](a) + f["swapaxes"](f["tril"](a, -1), -1, -2)
-
-
 def _eigh(a, UPLO="L"):  # noqa: N803 (numpy's name)
     if UPLO not in ("L", "U", "l", "u"):
         return UNSUPPORTED
-    return FUNCTIONS["eigh"](_from_triangle(a, UPLO in ("U", "u")))
+    return FUNCTIONS["eigh"](a, UPLO)  # (gradcli's eigh takes numpy's signature)
 
 
 def _cholesky(a, upper=False):
-    lower = FUNCTIONS["cholesky"](_from_triangle(a, bool(upper)))
+    from .linalg import from_triangle  # (loaded with the entry, on first use)
+    lower = FUNCTIONS["cholesky"](from_triangle(a, bool(upper)))
     return FUNCTIONS["swapaxes"](lower, -1, -2) if upper else lower
 
 
@@ -201,9 +194,9 @@ def _where(condition, x=None, y=None):
 
 
 def _einsum(*operands):
-    if not operands or not isinstance(operands[0], str):  # numpy's interleaved form
+    if not operands:
         return UNSUPPORTED
-    return FUNCTIONS["einsum"](*operands)
+    return FUNCTIONS["einsum"](*operands)  # (the subscripts string, or numpy's sublists)
 
 
 def _at_least(name):
@@ -238,21 +231,17 @@ def _ndim(x) -> int:
 
 
 def _cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
-    """numpy's cross with one axis for a, b and the result (gradcli's ``axis``, counted
-    from the end, or the same axis of inputs of equal rank) and vectors of 3."""
+    """numpy's cross of 3-vectors (gradcli's cross reads axisa, axisb and axisc as numpy
+    does; numpy's ``axis`` is all three, each read against its own array)."""
     if axis is not None:
         axisa = axisb = axisc = axis
-    if not axisa == axisb == axisc:
-        return UNSUPPORTED
     try:
-        k = int(axisa)
-        fits = (k < 0 or _ndim(a) == _ndim(b)) and \
-            np.shape(a)[k] == 3 and np.shape(b)[k] == 3
+        fits = np.shape(a)[axisa] == 3 and np.shape(b)[axisb] == 3
     except (IndexError, TypeError):
         fits = False
-    if not fits:  # numpy's 2-vectors (deprecated), other axes: numpy computes
+    if not fits:  # numpy's 2-vectors (deprecated), axes out of range: numpy decides
         return UNSUPPORTED
-    return FUNCTIONS["cross"](a, b, axis=k)
+    return FUNCTIONS["cross"](a, b, axisa, axisb, axisc)
 
 
 def _linalg_cross(x1, x2, axis=-1):

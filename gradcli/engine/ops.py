@@ -546,10 +546,10 @@ def _power_vjp_x(m, g, ans, x, y):
         if y == 1:
             return g
         if y == 0:  # x ** 0 does not depend on x: a hard zero, even under an infinite g
-            return m.zeros_like(x)
+            return gate(m, False, m.zeros_like(x), g)
         return g * y * x ** (y - 1)
     # y == 0: a hard zero, as the literal x ** 0 (0 * 0 ** -1 would be nan at x = 0).
-    return _gate(m, y != 0, g * y * x ** (y - 1))
+    return gate(m, y != 0, g * y * x ** (y - 1), g)
 
 
 def _power_vjp_y(m, g, ans, x, y):
@@ -558,7 +558,7 @@ def _power_vjp_y(m, g, ans, x, y):
     # keeping every power's output (x**2 before a sum) would hold an array per power.
     positive = x > 0
     safe = m.where(positive, x, 1.0)
-    return _gate(m, positive, g * x ** y * m.log(safe))
+    return gate(m, positive, g * x ** y * m.log(safe), g)
 
 
 def _max_vjp(m, g, ans, x, axis=None, keepdims=False):
@@ -566,7 +566,8 @@ def _max_vjp(m, g, ans, x, axis=None, keepdims=False):
     mask = x == _reduced(m, ans, shape, axis, keepdims)
     # A tie splits the gradient equally between the tied inputs (sympy's Heaviside(0)=1/2).
     count = m.sum(mask * 1.0, axis=axis, keepdims=True)
-    return m.where(mask, _expand(m, g, shape, axis, keepdims) / count, 0.0)
+    ge = _expand(m, g, shape, axis, keepdims)
+    return gate(m, mask, ge / count, ge)
 
 
 def _prod_vjp(m, g, ans, x, axis=None, keepdims=False):
@@ -695,7 +696,8 @@ def _norm_vjp(m, g, ans, x, axis=None, keepdims=False, ord=None):
     # Zero norm: the subgradient 0, as PyTorch gives (a hard zero, whatever g is).
     nonzero = denom != 0
     denom = m.where(nonzero, denom, 1.0)
-    return _gate(m, nonzero, _expand(m, g, shape, axis, keepdims) * x / denom)
+    ge = _expand(m, g, shape, axis, keepdims)
+    return gate(m, nonzero, ge * x / denom, ge)
 
 
 def _concat_vjp(m, g, ans, *xs, index, axis=0):
@@ -857,14 +859,30 @@ def _zero_vjp(m, g, ans, x):
     return m.zeros_like(x)
 
 
-def _gate(m, keep, gradient):
-    """``gradient`` where ``keep``, else a hard 0: where a rule's local derivative is 0 by
-    selection (relu below 0, the unchosen side of ``where``/``maximum``/``clip``, an
-    exponent of 0, a kink's subgradient 0) the gradient is exactly 0 whatever flows from
-    above, as in PyTorch; ``0 * inf`` would make it nan (``sqrt(relu(x))`` at -1)."""
-    out = m.where(keep, gradient, 0.0)
+def gate(m, keep, gradient, upstream):
+    """``gradient`` where ``keep``; elsewhere the rule's local derivative is 0 (a kink's
+    subgradient, relu's flat side, an exponent of 0, the others of a ``max``, a zero norm)
+    and so is the gradient, exactly, whatever number flows from above: ``0 * inf`` would
+    make it nan (``sqrt(relu(x))`` at -1 is 0, as in PyTorch). A nan from above stays
+    nan there, as ``0 * nan`` in TensorFlow (``upstream``: the incoming gradient, broadcast
+    as ``gradient`` is). Selections (``where``, ``maximum``, ``clip``) do not come here:
+    their unchosen side gets 0 whatever comes, as in TensorFlow."""
+    out = m.where(keep, gradient, _zero_or_nan(upstream, gradient))
     # a scalar stays a numpy scalar, as the product it replaces was
     return out[()] if out.__class__ is np.ndarray and not out.ndim else out
+
+
+def _zero_or_nan(upstream, like):
+    """0.0; or, where ``upstream`` holds nan, nan there and 0 elsewhere (in ``like``'s
+    dtype). A sum is the cheap first look: it is nan only if a nan (or inf and -inf) is
+    in there."""
+    raw = upstream._value if isinstance(upstream, Tensor) else upstream
+    if raw.__class__ is not np.ndarray:
+        return raw if math.isnan(raw) else 0.0
+    if not np.isnan(raw.sum()):
+        return 0.0
+    nan = np.isnan(raw)
+    return np.where(nan, np.nan, 0.0).astype(like.dtype) if nan.any() else 0.0
 
 
 # Arithmetic
@@ -917,7 +935,7 @@ _unary("reciprocal", np.reciprocal, lambda m, g, ans, x: -g * ans * ans,
        kind="arithmetic", saves="ans")
 
 # Elementwise
-_unary("abs", np.abs, lambda m, g, ans, x: _gate(m, x != 0, g * m.sign(x)),
+_unary("abs", np.abs, lambda m, g, ans, x: gate(m, x != 0, g * m.sign(x), g),
        lambda sp, x: sp.Abs(x),
        "absolute value |x|", "sign(x); 0 at x = 0", aliases=("absolute",))
 _unary("exp", np.exp, lambda m, g, ans, x: g * ans, lambda sp, x: sp.exp(x),
@@ -982,7 +1000,7 @@ _unary("sigmoid", _sigmoid,
        lambda sp, x: 1 / (1 + sp.exp(-x)),
        "logistic sigmoid 1/(1+exp(-x))", "sigmoid(x) (1 - sigmoid(x))", saves="all",
        inplace=_sigmoid_in_place)
-_unary("relu", lambda x: np.maximum(x, 0.0), lambda m, g, ans, x: _gate(m, x > 0, g),
+_unary("relu", lambda x: np.maximum(x, 0.0), lambda m, g, ans, x: gate(m, x > 0, g, g),
        lambda sp, x: sp.Max(0, x), "max(x, 0)", "1 if x > 0 else 0 (0 at x = 0)")
 _unary("softplus", lambda x: np.logaddexp(0.0, x), lambda m, g, ans, x: g * m.sigmoid(x),
        lambda sp, x: sp.log(1 + sp.exp(x)), "log(1 + exp(x))", "sigmoid(x)")
@@ -998,7 +1016,7 @@ def _arctan2_vjp(m, g, numerator, y, x):
     r = m.hypot(x, y)
     away = r != 0
     safe = m.where(away, r, 1.0)
-    return _gate(m, away, g * (numerator / safe) / safe)
+    return gate(m, away, g * (numerator / safe) / safe, g)
 
 
 _binary("arctan2", np.arctan2,
@@ -1406,7 +1424,7 @@ _publish()
 LOADERS.append(_load_on_demand)
 
 __all__ = ["apply", "CONSTANTS", "REGISTRY", "ORDER", "INTERNAL", "lookup", "FUNCTIONS",
-           "NP", "ENGINE"]
+           "NP", "ENGINE", "gate"]
 
 
 def _propagate(op, out, inputs, values, params) -> None:

@@ -356,15 +356,18 @@ class GradientTape:
         for n, source in zip(source_nodes, sources):
             g = None if n is None else grads.get(id(n))
             dtype = source._value.dtype
-            if g is None or dtype.kind not in "fc":
-                # A boolean or integer source has no gradient (None), as in TensorFlow,
-                # whose tapes do not watch them: the SPEC's "booleans are never
-                # differentiable" and "an integer dtype gives a tensor with no gradient".
+            # A boolean or integer source has no gradient (None), as in TensorFlow, whose
+            # tapes do not watch them: the SPEC's "booleans are never differentiable" and
+            # "an integer dtype gives a tensor with no gradient". Except as its own target:
+            # then, as TensorFlow, the target's seed in the source's dtype
+            # (tape.gradient(s, s) of a boolean s is all True).
+            if g is None or (dtype.kind not in "fc" and not any(
+                    t._node is n for t in targets if isinstance(t, Tensor))):
                 out.append(None)
                 continue
             # A gradient has its source's dtype (a float32 source mixed with float64
             # constants gets a float32 gradient), as in TensorFlow and PyTorch.
-            if g.dtype != dtype and dtype.kind == "f":
+            if g.dtype != dtype and dtype.kind != "c":
                 if differentiable:
                     g = ops.FUNCTIONS["cast"](g, dtype=dtype)
                 else:
@@ -572,7 +575,9 @@ def _seed(target: Tensor, seed, differentiable: bool):
     if seed is None:
         seed = np.ones_like(value) if value.ndim else value.dtype.type(1)
     elif not (differentiable and isinstance(seed, Tensor)):
-        seed = as_value(seed, value.dtype if value.dtype != np.bool_ else None)
+        # (a boolean or integer target's seed is read as numbers; only a target that
+        # is its own source keeps it, in its dtype)
+        seed = as_value(seed, value.dtype if value.dtype.kind == "f" else None)
         if np.shape(seed) != np.shape(value):
             raise ValueError(f"output_gradients shape {np.shape(seed)} does not match the "
                              f"target's shape {np.shape(value)}")
