@@ -227,16 +227,20 @@ def print_json(obj, file=None) -> None:
 # ---------------------------------------------------------------------------------------
 # Plain
 # ---------------------------------------------------------------------------------------
-def plain_lines(outcome: Outcome, precision: int | None) -> list[str]:
+def plain_lines(outcome: Outcome, precision: int | None, labelled: bool = False) -> list[str]:
     """The value (where there is one), then each gradient flattened, one line each;
     an unconnected gradient is the word null; a large array is summarised as
-    ``a b c ... x y z`` (``--json`` prints every number)."""
-    lines = []
-    if outcome.mode in ("tape", "value-grad"):
-        lines.append(_flat(outcome.value, precision))
-    for g in outcome.gradients:
-        lines.append("null" if g.gradient is None else _flat(g.gradient, precision))
-    return lines
+    ``a b c ... x y z`` (``--json`` prints every number).
+
+    ``labelled`` (``compare --plain``, where four modes' lines follow one another): each
+    line starts with the mode and the JSON key of its numbers, and a gradient's with its
+    name, so that ``read mode what rest`` or awk can split them:
+    ``tape value 31.0``, ``tape gradient w1 5.0``."""
+    fields = ([("value", outcome.value)] if outcome.mode in ("tape", "value-grad") else [])
+    fields += [(f"gradient {g.name}", g.gradient) for g in outcome.gradients]
+    return [(f"{outcome.mode} {label} " if labelled else "")
+            + ("null" if value is None else _flat(value, precision))
+            for label, value in fields]
 
 
 def plain_notes(outcome: Outcome) -> list[str]:
@@ -251,13 +255,15 @@ def plain_notes(outcome: Outcome) -> list[str]:
     return notes
 
 
-def print_plain(outcome: Outcome, precision: int | None, prefix: str = "") -> None:
-    """Plain output: numbers on standard output, notes on standard error."""
-    sys.stdout.write("".join(prefix + line + "\n" for line in plain_lines(outcome, precision)))
+def print_plain(outcome: Outcome, precision: int | None, labelled: bool = False) -> None:
+    """Plain output: numbers on standard output, notes on standard error (``labelled``:
+    compare's lines, see :func:`plain_lines`, and notes that name the mode)."""
+    lines = plain_lines(outcome, precision, labelled)
+    sys.stdout.write("".join(line + "\n" for line in lines))
     notes = plain_notes(outcome)
     if notes:
         sys.stdout.flush()  # keep the order of the two streams on a terminal
-        label = f"{prefix.strip()}: " if prefix else ""  # compare: which mode's note
+        label = f"{outcome.mode}: " if labelled else ""  # compare: which mode's note
         sys.stderr.write("".join(f"note: {label}{note}\n" for note in notes))
 
 
