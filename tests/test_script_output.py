@@ -2,17 +2,26 @@
 
 - ``compare --plain`` labels each line: the mode, the JSON key of its numbers (``value``,
   ``gradient``, ``jacobian``, ``jvp``) and, for a gradient or Jacobian, the source's name.
+- A zero prints as ``0.0`` (``0``), never ``-0.0``, in every text output; ``.npz`` output
+  keeps the IEEE numbers.
 
 Truth: the derivatives written out by hand (products and sums: exact in floating point),
-and a POSIX shell's ``read`` for "a script can split it".
+numpy's own IEEE arithmetic for which results are -0.0 (``np.signbit``), and a POSIX
+shell's ``read`` for "a script can split it".
 """
 from __future__ import annotations
 
+import json
+import re
 import subprocess
 
 import numpy as np
-from batch_helpers import invoke
+import pytest
+from batch_helpers import ROSEN, invoke, rosenbrock
 from cli_process import COMMAND
+
+from gradcli.cli import render
+from gradcli.jsonvalue import json_value
 
 
 def ok(result):
@@ -93,3 +102,117 @@ def test_a_shell_read_loop_splits_compare_plain():
         f"tape w1={X1}", f"tape w2={X2}", f"grad x1={W1}", f"grad x2={W2}",
         f"implicit w1={X1}", f"implicit w2={X2}", f"value-grad w1={X1}",
         f"value-grad w2={X2}"]
+
+
+# ---------------------------------------------------------------------------------------
+# A zero prints unsigned
+# ---------------------------------------------------------------------------------------
+# A number as gradcli prints it, as a whole token (not part of a name such as x1).
+NUMBER = re.compile(r"(?<![\w.\[])-?(?:nan|inf|\d+(?:\.\d*)?(?:e[-+]\d+)?)(?![\w.])")
+
+
+def negative_zeros(text: str) -> list[str]:
+    """The numbers in ``text`` that print a zero with a minus sign."""
+    return [t for t in NUMBER.findall(text) if t.startswith("-") and float(t) == 0]
+
+
+# x * y at x = 3, y = -0.0: IEEE gives value -0.0 and d/dx = y = -0.0, d/dy = x = 3.
+X, Y = 3.0, -0.0
+PRODUCT = ["x*y", "--var", f"x={X}", "--var", f"y={Y}"]
+ARGS = ["x*y", "--arg", f"x={X}", "--arg", f"y={Y}"]
+
+
+def test_the_programs_give_negative_zeros_in_ieee_arithmetic():
+    # The premise of the tests below, in numpy: these results are -0.0, and the library
+    # (which keeps the sign: README, "A zero prints as `0.0`") computes the same.
+    import gradcli as gc
+    assert np.signbit(np.float64(X) * np.float64(Y))
+    _, dx, _ = rosenbrock(1.0, 1.0)
+    assert np.signbit(dx)
+    x, y = gc.Variable(X), gc.Variable(Y)
+    value, [(gx, _), (gy, _)] = gc.implicit_value_and_gradients(lambda: x * y)()
+    assert np.signbit(value.numpy()) and np.signbit(gx.numpy()) and gy.numpy() == X
+
+
+@pytest.mark.parametrize("args, expected", [
+    (["value-grad", *PRODUCT, "--plain"], "0.0\n0.0\n3.0\n"),
+    (["value-grad", *PRODUCT, "--plain", "--precision", "3"], "0\n0\n3\n"),
+    (["grad", *ARGS, "--plain"], "0.0\n3.0\n"),
+    (["value-grad", *PRODUCT, "--json"],
+     '{"mode": "value-grad", "value": 0.0, "gradients": [{"name": "x", "gradient": 0.0}, '
+     '{"name": "y", "gradient": 3.0}]}\n'),
+    (["value-grad", ROSEN, "--var", "x=1", "--var", "y=1", "--plain"], "0.0\n0.0\n0.0\n"),
+    (["jacobian", *ARGS, "--plain"], "0.0\n0.0\n3.0\n"),
+    (["jvp", *ARGS, "--tangent", "x=1", "--plain"], "0.0\n0.0\n"),
+    (["compare", "x*y", "--var", f"x={X}", "--arg", f"y={Y}", "--plain"],
+     "tape value 0.0\ntape gradient x 0.0\ngrad gradient y 3.0\n"
+     "implicit gradient x 0.0\nvalue-grad value 0.0\nvalue-grad gradient x 0.0\n"),
+])
+def test_a_zero_prints_as_0_whatever_its_ieee_sign(args, expected):
+    assert ok(invoke(*args)).stdout == expected
+
+
+@pytest.mark.parametrize("args", [
+    ["value-grad", *PRODUCT], ["value-grad", *PRODUCT, "--check"],
+    ["value-grad", *PRODUCT, "--check", "--json"], ["compare", *PRODUCT],
+    ["compare", *PRODUCT, "--json"], ["hessian", *ARGS], ["hessian", *ARGS, "--json"],
+    ["jacobian", *ARGS], ["jvp", *ARGS, "--tangent", "x=1", "--json"],
+])
+def test_no_text_output_shows_a_negative_zero(args):
+    out = ok(invoke(*args)).stdout
+    assert "0.0" in out and negative_zeros(out) == [], out
+
+
+ROWS = "x,y\n3,-0.0\n2,5\n"  # row 0: value -0.0, d/dx -0.0 in IEEE arithmetic
+
+
+@pytest.mark.parametrize("fmt, expected", [
+    ("--csv", "row,x,y,value,d_x,d_y\n0,3.0,0.0,0.0,0.0,3.0\n1,2.0,5.0,10.0,5.0,2.0\n"),
+    ("--plain", "0.0 0.0 3.0\n10.0 5.0 2.0\n"),
+    ("--json", '{"row": 0, "mode": "value-grad", "value": 0.0, "gradients": [{"name": "x", '
+               '"gradient": 0.0}, {"name": "y", "gradient": 3.0}]}\n'
+               '{"row": 1, "mode": "value-grad", "value": 10.0, "gradients": [{"name": "x", '
+               '"gradient": 5.0}, {"name": "y", "gradient": 2.0}]}\n'),
+])
+def test_at_writes_a_zero_as_0_in_every_text_format(fmt, expected):
+    at = ["value-grad", "x*y", "--var", "x", "--var", "y", "--at", "-"]
+    assert ok(invoke(*at, fmt, stdin=ROWS)).stdout == expected
+
+
+@pytest.mark.parametrize("fmt, expected", [
+    ("--csv", "row,x,y,value,d_x,d_y\n0,3,0,0,0,3\n1,2,5,10,5,2\n"),
+    ("--plain", "0 0 3\n10 5 2\n"),
+])
+def test_at_writes_a_zero_as_0_with_precision(fmt, expected):
+    at = ["value-grad", "x*y", "--var", "x", "--var", "y", "--at", "-", "--precision", "2"]
+    assert ok(invoke(*at, fmt, stdin=ROWS)).stdout == expected
+
+
+def test_at_human_table_and_summary_show_no_negative_zero():
+    human = ok(invoke("value-grad", "x*y", "--var", "x", "--var", "y", "--at", "-",
+                      stdin=ROWS)).stdout
+    assert "0.0" in human and negative_zeros(human) == [], human
+
+
+def test_npz_output_keeps_the_ieee_numbers(tmp_path):
+    source = tmp_path / "p.csv"
+    source.write_text(ROWS)
+    ok(invoke("value-grad", "x*y", "--var", "x", "--var", "y", "--at", f"@{source}",
+              "--output", str(tmp_path / "g.npz")))
+    with np.load(tmp_path / "g.npz") as g:
+        assert np.signbit(g["y"]).tolist() == [True, False]
+        assert np.signbit(g["value"]).tolist() == [True, False]
+        assert np.signbit(g["d_x"]).tolist() == [True, False]
+        assert g["value"].tolist() == [0.0, 10.0] and g["d_x"].tolist() == [0.0, 5.0]
+
+
+@pytest.mark.parametrize("dtype", [np.float64, np.float32, np.float16])
+def test_number_texts_and_json_values_write_zero_unsigned_at_c_speed(dtype):
+    values = np.array([-0.0, 0.0, -1.5, np.nan, -np.inf], dtype)
+    assert np.signbit(values[0])
+    assert render.number_texts(values) == ["0.0", "0.0", "-1.5", "nan", "-inf"]
+    assert render.number_texts(values, 3) == ["0", "0", "-1.5", "nan", "-inf"]
+    assert render.number_text(values[0]) == "0.0" == render.array_text(values[0])
+    assert json.dumps(json_value(values)) == '[0.0, 0.0, -1.5, "nan", "-inf"]'
+    assert json.dumps(render.json_array(values)) == '[0.0, 0.0, -1.5, "nan", "-inf"]'
+    assert json.dumps(json_value(values[0])) == "0.0"

@@ -443,11 +443,12 @@ def _as_error(err: Exception) -> GradcliError:
 def _ready(arr: np.ndarray, precision: int | None = None) -> np.ndarray:
     """An output array whose float64 text is the single-point output's: a float32's
     shortest decimal (or, with ``precision``, its exact value, which ``number_text``
-    rounds); booleans as they are."""
+    rounds), -0.0 as 0.0 (``unsigned_zero``); booleans as they are."""
+    from ..jsonvalue import unsigned_zero
     if arr.dtype.kind == "f" and arr.dtype != np.float64:
-        return arr.astype(np.float64) if precision is not None else \
+        arr = arr.astype(np.float64) if precision is not None else \
             arr.astype(str).astype(np.float64)
-    return arr
+    return unsigned_zero(arr)
 
 
 def _spec(arr, precision: int | None) -> str:
@@ -606,7 +607,8 @@ class CsvWriter(_Writer):
         n = res.n
         specs = ["%d"] + ["%r" if self.precision is None else f"%.{self.precision}g"] * \
             res.columns.shape[1]
-        arrays = [np.arange(res.start, res.start + n, dtype=np.float64)[:, None], res.columns]
+        arrays = [np.arange(res.start, res.start + n, dtype=np.float64)[:, None],
+                  _ready(res.columns)]  # (the point too: -0.0 prints 0.0, as everywhere)
         with_value = self.kind.has_value(meta)
         fields = ([res.value] if with_value else []) + list(res.grads)
         for k, f in enumerate(fields):

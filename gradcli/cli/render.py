@@ -26,7 +26,7 @@ from itertools import repeat
 
 import numpy as np
 
-from ..jsonvalue import json_number as json_number, json_value as _json_value
+from ..jsonvalue import json_number as json_number, json_value as _json_value, unsigned_zero
 from ..modes import API_CALLS, API_NAMES, Outcome
 
 #: Arrays with more elements than this are summarised in human and plain output
@@ -48,20 +48,24 @@ def number_text(x, precision: int | None = None) -> str:
     Default: the shortest text that reads back to the same value in the value's own
     dtype (``repr`` of a float64; numpy's shortest repr of a float32). With
     ``precision=N``: at most N significant digits (``format(x, ".Ng")``).
-    Non-finite numbers are ``nan``, ``inf``, ``-inf``; booleans ``True``/``False``.
+    Non-finite numbers are ``nan``, ``inf``, ``-inf``; booleans ``True``/``False``; a
+    zero is ``0.0`` (``0``), never ``-0.0`` (``x + 0.0``; README: "A zero prints as").
 
     >>> number_text(0.1), number_text(np.float32(2.957324266433716)), number_text(2.9573, 2)
     ('0.1', '2.9573243', '3')
+    >>> number_text(-0.0), number_text(-0.0, 3), number_text(np.float32(-0.0))
+    ('0.0', '0', '0.0')
     """
     if isinstance(x, (bool, np.bool_)):
         return "True" if x else "False"
     if precision is not None:
-        return format(float(x), f".{precision}g")
+        return format(float(x) + 0.0, f".{precision}g")
     if isinstance(x, (int, np.integer)):
         return str(int(x))
     if isinstance(x, np.floating) and x.dtype != np.float64:
-        return str(x)  # numpy: the shortest decimal that reads back in this dtype
-    return repr(float(x))
+        # numpy: the shortest decimal that reads back in this dtype
+        return "0.0" if float(x) == 0 else str(x)
+    return repr(float(x) + 0.0)
 
 
 def number_texts(value, precision: int | None = None) -> list[str]:
@@ -76,7 +80,7 @@ def number_texts(value, precision: int | None = None) -> list[str]:
     element.
 
     >>> number_texts(np.array([[0.1, -0.0], [np.nan, -np.inf]]))
-    ['0.1', '-0.0', 'nan', '-inf']
+    ['0.1', '0.0', 'nan', '-inf']
     >>> number_texts(np.array([2.957324266433716], np.float32)), number_texts([2.9573], 2)
     (['2.9573243'], ['3'])
     """
@@ -106,6 +110,7 @@ def _texts_of_flat(arr: np.ndarray, precision: int | None) -> list[str]:
     kind = arr.dtype.kind
     if kind == "b":
         return np.where(arr, "True", "False").tolist()
+    arr = unsigned_zero(arr)  # -0.0 prints 0.0 (one pass in C, a copy of a float array)
     if precision is not None:
         if kind in "fiu":  # format(float(x), ".Ng"): float(x) is the float64 cast
             return list(map(format, arr.astype(np.float64, copy=False).tolist(),
