@@ -2,23 +2,28 @@
 
 - ``compare --plain`` labels each line: the mode, the JSON key of its numbers (``value``,
   ``gradient``, ``jacobian``, ``jvp``) and, for a gradient or Jacobian, the source's name.
+- ``--at ... --check --plain`` says a mismatch as the single-point command does: one
+  ``check: row N: MISMATCH: ...`` line on standard error per mismatching row, exit 1.
 - A zero prints as ``0.0`` (``0``), never ``-0.0``, in every text output; ``.npz`` output
   keeps the IEEE numbers.
 
 Truth: the derivatives written out by hand (products and sums: exact in floating point),
-numpy's own IEEE arithmetic for which results are -0.0 (``np.signbit``), and a POSIX
-shell's ``read`` for "a script can split it".
+numpy's own IEEE arithmetic for which results are -0.0 (``np.signbit``), numpy's sin and
+cos for the planted wrong rule, and a POSIX shell's ``read`` for "a script can split it".
 """
 from __future__ import annotations
 
 import json
+import math
 import re
 import subprocess
+import sys
 
 import numpy as np
 import pytest
 from batch_helpers import ROSEN, invoke, rosenbrock
 from cli_process import COMMAND
+from test_cli_check import WRONG_SIN
 
 from gradcli.cli import render
 from gradcli.jsonvalue import json_value
@@ -102,6 +107,39 @@ def test_a_shell_read_loop_splits_compare_plain():
         f"tape w1={X1}", f"tape w2={X2}", f"grad x1={W1}", f"grad x2={W2}",
         f"implicit w1={X1}", f"implicit w2={X2}", f"value-grad w1={X1}",
         f"value-grad w2={X2}"]
+
+
+# ---------------------------------------------------------------------------------------
+# --at --check --plain: a line per mismatching row, as for one point
+# ---------------------------------------------------------------------------------------
+def sin_rule_run(rule: str, points: str, *args):
+    """gradcli with the sin rule as shipped ("right") or planted wrong, rows on stdin."""
+    return subprocess.run([sys.executable, "-c", WRONG_SIN, rule, *args], input=points,
+                          capture_output=True, text=True, timeout=300, check=False)
+
+
+@pytest.mark.slow
+def test_at_check_plain_says_each_mismatching_row_in_one_line():
+    # The planted rule says d sin(x) = sin(x). At pi/4 sin = cos (the row passes); at 0.5
+    # it does not; at -0.0 the tape's sin(-0.0) is IEEE's -0.0 against sympy's cos(0) = 1.
+    rows = [0.5, math.pi / 4, -0.0]
+    assert np.signbit(np.sin(-0.0))
+    points = "x\n" + "".join(f"{x!r}\n" for x in rows)
+    args = ["grad", "sin(x)", "--arg", "x", "--at", "-", "--plain", "--check-rows", "3"]
+    failed = sin_rule_run("wrong", points, *args, "--check")
+    assert failed.returncode == 1, failed.stderr
+    why = "check: row {}: MISMATCH: tape differs from sympy at x: tape {:.10g}, sympy {:.10g}"
+    assert failed.stderr.splitlines() == [why.format(0, np.sin(0.5), np.cos(0.5)),
+                                          why.format(2, 0.0, 1.0)]
+    # Standard output: the rows' numbers, as without --check (the planted rule's sin(x)).
+    unchecked = sin_rule_run("wrong", points, *args)
+    assert unchecked.returncode == 0 and unchecked.stderr == ""
+    assert failed.stdout == unchecked.stdout == "".join(
+        f"{0.0 if x == 0 else float(np.sin(x))!r}\n" for x in rows)
+    # The table as shipped: every row passes, and a plain check that passes says nothing.
+    right = sin_rule_run("right", points, *args, "--check")
+    assert right.returncode == 0 and right.stderr == "", right.stderr
+    assert right.stdout == "".join(f"{float(np.cos(x))!r}\n" for x in rows)
 
 
 # ---------------------------------------------------------------------------------------

@@ -1003,6 +1003,14 @@ def _print_check(out, report: dict, precision) -> None:
                       f"{report['verdict']}")
 
 
+def _print_check_failures(report: dict) -> None:
+    """``--plain``: as the single-point command, a passing check says nothing and each
+    mismatching row says why in one line on standard error:
+    ``check: row 3: MISMATCH: tape differs from sympy at x: tape 0.479, sympy 0.878``."""
+    from . import render
+    render.print_check_failures({f"row {entry['row']}": entry for entry in report["rows"]})
+
+
 # ---------------------------------------------------------------------------------------
 # The sample of rows --check looks at
 # ---------------------------------------------------------------------------------------
@@ -1200,6 +1208,9 @@ def _run(kind, s, fmt: str, model, source, out, to_file: bool) -> None:
         report = _guarded(lambda: _check_rows(evaluate, sample, s))
         if fmt == "json":
             writer.check(report)
+        elif fmt == "plain":
+            writer.flush()
+            _print_check_failures(report)
         else:
             writer.flush()
             _print_check(render_console(stderr=fmt != "human" or to_file),

@@ -579,7 +579,7 @@ def print_check(out, check: dict, precision: int | None, tapes: dict | None = No
 def print_check_failures(checks: dict) -> None:
     """``--plain``: standard output holds only numbers, so a check that failed says so on
     standard error, one line each (``checks``: {label: check object or None}; the label
-    names compare's mode, "" for a single check):
+    names compare's mode or ``--at``'s row, "row 3", and is "" for a single check):
     ``check: MISMATCH: tape differs from sympy at x: tape 0.479, sympy 0.878``."""
     lines = []
     for label, check in checks.items():
