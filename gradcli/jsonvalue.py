@@ -20,9 +20,26 @@ import math
 import numpy as np
 
 
+def unsigned_zero(arr: np.ndarray) -> np.ndarray:
+    """An array with -0.0 made 0.0 and everything else unchanged, in C: ``arr + 0`` in
+    its own dtype (IEEE, rounding to nearest: -0.0 + 0.0 is 0.0). Integer and boolean
+    arrays are returned as they are. Every text output prints numbers through this
+    (README: "A zero prints as 0.0"): a zero result is 0.0, whatever sign IEEE
+    arithmetic left on it (``-x * 0``).
+
+    >>> unsigned_zero(np.array([-0.0, -1.5, 0.0])).tolist()
+    [0.0, -1.5, 0.0]
+    """
+    if arr.dtype.kind != "f":
+        return arr
+    with np.errstate(invalid="ignore"):  # (a signalling nan read from a file: still nan)
+        return arr + arr.dtype.type(0)
+
+
 def json_number(x) -> float | str:
-    """A float, or the strings "nan", "inf", "-inf" for non-finite numbers."""
-    x = float(x)
+    """A float, or the strings "nan", "inf", "-inf" for non-finite numbers; -0.0 is 0.0
+    (:func:`unsigned_zero`)."""
+    x = float(x) + 0.0
     if math.isnan(x):
         return "nan"
     if math.isinf(x):
@@ -44,7 +61,7 @@ class NumberList(list):
 def json_value(value):
     """None stays None; booleans stay booleans; numbers as json_number; arrays as nested
     lists of those (an integer or float array as a :class:`NumberList`, converted in C:
-    ``tolist`` of its float64 values, non-finite elements set by a mask)."""
+    ``tolist`` of its float64 values, -0.0 as 0.0, non-finite elements set by a mask)."""
     if value is None:
         return None
     arr = np.asarray(value)
@@ -54,7 +71,7 @@ def json_value(value):
         return json_number(arr)
     if arr.dtype.kind in "fiu":
         # float(x) of each element is its float64 cast (a float32 widened exactly)
-        return number_list(arr.astype(np.float64, copy=False))
+        return number_list(unsigned_zero(arr.astype(np.float64, copy=False)))
     return [json_value(row) for row in arr]
 
 

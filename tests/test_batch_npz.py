@@ -37,6 +37,13 @@ def number(value):
     return float(value) if isinstance(value, str) else value
 
 
+def signed_zeros(numbers, hand) -> np.ndarray:
+    """JSON numbers with each zero given the sign of the hand computation's (numpy's IEEE
+    result): text output writes a zero unsigned, .npz keeps the computed sign (README)."""
+    arr = np.asarray(numbers, dtype=np.float64)
+    return np.where(arr == 0, np.copysign(0.0, hand), arr)
+
+
 def jsonl_and_npz(tmp_path, *args) -> tuple[list[dict], dict, str]:
     """The run's JSON Lines on standard output, and the same run's .npz (np.load)."""
     lines = invoke(*args, "--json")
@@ -73,15 +80,15 @@ def test_value_grad_npz_is_the_json_rows_and_the_hand_gradient(tmp_path):
                                         "--var", "y", "--at", points_csv(tmp_path))
     assert list(arrays) == ["row", "x", "y", "value", "d_x", "d_y", "error",
                             "error_message"]
+    value, dx, dy = rosenbrock(POINTS[:, 0], POINTS[:, 1])  # (dx at (1, 1) is -0.0)
     expected = {
         "row": np.array([line["row"] for line in lines], dtype=np.int64),
         "x": POINTS[:, 0], "y": POINTS[:, 1],
-        "value": np.array([line["value"] for line in lines]),
-        "d_x": np.array([line["gradients"][0]["gradient"] for line in lines]),
-        "d_y": np.array([line["gradients"][1]["gradient"] for line in lines]),
+        "value": signed_zeros([line["value"] for line in lines], value),
+        "d_x": signed_zeros([line["gradients"][0]["gradient"] for line in lines], dx),
+        "d_y": signed_zeros([line["gradients"][1]["gradient"] for line in lines], dy),
         "error": np.zeros(5, dtype=bool), "error_message": np.array([], dtype="<U1")}
     assert_savez_bytes(path, expected)
-    value, dx, dy = rosenbrock(POINTS[:, 0], POINTS[:, 1])
     np.testing.assert_allclose(arrays["value"], value, rtol=1e-14)
     np.testing.assert_allclose(arrays["d_x"], dx, rtol=1e-14)
     np.testing.assert_allclose(arrays["d_y"], dy, rtol=1e-14)
@@ -132,11 +139,13 @@ def test_every_mode_stores_its_json_numbers(command, program, extra, names, tmp_
     assert list(arrays) == ["row", "x", "y", *names, "error", "error_message"]
     dtype = np.float32 if "float32" in extra else np.float64
     expected = {"row": np.arange(5), "x": POINTS[:, 0], "y": POINTS[:, 1]}
+    value, *grads = rosenbrock(POINTS[:, 0], POINTS[:, 1])  # the signs of zeros
     if "value" in names:
-        expected["value"] = np.array([line["value"] for line in lines], dtype=dtype)
+        expected["value"] = signed_zeros([line["value"] for line in lines],
+                                         value).astype(dtype)
     for k, name in enumerate(["d_x", "d_y"]):
-        expected[name] = np.array([number(line["gradients"][k]["gradient"])
-                                   for line in lines], dtype=dtype)
+        expected[name] = signed_zeros([number(line["gradients"][k]["gradient"])
+                                       for line in lines], grads[k]).astype(dtype)
     expected.update(error=np.zeros(5, dtype=bool), error_message=np.array([], dtype="<U1"))
     assert_savez_bytes(path, expected)
 

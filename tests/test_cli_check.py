@@ -413,7 +413,7 @@ WHY = f"tape differs from sympy at {{}}: tape {TAPE_SIN}, sympy {SYMPY_COS}"
     (["jvp", "sin(x)", "--arg", "x=0.5", "--tangent", "x=1"],
      [f"check: MISMATCH: {WHY.format('jvp')}"]),
     (["compare", "sin(w)", "--var", "w=0.5", "--tangent", "w=1"],
-     [f"check: {mode}: MISMATCH: {WHY.format(name)}"
+     [f"check: MISMATCH: {mode}: {WHY.format(name)}"
       for mode, name in (("tape", "w"), ("implicit", "w"), ("value-grad", "w"),
                          ("jvp", "jvp"))]),
 ])

@@ -68,13 +68,16 @@ def outcomes(draw, mode=None):
 
 def canonical(value, precision):
     """The numbers the output must show for ``value``: the value of the shortest text of
-    its own dtype, or the value rounded to ``precision`` significant digits."""
+    its own dtype, or the value rounded to ``precision`` significant digits; a zero
+    without its sign (README: "A zero prints as `0.0`", never -0.0)."""
     arr = np.asarray(value)
     if precision is not None:
-        return [float(format(float(v), f".{precision}g")) for v in arr.ravel()]
-    if arr.dtype == np.float32:
-        return [float(str(v)) for v in arr.ravel()]
-    return [float(v) for v in arr.ravel()]
+        shown = [float(format(float(v), f".{precision}g")) for v in arr.ravel()]
+    elif arr.dtype == np.float32:
+        shown = [float(str(v)) for v in arr.ravel()]
+    else:
+        shown = [float(v) for v in arr.ravel()]
+    return [0.0 if x == 0 else x for x in shown]
 
 
 def key(x: float):

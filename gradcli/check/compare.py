@@ -260,7 +260,7 @@ def _label(name: str, shape: tuple, idx: tuple) -> str:
 
 
 def _num(v: float) -> str:
-    return f"{v:.10g}"
+    return f"{v + 0.0:.10g}"  # (+ 0.0: a zero reads 0, never -0, as in every output)
 
 
 def _kinds(kind: Any, kink: Any, shape: tuple) -> np.ndarray:

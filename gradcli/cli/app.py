@@ -466,13 +466,14 @@ def _compare_modes(s: _Settings, model) -> tuple[dict, dict, dict]:
 
 
 def _compare_plain(results: dict, precision: int | None) -> None:
-    """compare's rows in --plain: each mode's lines behind its name, or its error."""
+    """compare's rows in --plain: each mode's lines, labelled (``tape value 31.0``,
+    ``tape gradient w1 5.0``: render.plain_lines), or ``MODE error: MESSAGE``."""
     from . import render
     for mode, result in results.items():
         if isinstance(result, str):
             sys.stdout.write(f"{mode} error: {result}\n")
         else:
-            render.print_plain(result, precision, prefix=f"{mode} ")
+            render.print_plain(result, precision, labelled=True)
 
 
 def _run_compare(s: _Settings) -> None:

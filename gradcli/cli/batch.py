@@ -444,11 +444,12 @@ def _as_error(err: Exception) -> GradcliError:
 def _ready(arr: np.ndarray, precision: int | None = None) -> np.ndarray:
     """An output array whose float64 text is the single-point output's: a float32's
     shortest decimal (or, with ``precision``, its exact value, which ``number_text``
-    rounds); booleans as they are."""
+    rounds), -0.0 as 0.0 (``unsigned_zero``); booleans as they are."""
+    from ..jsonvalue import unsigned_zero
     if arr.dtype.kind == "f" and arr.dtype != np.float64:
-        return arr.astype(np.float64) if precision is not None else \
+        arr = arr.astype(np.float64) if precision is not None else \
             arr.astype(str).astype(np.float64)
-    return arr
+    return unsigned_zero(arr)
 
 
 def _spec(arr, precision: int | None) -> str:
@@ -607,7 +608,8 @@ class CsvWriter(_Writer):
         n = res.n
         specs = ["%d"] + ["%r" if self.precision is None else f"%.{self.precision}g"] * \
             res.columns.shape[1]
-        arrays = [np.arange(res.start, res.start + n, dtype=np.float64)[:, None], res.columns]
+        arrays = [np.arange(res.start, res.start + n, dtype=np.float64)[:, None],
+                  _ready(res.columns)]  # (the point too: -0.0 prints 0.0, as everywhere)
         with_value = self.kind.has_value(meta)
         fields = ([res.value] if with_value else []) + list(res.grads)
         for k, f in enumerate(fields):
@@ -1002,6 +1004,14 @@ def _print_check(out, report: dict, precision) -> None:
                       f"{report['verdict']}")
 
 
+def _print_check_failures(report: dict) -> None:
+    """``--plain``: as the single-point command, a passing check says nothing and each
+    mismatching row says why in one line on standard error:
+    ``check: MISMATCH: row 3: tape differs from sympy at x: tape 0.479, sympy 0.878``."""
+    from . import render
+    render.print_check_failures({f"row {entry['row']}": entry for entry in report["rows"]})
+
+
 # ---------------------------------------------------------------------------------------
 # The sample of rows --check looks at
 # ---------------------------------------------------------------------------------------
@@ -1199,6 +1209,9 @@ def _run(kind, s, fmt: str, model, source, out, to_file: bool) -> None:
         report = _guarded(lambda: _check_rows(evaluate, sample, s))
         if fmt == "json":
             writer.check(report)
+        elif fmt == "plain":
+            writer.flush()
+            _print_check_failures(report)
         else:
             writer.flush()
             _print_check(render_console(stderr=fmt != "human" or to_file),

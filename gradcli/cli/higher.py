@@ -354,8 +354,10 @@ class CompareRow:
         if self.error:
             _write([f"jacobian error: {self.error}"])
             return
-        _write([f"jacobian {_flat(self.result.value, precision)}"]
-               + [f"jacobian {_flat(j.jacobian, precision)}" for j in self.result.jacobians])
+        # labelled as compare's other lines: the row, the JSON key, the source's name
+        _write([f"jacobian value {_flat(self.result.value, precision)}"]
+               + [f"jacobian jacobian {j.name} {_flat(j.jacobian, precision)}"
+                  for j in self.result.jacobians])
 
     def print_human(self, precision, out=None) -> None:
         out = out or render.console()

@@ -25,10 +25,12 @@ def outcome_json(outcome, check: dict | None = None) -> dict:
     return obj
 
 
-def plain_lines(outcome, precision: int | None) -> list[str]:
-    """The value, then the jvp, each flattened on one line."""
+def plain_lines(outcome, precision: int | None, labelled: bool = False) -> list[str]:
+    """The value, then the jvp, each flattened on one line; ``labelled`` (compare's jvp
+    row): ``jvp value ...`` and ``jvp jvp ...``, as compare labels its other lines."""
     from .render import _flat
-    return [_flat(outcome.value, precision), _flat(outcome.jvp, precision)]
+    return [("jvp value " if labelled else "") + _flat(outcome.value, precision),
+            ("jvp jvp " if labelled else "") + _flat(outcome.jvp, precision)]
 
 
 def print_human(outcome, precision: int | None, check: dict | None = None,
@@ -103,7 +105,8 @@ def run_compare(s: _Settings) -> None:
         if isinstance(jvp, str):
             sys.stdout.write(f"jvp error: {jvp}\n")
         else:
-            sys.stdout.write("".join(f"jvp {line}\n" for line in plain_lines(jvp, s.precision)))
+            sys.stdout.write("".join(line + "\n" for line in
+                                     plain_lines(jvp, s.precision, labelled=True)))
         render.print_check_failures({**checks, "jvp": jvp_check})
     else:
         render.print_compare_human(results, s.precision, checks=checks if s.check else None,

@@ -26,7 +26,7 @@ from itertools import repeat
 
 import numpy as np
 
-from ..jsonvalue import json_number as json_number, json_value as _json_value
+from ..jsonvalue import json_number as json_number, json_value as _json_value, unsigned_zero
 from ..modes import API_CALLS, API_NAMES, Outcome
 
 #: Arrays with more elements than this are summarised in human and plain output
@@ -48,20 +48,24 @@ def number_text(x, precision: int | None = None) -> str:
     Default: the shortest text that reads back to the same value in the value's own
     dtype (``repr`` of a float64; numpy's shortest repr of a float32). With
     ``precision=N``: at most N significant digits (``format(x, ".Ng")``).
-    Non-finite numbers are ``nan``, ``inf``, ``-inf``; booleans ``True``/``False``.
+    Non-finite numbers are ``nan``, ``inf``, ``-inf``; booleans ``True``/``False``; a
+    zero is ``0.0`` (``0``), never ``-0.0`` (``x + 0.0``; README: "A zero prints as").
 
     >>> number_text(0.1), number_text(np.float32(2.957324266433716)), number_text(2.9573, 2)
     ('0.1', '2.9573243', '3')
+    >>> number_text(-0.0), number_text(-0.0, 3), number_text(np.float32(-0.0))
+    ('0.0', '0', '0.0')
     """
     if isinstance(x, (bool, np.bool_)):
         return "True" if x else "False"
     if precision is not None:
-        return format(float(x), f".{precision}g")
+        return format(float(x) + 0.0, f".{precision}g")
     if isinstance(x, (int, np.integer)):
         return str(int(x))
     if isinstance(x, np.floating) and x.dtype != np.float64:
-        return str(x)  # numpy: the shortest decimal that reads back in this dtype
-    return repr(float(x))
+        # numpy: the shortest decimal that reads back in this dtype
+        return "0.0" if float(x) == 0 else str(x)
+    return repr(float(x) + 0.0)
 
 
 def number_texts(value, precision: int | None = None) -> list[str]:
@@ -76,7 +80,7 @@ def number_texts(value, precision: int | None = None) -> list[str]:
     element.
 
     >>> number_texts(np.array([[0.1, -0.0], [np.nan, -np.inf]]))
-    ['0.1', '-0.0', 'nan', '-inf']
+    ['0.1', '0.0', 'nan', '-inf']
     >>> number_texts(np.array([2.957324266433716], np.float32)), number_texts([2.9573], 2)
     (['2.9573243'], ['3'])
     """
@@ -106,6 +110,7 @@ def _texts_of_flat(arr: np.ndarray, precision: int | None) -> list[str]:
     kind = arr.dtype.kind
     if kind == "b":
         return np.where(arr, "True", "False").tolist()
+    arr = unsigned_zero(arr)  # -0.0 prints 0.0 (one pass in C, a copy of a float array)
     if precision is not None:
         if kind in "fiu":  # format(float(x), ".Ng"): float(x) is the float64 cast
             return list(map(format, arr.astype(np.float64, copy=False).tolist(),
@@ -227,16 +232,20 @@ def print_json(obj, file=None) -> None:
 # ---------------------------------------------------------------------------------------
 # Plain
 # ---------------------------------------------------------------------------------------
-def plain_lines(outcome: Outcome, precision: int | None) -> list[str]:
+def plain_lines(outcome: Outcome, precision: int | None, labelled: bool = False) -> list[str]:
     """The value (where there is one), then each gradient flattened, one line each;
     an unconnected gradient is the word null; a large array is summarised as
-    ``a b c ... x y z`` (``--json`` prints every number)."""
-    lines = []
-    if outcome.mode in ("tape", "value-grad"):
-        lines.append(_flat(outcome.value, precision))
-    for g in outcome.gradients:
-        lines.append("null" if g.gradient is None else _flat(g.gradient, precision))
-    return lines
+    ``a b c ... x y z`` (``--json`` prints every number).
+
+    ``labelled`` (``compare --plain``, where four modes' lines follow one another): each
+    line starts with the mode and the JSON key of its numbers, and a gradient's with its
+    name, so that ``read mode what rest`` or awk can split them:
+    ``tape value 31.0``, ``tape gradient w1 5.0``."""
+    fields = ([("value", outcome.value)] if outcome.mode in ("tape", "value-grad") else [])
+    fields += [(f"gradient {g.name}", g.gradient) for g in outcome.gradients]
+    return [(f"{outcome.mode} {label} " if labelled else "")
+            + ("null" if value is None else _flat(value, precision))
+            for label, value in fields]
 
 
 def plain_notes(outcome: Outcome) -> list[str]:
@@ -251,13 +260,15 @@ def plain_notes(outcome: Outcome) -> list[str]:
     return notes
 
 
-def print_plain(outcome: Outcome, precision: int | None, prefix: str = "") -> None:
-    """Plain output: numbers on standard output, notes on standard error."""
-    sys.stdout.write("".join(prefix + line + "\n" for line in plain_lines(outcome, precision)))
+def print_plain(outcome: Outcome, precision: int | None, labelled: bool = False) -> None:
+    """Plain output: numbers on standard output, notes on standard error (``labelled``:
+    compare's lines, see :func:`plain_lines`, and notes that name the mode)."""
+    lines = plain_lines(outcome, precision, labelled)
+    sys.stdout.write("".join(line + "\n" for line in lines))
     notes = plain_notes(outcome)
     if notes:
         sys.stdout.flush()  # keep the order of the two streams on a terminal
-        label = f"{prefix.strip()}: " if prefix else ""  # compare: which mode's note
+        label = f"{outcome.mode}: " if labelled else ""  # compare: which mode's note
         sys.stderr.write("".join(f"note: {label}{note}\n" for note in notes))
 
 
@@ -568,8 +579,10 @@ def print_check(out, check: dict, precision: int | None, tapes: dict | None = No
 def print_check_failures(checks: dict) -> None:
     """``--plain``: standard output holds only numbers, so a check that failed says so on
     standard error, one line each (``checks``: {label: check object or None}; the label
-    names compare's mode, "" for a single check):
-    ``check: MISMATCH: tape differs from sympy at x: tape 0.479, sympy 0.878``."""
+    names compare's mode or ``--at``'s row, "row 3", and is "" for a single check):
+    ``check: MISMATCH: tape differs from sympy at x: tape 0.479, sympy 0.878``, or with a
+    label ``check: MISMATCH: row 3: ...``: every line starts ``check: MISMATCH:``, so one
+    ``grep '^check: MISMATCH:'`` finds them for every command."""
     lines = []
     for label, check in checks.items():
         if check is None or check_verdict(check) != "mismatch":
@@ -577,7 +590,7 @@ def print_check_failures(checks: dict) -> None:
         reasons = [entry.get("reason") or f"{entry['name']} differs"
                    for entry in check["gradients"] if entry["status"] == "mismatch"]
         where = f"{label}: " if label else ""
-        lines.append(f"check: {where}MISMATCH: {'; '.join(reasons)}\n")
+        lines.append(f"check: MISMATCH: {where}{'; '.join(reasons)}\n")
     if lines:
         sys.stdout.flush()  # keep the order of the two streams on a terminal
         sys.stderr.write("".join(lines))
