@@ -666,8 +666,8 @@ def main() -> None:
     command = sys.argv[1] if len(sys.argv) > 1 else None
     try:
         code = build_app(command if command in _COMMANDS else None)(standalone_mode=False)
-    except KeyboardInterrupt:
-        code = 130
+    except KeyboardInterrupt as stop:  # Ctrl-C; SIGTERM while a file is written: 143
+        code = getattr(stop, "exit_code", 130)
     except (_OutputFailed, OSError) as err:
         code = _output_failed(err.args[0] if isinstance(err, _OutputFailed) else err)
     except Exception as err:
