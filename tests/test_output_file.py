@@ -1,4 +1,5 @@
-"""Issue 20, part 2: an output file is never lost or corrupted.
+"""Issue 20, parts 2 and 3: an output file is never lost or corrupted, and closed standard
+streams are handled.
 
 Every file gradcli writes goes to a temporary file beside PATH and is renamed into place
 (``gradcli/cli/outfile.py``). The truths here are independent of the program: the bytes
@@ -346,3 +347,75 @@ def test_two_processes_writing_one_path_end_with_one_complete_file(tmp_path):
         assert process.returncode == 0, stderr
     assert out.read_text() in expected  # one of the two, whole
     assert leftovers(tmp_path, [out, "p1.5.csv", "p2.5.csv"]) == []
+
+
+# ---------------------------------------------------------------------------------------
+# Closed standard streams (part 3)
+# ---------------------------------------------------------------------------------------
+def shell(redirections: str, *args, cwd=None) -> subprocess.CompletedProcess:
+    """``gradcli ARGS REDIRECTIONS`` run by bash (``>&-`` closes standard output, as a
+    user's shell does), with what is left open captured."""
+    return subprocess.run(["bash", "-c", f'"$@" {redirections}', "bash", *COMMAND,
+                           *map(str, args)], capture_output=True, text=True, timeout=120,
+                          cwd=cwd, stdin=subprocess.DEVNULL, check=False)
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags", [[], ["--json"], ["--plain"]])
+def test_a_closed_standard_output_is_a_write_error_not_a_traceback(flags, tmp_path):
+    for args in (["grad", "x^2", "--arg", "x=3"],
+                 ["grad", "x^2", "--arg", "x", "--at", xs_csv(tmp_path)]):
+        result = shell(">&-", *args, *flags)
+        assert result.returncode == 2, result.stderr
+        assert result.stderr == "error: cannot write the output: Bad file descriptor\n"
+        result = shell(">&- 2>&-", *args, *flags)
+        assert result.returncode == 2 and result.stderr == ""
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("flags, printed", [(["--plain"], "6.0\n"), (["--json"], None),
+                                            ([], None)])
+def test_a_closed_standard_error_keeps_the_output_and_the_exit_code(flags, printed):
+    result = shell("2>&-", "grad", "x^2", "--arg", "x=3", *flags)
+    assert result.returncode == 0
+    if printed is not None:
+        assert result.stdout == printed  # d/dx x^2 at 3
+    elif flags == ["--json"]:
+        assert json.loads(result.stdout)["gradients"][0]["gradient"] == 6.0
+    else:
+        assert "6.0" in result.stdout
+    result = shell("2>&-", "grad", "x^2 +", "--arg", "x=3", *flags)
+    assert result.returncode == 2 and result.stdout == ""
+
+
+@pytest.mark.slow
+def test_a_file_output_with_standard_streams_closed_is_written_and_exits_0(tmp_path):
+    out = tmp_path / "out.csv"
+    result = shell(">&- 2>&-", "grad", "x^2", "--arg", "x", "--at", xs_csv(tmp_path),
+                   "--output", out)
+    assert result.returncode == 0
+    assert out.read_text() == "row,x,d_x\n" + "".join(
+        f"{i},{x!r},{2 * x!r}\n" for i, x in enumerate(POINTS[:, 0].tolist()))
+
+
+@pytest.mark.slow
+def test_at_dash_with_standard_input_closed_says_there_is_no_standard_input():
+    result = shell("<&-", "grad", "x^2", "--arg", "x", "--at", "-")
+    assert result.returncode == 2
+    assert result.stderr == "error: --at -: there is no standard input\n"
+    result = shell("<&-", "grad", "-", "--arg", "x=1")
+    assert result.returncode == 2
+    assert result.stderr == "error: the program is '-' but there is no standard input\n"
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("args", [
+    ["plot", "x^2", "--arg", "x=-1:1", "--json", "--points", "20000"],
+    ["minimize", "sum((w - 1)^2)", "--var", "w=zeros(5000)", "--steps", "3", "--json"]])
+def test_plot_and_minimize_end_as_the_other_commands_on_a_closed_output(args):
+    # more output than a pipe holds, so the failed write happens during the run
+    result = shell(">&-", *args)
+    assert result.returncode == 2
+    assert result.stderr == "error: cannot write the output: Bad file descriptor\n"
+    result = shell("| head -c 10 > /dev/null; exit ${PIPESTATUS[0]}", *args)
+    assert result.returncode == 141 and result.stderr == ""
