@@ -257,6 +257,16 @@ def test_a_named_pipe_as_output_is_written_directly(tmp_path):
     assert leftovers(tmp_path, [pipe, "xs.csv"]) == []
 
 
+@pytest.mark.slow
+def test_a_descriptor_name_as_output_is_written_directly(tmp_path):
+    # /dev/stdout resolves to no file beside which a temporary could go (a pipe here)
+    result = subprocess.run(COMMAND + ["grad", "x^2", "--arg", "x", "--at", xs_csv(tmp_path),
+                                       "--output", "/dev/stdout", "--plain"],
+                            capture_output=True, text=True, timeout=120, check=False)
+    assert result.returncode == 0, result.stderr
+    assert result.stdout == "".join(f"{2 * x!r}\n" for x in POINTS[:, 0].tolist())
+
+
 # ---------------------------------------------------------------------------------------
 # Signals and concurrent writers (subprocesses)
 # ---------------------------------------------------------------------------------------

@@ -1178,8 +1178,9 @@ def _run(kind, s, fmt: str, model, source, out, to_file: bool) -> None:
         written = _stopped(writer, out, s.output, to_file)
         sys.stderr.write(err.render() + "\n")
         if written and to_file and not getattr(out, "refused", False):
-            sys.stderr.write(f"note: {s.output} holds the {writer.rows + writer.bad_rows:,} "
-                             "rows before it\n")
+            n = writer.rows + writer.bad_rows
+            sys.stderr.write(f"note: {s.output} holds the {n:,} row{'s' * (n != 1)} before "
+                             "it\n")
         raise typer.Exit(2) from None
     except (MemoryError, RecursionError) as err:
         progress.stop()

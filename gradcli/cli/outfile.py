@@ -13,8 +13,9 @@ when the caller commits it.
 - The new file keeps the permissions (and, where allowed, the owner) of the file it
   replaces; a new file gets those ``open`` would give it (0o666 less the umask). A
   symbolic link at PATH is followed, as writing through it would. A PATH that exists and
-  is not a regular file (``/dev/null``, a named pipe) is written directly: there is
-  nothing to rename, and a stream cannot be taken back.
+  is not a regular file (``/dev/null``, a named pipe), or names a descriptor
+  (``/dev/stdout``, ``/dev/fd/3``), is written directly: there is nothing to rename, and
+  a stream cannot be taken back.
 - Nothing is fsynced: this guards against the program's failures, not the machine's (as
   ``sort -o`` or ``sed -i``); after a power cut the file may be the old one.
 
@@ -77,6 +78,19 @@ def target(path: str, option: str = "--output") -> str:
     return real
 
 
+def _in_place(path: str) -> bool:
+    """Whether ``path`` is written directly rather than replaced: a file that exists and
+    is not a regular file (/dev/null, a named pipe), and any name of a descriptor or a
+    device (/dev/stdout, /dev/fd/3, /proc/self/fd/1), whatever it points to now (a
+    shell's ``>> log`` must be appended to, not replaced)."""
+    if os.path.abspath(path).startswith(("/dev/", "/proc/")):
+        return True
+    try:
+        return not stat.S_ISREG(os.stat(path).st_mode)
+    except OSError:
+        return False
+
+
 def _cannot_write(path: str, option: str, err: OSError) -> InputError:
     return InputError(f"{option} {path}: cannot write the file ({err.strerror or err})")
 
@@ -96,9 +110,8 @@ class OutputFile:
         mode = "wb" if binary else "w"
         text = {} if binary else {"encoding": "utf-8", "newline": "\n"}
         try:
-            if os.path.exists(self.path) and not stat.S_ISREG(os.stat(self.path).st_mode):
-                # /dev/null, a named pipe: written in place (closed by commit or discard)
-                self.file = open(self.path, mode, **text)  # noqa: SIM115
+            if _in_place(os.path.expanduser(path)):  # (closed by commit or discard)
+                self.file = open(os.path.expanduser(path), mode, **text)  # noqa: SIM115
                 return
             _hold()  # (before the file exists: a SIGTERM from here on removes it)
             self.held = True
