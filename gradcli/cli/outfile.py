@@ -25,6 +25,7 @@ when the caller commits it.
 ...     _ = f.write("complete\\n")
 >>> open(path).read()
 'complete\\n'
+>>> import shutil; shutil.rmtree(os.path.dirname(path))
 """
 from __future__ import annotations
 
@@ -47,7 +48,7 @@ def _terminate(signum, frame):
 
 
 _held = 0               # temporaries alive (files and directories)
-_previous = None        # the SIGTERM handler before the first of them
+_previous = None        # (SIGTERM's handler before the first of them,); None: not set
 
 
 def _hold() -> None:
@@ -103,7 +104,6 @@ class OutputFile:
     exist or cannot be written) are an ``InputError`` naming ``option``."""
 
     def __init__(self, path: str, *, binary: bool = False, option: str = "--output"):
-        self.shown = path
         self.path = target(path, option)
         self.temporary = None
         self.held = False
