@@ -136,6 +136,8 @@ def open_source(spec: str, slots: dict, chunk: int | None = None, stdin=None) ->
         raise InputError(f"--chunk must be at least 1, got {chunk}")
     if spec == "-":
         stream = stdin if stdin is not None else sys.stdin
+        if stream is None:  # (started with standard input closed: <&-)
+            raise InputError("--at -: there is no standard input")
         lines, first = _peek(stream)
         if first is None:
             raise InputError("standard input: no rows (the source is empty)")

@@ -487,8 +487,11 @@ def test_ctrl_c_flushes_complete_rows_and_exits_130(tmp_path):
                                           "--at", f"@{tmp_path / 'p.csv'}", "--plain",
                                           "--chunk", "1", "--output", str(out)],
                                stdout=subprocess.PIPE, stderr=subprocess.PIPE, text=True)
+    def written() -> int:  # the rows go to a temporary file beside out.txt until the end
+        return sum(p.stat().st_size for p in tmp_path.iterdir() if p.name.endswith(".partial"))
+
     deadline = time.monotonic() + 60
-    while time.monotonic() < deadline and (not out.exists() or out.stat().st_size < 1000):
+    while time.monotonic() < deadline and written() < 1000:
         time.sleep(0.05)
     process.send_signal(signal.SIGINT)
     _, stderr = process.communicate(timeout=60)
@@ -500,6 +503,7 @@ def test_ctrl_c_flushes_complete_rows_and_exits_130(tmp_path):
     assert 0 < len(lines) < rows
     value, dx, dy = rosenbrock(1.5, 2.5)
     assert set(lines) == {f"{float(value)!r} {float(dx)!r} {float(dy)!r}"}
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["out.txt", "p.csv"]  # no temporary
 
 
 def test_no_progress_bar_when_standard_error_is_not_a_terminal(tmp_path):

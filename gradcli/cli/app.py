@@ -144,7 +144,8 @@ class _Lazy:
         return self._command().__annotations__
 
     def __call__(self, **kwargs):
-        return self._command()(**kwargs)
+        # (a failed write is carried past click, as for the other commands: _command)
+        _output_flushed(lambda: self._command()(**kwargs))
 
 
 # A program may start with "-": unknown options are taken as arguments (as _command).
@@ -666,8 +667,8 @@ def main() -> None:
     command = sys.argv[1] if len(sys.argv) > 1 else None
     try:
         code = build_app(command if command in _COMMANDS else None)(standalone_mode=False)
-    except KeyboardInterrupt:
-        code = 130
+    except KeyboardInterrupt as stop:  # Ctrl-C; SIGTERM while a file is written: 143
+        code = getattr(stop, "exit_code", 130)
     except (_OutputFailed, OSError) as err:
         code = _output_failed(err.args[0] if isinstance(err, _OutputFailed) else err)
     except Exception as err:
@@ -699,12 +700,48 @@ def run() -> None:
     ends quietly with 141). Every file gradcli writes is closed by its own code. With any
     other thread still running, the process ends the ordinary way, which waits for it.
     ``main()`` itself raises ``SystemExit`` as before, for tests and embedders."""
+    _reopen_closed_streams()
     try:
         main()
         code = 0
     except SystemExit as stop:
         code = stop.code
     _end_process(code)
+
+
+def _reopen_closed_streams() -> None:
+    """A standard stream the process was started without (``<&-``, ``>&-``, ``2>&-``:
+    Python then sets ``sys.stdin``/``stdout``/``stderr`` to None) gets its descriptor
+    back, on /dev/null, so that no file gradcli opens takes descriptor 0, 1 or 2 (where
+    anything written to "standard output" would land in it):
+
+    - standard input: open write-only, so it reads nothing; ``sys.stdin`` stays None and
+      ``-`` says "there is no standard input";
+    - standard output: open read-only, so that writing fails as on a closed descriptor,
+      "error: cannot write the output: Bad file descriptor", exit 2 (as ``ls >&-``) --
+      and only if something is written: a run with nothing to print keeps its own code;
+    - standard error: writes go nowhere (there is nowhere to say anything): exit code
+      only."""
+    import os
+    for fd, name, flags in ((0, "stdin", os.O_WRONLY), (1, "stdout", os.O_RDONLY),
+                            (2, "stderr", os.O_WRONLY)):
+        if getattr(sys, name) is not None:
+            continue
+        try:
+            os.fstat(fd)
+            continue  # (open after all: set to None by an embedder, not ours to replace)
+        except OSError:
+            pass
+        try:
+            opened = os.open(os.devnull, flags)
+            if opened != fd:
+                os.dup2(opened, fd)
+                os.close(opened)
+        except OSError:
+            continue
+        if fd:
+            setattr(sys, name, open(fd, "w", encoding="utf-8", errors="backslashreplace",
+                                    closefd=False))
 
 
 def _end_process(code) -> None:

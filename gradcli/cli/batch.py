@@ -23,9 +23,13 @@ Output, per row in input order, rows numbered from 0 (the first data row is row 
   gradient norm, the rows with non-finite results).
 - ``--output PATH.npz``: numpy arrays with a leading row axis (``NpzWriter``), written
   through a temporary file per array beside PATH and assembled at the end as
-  ``np.savez`` stores them; a run stopped by a bad row or Ctrl-C leaves the .npz of the
-  rows completed before it. Binary output never goes to standard output (``--output -``
-  is standard output, for the text formats).
+  ``np.savez`` stores them. Binary output never goes to standard output (``--output -``
+  is standard output, for the text formats). ``--output PATH.json``: one JSON document,
+  the JSON Lines objects as an array (``JsonArrayFile``).
+
+Every ``--output`` file is written through a temporary file beside PATH renamed into
+place (``outfile.OutputFile``): a run that stops with complete rows (a bad row, Ctrl-C,
+SIGTERM) commits them; one that stops before its first row leaves PATH as it was.
 
 Everything is streamed: a chunk is read, computed, written and flushed before the next
 is read, so memory does not grow with the number of rows, and what was written before a
@@ -872,24 +876,17 @@ class _Spool:
 
 class NpzOutput:
     """Where ``NpzWriter`` puts its arrays: a temporary directory beside PATH (one file
-    per array, so memory does not grow with the rows), assembled into PATH at the end
-    as ``np.savez`` would store the same arrays (zip entries STORED, zip64) and moved in
-    place at once; the directory is removed whatever happens."""
+    per array, so memory does not grow with the rows), assembled at the end as
+    ``np.savez`` would store the same arrays (zip entries STORED, zip64) into an
+    ``OutputFile`` renamed into place; the directory is removed whatever happens."""
 
     def __init__(self, path: str, names: list, shapes: dict):
-        import tempfile
-        self.shown, self.path = path, os.path.expanduser(path)
+        from .outfile import ScratchDirectory
+        self.shown = self.path = path
         self.names = list(names)
         self.refused = False
-        directory = os.path.dirname(os.path.abspath(self.path))
-        if os.path.isdir(self.path):
-            raise InputError(f"--output {path}: is a directory, not a file")
-        try:
-            self.tmp = tempfile.mkdtemp(prefix=f".{os.path.basename(self.path)}.",
-                                        suffix=".partial", dir=directory)
-        except OSError as err:
-            raise InputError(f"--output {path}: cannot write the file "
-                             f"({err.strerror or err})") from None
+        self.scratch = ScratchDirectory(path)
+        self.tmp = self.scratch.path
         self._spools: dict = {}
         self.base = {"row": self.spool("row", np.int64, ())}
         for name in self.names:
@@ -924,13 +921,15 @@ class NpzOutput:
         """Write PATH: ``rows`` rows of every array (what the spools hold beyond them,
         a chunk cut short by Ctrl-C, is left out), then remove the directory."""
         import zipfile
+
+        from .outfile import OutputFile
         for spool in self._spools.values():
             spool.file.close()
         self.messages.close()
-        target = os.path.join(self.tmp, "out.npz")
         try:
-            with zipfile.ZipFile(target, "w", compression=zipfile.ZIP_STORED,
-                                 allowZip64=True) as archive:
+            with OutputFile(self.path, binary=True) as target, \
+                    zipfile.ZipFile(target, "w", compression=zipfile.ZIP_STORED,
+                                    allowZip64=True) as archive:
                 for name in ["row", *self.names, *outputs, "error"]:
                     spool = self._spools[name]
                     with archive.open(name + ".npy", "w", force_zip64=True) as member:
@@ -947,17 +946,15 @@ class NpzOutput:
                                 size = int.from_bytes(f.read(4), "little")
                                 texts.append(f.read(size).decode("utf-8"))
                             member.write(np.array(texts, dtype=dtype).tobytes())
-            os.replace(target, self.path)
         finally:
             self.discard()
 
     def discard(self) -> None:
         """Remove the temporary directory (PATH itself is not touched)."""
-        import shutil
         for spool in self._spools.values():
             spool.file.close()
         self.messages.close()
-        shutil.rmtree(self.tmp, ignore_errors=True)
+        self.scratch.remove()
 
 
 def _npy_header(f, dtype: np.dtype, shape: tuple) -> None:
@@ -1147,15 +1144,15 @@ def run(kind, s, prepare) -> None:
             raise InputError(f"--output {s.output} is the source itself: write elsewhere")
         source = open_source(s.at, slots, chunk=s.chunk)
         out = NpzOutput(s.output, source.names, source.shapes) if fmt == "npz" else \
-            _open_output(s.output if to_file else None)
+            _open_output(s.output if to_file else None, fmt)
         return fmt, model, source, out
 
     fmt, model, source, out = _guarded(setup)
     try:
         _run(kind, s, fmt, model, source, out, to_file)
     finally:
-        if fmt == "npz":
-            out.discard()   # (the temporary arrays, whatever happened)
+        if to_file:
+            out.discard()   # (the temporaries, unless committed: whatever happened)
 
 
 def _run(kind, s, fmt: str, model, source, out, to_file: bool) -> None:
@@ -1170,23 +1167,24 @@ def _run(kind, s, fmt: str, model, source, out, to_file: bool) -> None:
     try:
         with np.errstate(all="ignore"):
             _stream(source, evaluate, writer, sample, progress, s.skip_bad_rows)
-    except KeyboardInterrupt:
+    except KeyboardInterrupt as stop:  # Ctrl-C; SIGTERM while a file is written (outfile)
         progress.stop()
-        _stopped(writer, s.output)
-        sys.stderr.write(f"interrupted: {writer.rows + writer.bad_rows:,} rows were "
-                         "written completely\n")
-        raise typer.Exit(130) from None
+        _stopped(writer, out, s.output, to_file)
+        sys.stderr.write(f"{getattr(stop, 'word', 'interrupted')}: "
+                         f"{writer.rows + writer.bad_rows:,} rows were written completely\n")
+        raise typer.Exit(getattr(stop, "exit_code", 130)) from None
     except GradcliError as err:
         progress.stop()
-        written = _stopped(writer, s.output)
+        written = _stopped(writer, out, s.output, to_file)
         sys.stderr.write(err.render() + "\n")
-        if written and fmt == "npz" and not out.refused:
-            sys.stderr.write(f"note: {s.output} holds the {writer.rows + writer.bad_rows:,} "
-                             "rows before it\n")
+        if written and to_file and not getattr(out, "refused", False):
+            n = writer.rows + writer.bad_rows
+            sys.stderr.write(f"note: {s.output} holds the {n:,} row{'s' * (n != 1)} before "
+                             "it\n")
         raise typer.Exit(2) from None
     except (MemoryError, RecursionError) as err:
         progress.stop()
-        _stopped(writer, s.output)
+        _stopped(writer, out, s.output, to_file)
         sys.stderr.write(LimitError(f"the program is too large to evaluate "
                                     f"({type(err).__name__})").render() + "\n")
         raise typer.Exit(2) from None
@@ -1219,7 +1217,7 @@ def _run(kind, s, fmt: str, model, source, out, to_file: bool) -> None:
     writer.flush()
     if to_file:
         if fmt != "npz":
-            out.close()
+            out.commit()
         if _is_terminal(sys.stderr):
             sys.stderr.write(f"wrote {writer.rows + writer.bad_rows:,} rows to {s.output}\n")
     if report is not None and report["verdict"] == "mismatch":
@@ -1237,13 +1235,19 @@ def _is_terminal(stream) -> bool:
         return False
 
 
-def _stopped(writer, path) -> bool:
-    """The run stopped: what the writer holds is written (the complete rows); False (and
-    one line on standard error) when that cannot be done."""
+def _stopped(writer, out, path, to_file: bool) -> bool:
+    """The run stopped (a bad row, Ctrl-C, SIGTERM): the complete rows, if there are any,
+    are written and a file committed (renamed into place); with none, an existing file is
+    left as it was. False when nothing was kept, with one line on standard error when
+    writing failed."""
+    if writer.rows + writer.bad_rows == 0:
+        return False
     try:
         writer.stopped()
+        if to_file and not isinstance(writer, NpzWriter):
+            out.commit()
     except OSError as err:
-        if isinstance(writer, NpzWriter):
+        if to_file:
             sys.stderr.write(f"error: cannot write {path}: {err.strerror or err}\n")
         return False
     return True
@@ -1256,14 +1260,45 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
-def _open_output(path: str | None):
+def _open_output(path: str | None, fmt: str):
+    """Standard output, or PATH written through a temporary file (``outfile``): its
+    ``commit()`` puts the rows in place, ``discard()`` leaves PATH as it was."""
     if path is None:
         return sys.stdout
-    try:
-        return open(os.path.expanduser(path), "w", encoding="utf-8", newline="\n")
-    except OSError as err:
-        raise InputError(f"--output {path}: cannot write the file "
-                         f"({err.strerror or err})") from None
+    from .outfile import OutputFile
+    out = OutputFile(path)
+    if fmt == "json" and os.path.splitext(path)[1].lower() == ".json":
+        return JsonArrayFile(out)
+    return out
+
+
+class JsonArrayFile:
+    """``--output PATH.json``: one JSON document, an array whose elements are the JSON
+    Lines writer's lines (the rows, then ``{"check": ...}``), so that ``json.load``
+    reads the file; the commit closes the array. Every write is whole lines, and a line
+    holds no raw newline (JSON escapes them in strings)."""
+
+    def __init__(self, out):
+        self.out = out
+        self.started = self.closed = False
+
+    def write(self, text: str) -> None:
+        if text:
+            self.out.write((",\n" if self.started else "[\n") +
+                           text[:-1].replace("\n", ",\n"))
+            self.started = True
+
+    def flush(self) -> None:
+        self.out.flush()
+
+    def commit(self) -> None:
+        if not self.closed:
+            self.closed = True
+            self.out.write("\n]\n" if self.started else "[]\n")
+        self.out.commit()
+
+    def discard(self) -> None:
+        self.out.discard()
 
 
 def _stream(source, evaluate, writer, sample, progress, skip: bool) -> None:

@@ -135,12 +135,15 @@ def save_variables(directory: str, values: dict) -> list[str]:
     import os
 
     import numpy as np
+
+    from .outfile import OutputFile
     try:
         os.makedirs(directory, exist_ok=True)
         paths = []
         for name, value in values.items():
             path = os.path.join(directory, f"{name}.npy")
-            np.save(path, np.asarray(value, dtype=np.float64), allow_pickle=False)
+            with OutputFile(path, binary=True, option="--save") as f:  # renamed once complete
+                np.save(f, np.asarray(value, dtype=np.float64), allow_pickle=False)
             paths.append(path)
     except OSError as err:
         raise InputError(f"--save {directory}: cannot write ({err.strerror or err})") from None
@@ -150,7 +153,7 @@ def save_variables(directory: str, values: dict) -> list[str]:
 def save_loss_plot(path: str, history) -> None:
     """The loss against the step, with matplotlib (log scale when every loss is > 0)."""
     from .plot import figure_module, output_format
-    output_format(path)
+    extension = output_format(path)
     plt = figure_module()
     steps = [h[0] for h in history]
     losses = [h[1] for h in history]
@@ -164,7 +167,9 @@ def save_loss_plot(path: str, history) -> None:
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     try:
-        fig.savefig(path)
+        from .outfile import OutputFile
+        with OutputFile(path, binary=True, option="--plot") as f:  # renamed once complete
+            fig.savefig(f, format=extension[1:])
     except OSError as err:
         raise InputError(f"--plot {path}: cannot write ({err.strerror or err})") from None
     finally:

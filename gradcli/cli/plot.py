@@ -436,7 +436,9 @@ def _save(plt, fig, ax, path, extension, scale=(1.0, 1.0)) -> None:
                 "x0": box.x0, "y0": box.y0, "x1": box.x1, "y1": box.y1,
                 "xlim": list(ax.get_xlim()), "ylim": list(ax.get_ylim()),
                 "xscale": scale[0], "yscale": scale[1], "height": fig.bbox.height})}
-        fig.savefig(path, dpi=100, metadata=metadata)
+        from .outfile import OutputFile
+        with OutputFile(path, binary=True) as f:  # renamed into place once complete
+            fig.savefig(f, format=extension[1:], dpi=100, metadata=metadata)
     except OSError as err:
         raise InputError(f"--output {path}: cannot write ({err.strerror or err})") from None
     except (ArithmeticError, ValueError):
