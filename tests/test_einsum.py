@@ -214,6 +214,16 @@ def test_language_refuses_bad_subscripts_with_a_caret(text, cls, message, col, w
     assert (info.value.line, info.value.col, info.value.width) == (1, col, width)
 
 
+@pytest.mark.parametrize("text", ['einsum("i", x, subscripts="j")',
+                                  'einsum("i", x, subscripts=1)'])
+def test_subscripts_given_twice_are_refused_not_one_silently_dropped(text):
+    # The subscripts are written first; a subscripts= keyword as well is a second value
+    # (the keyword used to be dropped without a word when it was not a string).
+    with pytest.raises(ArgumentError, match="einsum got two values for 'subscripts'") as info:
+        parse_program(text)
+    assert (info.value.col, info.value.width) == (15, len("subscripts"))
+
+
 def test_subscripts_accept_exactly_letters_commas_arrow_ellipsis_and_spaces():
     from gradcli.engine.linalg import SubscriptError, check_subscripts
     allowed = set(string.ascii_letters) | set(",->. ")

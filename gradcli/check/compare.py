@@ -91,7 +91,7 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
@@ -286,11 +286,327 @@ NUMERIC_USABLE_RTOL = 0.1
 NONDIFF_KINDS = ("kink", "discontinuity", "singularity")
 
 
+class _Evidence:
+    """What the verdict for one source reads, computed once: the tape's value, the two
+    references, and per element the named masks the decision table is written in."""
+
+    def __init__(self, name: str, tape: Any, symbolic: SymbolicGradient | None,
+                 numeric: NumericGradient | None, tol: Tolerances) -> None:
+        self.name, self.symbolic, self.numeric, self.tol = name, symbolic, numeric, tol
+        self.tape_arr = _as_array(tape)
+        self.sym_value = (symbolic.value if symbolic is not None and symbolic.skipped is None
+                          else None)
+        self.num_value = numeric.value if numeric is not None else None
+        self.directional = (numeric is not None and numeric.method == "direction"
+                            and self.num_value is not None)
+        shape = None
+        for candidate in (self.sym_value, None if self.directional else self.num_value,
+                          numeric.direction if self.directional else None, self.tape_arr):
+            if candidate is not None:
+                shape = np.shape(candidate)
+                break
+        self.shape = () if shape is None else shape
+        self.base = {"name": name, "tape": self.tape_arr, "symbolic": self.sym_value,
+                     "numeric": self.num_value,
+                     "numeric_method": numeric.method if numeric is not None
+                     and self.num_value is not None else None,
+                     "symbolic_skipped": symbolic.skipped if symbolic is not None
+                     else "not run",
+                     "symbolic_derivative": symbolic.text if symbolic is not None else None}
+
+    def compare(self) -> None:
+        """The per-element comparisons and masks (the tape's shape is the source's)."""
+        self.t = self.tape_arr if self.tape_arr is not None else np.zeros(self.shape)
+        self._against_sympy()
+        self._against_finite_differences()
+        self._masks()
+        self.numeric_unusable = self._numeric_unusable()
+
+    def _against_sympy(self) -> None:
+        shape, tol = self.shape, self.tol
+        if self.sym_value is not None:
+            self.s = np.asarray(self.sym_value, dtype=np.float64)
+            self.s_avail = ~np.isnan(self.s)
+            self.s_kind = _kinds(self.symbolic.kind, self.symbolic.kink, shape)
+            self.agree_s = _close(self.t, self.s,
+                                  tol.symbolic_atol + tol.symbolic_rtol * np.abs(self.s))
+        else:
+            self.s = np.full(shape, np.nan)
+            self.s_avail = self.agree_s = np.zeros(shape, bool)
+            self.s_kind = np.full(shape, "", dtype=object)
+
+    def _against_finite_differences(self) -> None:
+        """(a direction's verdict applies to every element)"""
+        shape, tol, numeric, t = self.shape, self.tol, self.numeric, self.t
+        self.tape_directional = self.allowance = None
+        self.n_kind = np.full(shape, "", dtype=object)
+        self.n_detail = np.full(shape, "", dtype=object)
+        if numeric is not None and numeric.kind is not None:
+            self.n_kind = _kinds(numeric.kind, None, shape)
+            self.n_detail = _per_element(numeric.detail, shape, "")
+        if self.directional:
+            u = numeric.direction
+            n = float(numeric.value)
+            self.tape_directional = float(np.sum(t * u))
+            scale = float(np.sum(np.abs(u)))
+            self.allowance = (tol.numeric_atol * scale
+                              + tol.numeric_rtol * max(float(np.sum(np.abs(t * u))), abs(n))
+                              + float(numeric.error))
+            self.n_avail = np.full(shape, bool(np.isfinite(n)))
+            if numeric.kind is None:
+                self.n_kind = _kinds(None, np.full(shape, bool(numeric.kink)), shape)
+            self.agree_n = np.full(shape, bool(_close(np.asarray(self.tape_directional),
+                                                      np.asarray(n),
+                                                      np.asarray(self.allowance))))
+            self.n_err = np.full(shape, float(numeric.error))
+            self.n_ref = np.full(shape, abs(n))
+            n_atol = tol.numeric_atol * scale
+        elif self.num_value is not None:
+            nv = np.asarray(self.num_value, dtype=np.float64)
+            self.n_avail = ~np.isnan(nv)
+            if numeric.kind is None:
+                self.n_kind = _kinds(None, numeric.kink, shape)
+            self.n_err = np.nan_to_num(np.asarray(numeric.error, dtype=np.float64), nan=0.0)
+            self.agree_n = _close(t, nv, tol.numeric_atol + tol.numeric_rtol * np.abs(nv)
+                                  + self.n_err)
+            self.n_ref = np.abs(nv)
+            n_atol = tol.numeric_atol
+        else:
+            self.n_avail = self.agree_n = np.zeros(shape, bool)
+            self.n_err = self.n_ref = np.zeros(shape)
+            n_atol = tol.numeric_atol
+        self.unresolved = _per_element(getattr(numeric, "unresolved", None), shape,
+                                       False).astype(bool)
+        with np.errstate(invalid="ignore"):
+            self.rough = self.n_avail & (self.n_err > NUMERIC_USABLE_RTOL * self.n_ref + n_atol)
+        self.n_usable = self.n_avail & (self.n_kind == "") & ~self.unresolved & ~self.rough
+
+    def _masks(self) -> None:
+        # What lies at the point: sympy says, where it has a verdict; where sympy has a
+        # value and sees nothing, a kink in the finite differences is near the point, not at
+        # it.
+        s_avail, n_usable = self.s_avail, self.n_usable
+        self.kind = np.where(self.s_kind != "", self.s_kind,
+                             np.where(s_avail, "", self.n_kind)).astype(object)
+        all_agree = s_avail & self.agree_s & n_usable & self.agree_n
+        self.nondiff = np.isin(self.kind, NONDIFF_KINDS) & ~all_agree
+        self.over = self.kind == "overflow"
+        over_ok = self.over & (self.agree_s | (~s_avail & np.isinf(self.t)))
+        self.smooth = ~self.nondiff & ~self.over
+        self.mismatch_s = self.smooth & s_avail & ~self.agree_s
+        self.mismatch_n = self.smooth & ~self.mismatch_s & n_usable & ~self.agree_n
+        self.mismatch_o = self.over & ~over_ok
+        self.unchecked = self.smooth & ~s_avail & ~n_usable
+        self.decided_s = (self.smooth | self.over) & s_avail
+        self.decided_n = self.smooth & ~s_avail & n_usable
+        # (at a kink, discontinuity or singularity the evidence is in the reason already)
+        self.blocked = self.n_avail & ~n_usable & ~self.nondiff
+
+    # --- words ------------------------------------------------------------------------
+    def first(self, mask: np.ndarray) -> tuple:
+        return tuple(int(i) for i in np.argwhere(mask)[0]) if self.shape else ()
+
+    def count(self, mask: np.ndarray) -> str:
+        k = int(np.sum(mask))
+        return f" ({k} of {mask.size} elements)" if self.shape and mask.size > 1 else ""
+
+    def at(self, mask: np.ndarray) -> str:
+        return f" at {self.label(mask)}" if self.shape else ""
+
+    def label(self, mask: np.ndarray) -> str:
+        return _label(self.name, self.shape, self.first(mask))
+
+    def errors(self) -> tuple[float | None, float | None]:
+        """The errors of the comparisons that decided: sympy where it has a value, else
+        usable finite differences (never an unusable reference's)."""
+        tol, t = self.tol, self.t
+        abs_parts, rel_parts = [], []
+        if self.decided_s.any():
+            d, r = _errors(t, self.s, tol.symbolic_atol)
+            abs_parts.append(d[self.decided_s])
+            rel_parts.append(r[self.decided_s])
+        if self.directional and self.decided_n.all():
+            d, r = _errors(np.asarray(self.tape_directional),
+                           np.asarray(float(self.numeric.value)), tol.numeric_atol)
+            abs_parts.append(np.atleast_1d(d))
+            rel_parts.append(np.atleast_1d(r))
+        elif not self.directional and self.decided_n.any():
+            d, r = _errors(t, np.asarray(self.num_value, dtype=np.float64), tol.numeric_atol)
+            abs_parts.append(d[self.decided_n])
+            rel_parts.append(r[self.decided_n])
+        abs_all = np.concatenate([np.ravel(p) for p in abs_parts]) if abs_parts else np.empty(0)
+        rel_all = np.concatenate([np.ravel(p) for p in rel_parts]) if rel_parts else np.empty(0)
+        return (float(abs_all.max()) if abs_all.size else None,
+                float(rel_all.max()) if rel_all.size else None)
+
+    def _numeric_unusable(self) -> str | None:
+        """Why the finite differences could not be used (reported, never a mismatch)."""
+        blocked = self.blocked
+        if not blocked.any():
+            return None
+        idx = self.first(blocked)
+        n_err = self.n_err
+        if self.n_kind[idx]:
+            why = (f"they straddle a {self.n_kind[idx]} near the point"
+                   + (f" ({self.n_detail[idx]})" if self.n_detail[idx] else ""))
+        elif self.unresolved[idx]:
+            why = ("the step is too large for the function's scale here: their values are "
+                   "noise (the differences at h and h/16 do not agree)")
+        else:
+            rounding = _per_element(getattr(self.numeric, "rounding", None), self.shape,
+                                    np.nan)
+            if np.isfinite(rounding[idx]) and rounding[idx] >= 0.5 * n_err[idx]:
+                why = (f"rounding: the target's size swamps its change over the step "
+                       f"(estimated error {_num(float(n_err[idx]))})")
+            else:
+                why = (f"their estimated error {_num(float(n_err[idx]))} is more than "
+                       f"{NUMERIC_USABLE_RTOL:g} of their value "
+                       f"{_num(float(self.n_ref[idx]))}: the step is too coarse here")
+        return f"finite differences unusable{self.at(blocked)}: {why}{self.count(blocked)}"
+
+
+# --- the reasons, one per row of the decision table --------------------------------------
+def _unwatched_reason(e: _Evidence) -> str:
+    # A tape gives None for a source it did not watch: TensorFlow's answer, not a bug.
+    return ("the tape gave None, but the target depends on it: the tape did not watch it "
+            "(watch it to compare its gradient)")
+
+
+def _sympy_mismatch_reason(e: _Evidence) -> str:
+    idx = e.first(e.mismatch_s)
+    return (f"tape differs from sympy at {e.label(e.mismatch_s)}: tape {_num(e.t[idx])}, "
+            f"sympy {_num(e.s[idx])}{e.count(e.mismatch_s)}")
+
+
+def _overflow_mismatch_reason(e: _Evidence) -> str:
+    return (f"the derivative overflows float64 at {e.label(e.mismatch_o)} but the tape gave "
+            f"{_num(e.t[e.first(e.mismatch_o)])}{e.count(e.mismatch_o)}")
+
+
+def _numeric_mismatch_reason(e: _Evidence) -> str:
+    if e.directional:
+        return (f"tape differs from finite differences along a random direction: tape "
+                f"{_num(e.tape_directional)}, finite differences "
+                f"{_num(float(e.numeric.value))}")
+    idx = e.first(e.mismatch_n)
+    return (f"tape differs from finite differences at {e.label(e.mismatch_n)}: tape "
+            f"{_num(e.t[idx])}, finite differences {_num(float(e.num_value[idx]))}"
+            f"{e.count(e.mismatch_n)}")
+
+
+def _nondiff_reason(e: _Evidence) -> str:
+    idx = e.first(e.nondiff)
+    what = str(e.kind[idx])
+    evidence = []
+    if e.s_kind[idx] and e.symbolic is not None and e.symbolic.note:
+        evidence.append(f"sympy: {e.symbolic.note}")
+    if e.n_kind[idx]:
+        evidence.append(f"finite differences: {e.n_detail[idx] or e.n_kind[idx]}")
+    elif not e.s_kind[idx] and e.numeric is not None and e.numeric.note:
+        evidence.append(f"finite differences: {e.numeric.note}")
+    kinds = sorted(set(e.kind[e.nondiff]), key=NONDIFF_KINDS.index)
+    others = f"; also {', '.join(k for k in kinds if k != what)}" if len(kinds) > 1 else ""
+    return (f"{what}{e.at(e.nondiff)}" + (f" ({'; '.join(evidence)})" if evidence else "")
+            + f"{e.count(e.nondiff)}{others}")
+
+
+def _overflow_reason(e: _Evidence) -> str:
+    idx = e.first(e.over)
+    note = e.symbolic.note if e.symbolic is not None and e.symbolic.note else \
+        (str(e.n_detail[idx]) or "beyond float64's range")
+    # (the status already says "overflow")
+    note = note.removeprefix("overflow: ")
+    return f"{note}; the tape's {_num(e.t[idx])} is its float64 value"
+
+
+def _no_reference_reason(e: _Evidence) -> str:
+    symbolic, numeric, unusable = e.symbolic, e.numeric, e.numeric_unusable
+    sym_why = "not run" if symbolic is None else \
+        (symbolic.skipped or symbolic.note or "no value")
+    if unusable is not None:
+        num_why = unusable.removeprefix("finite differences ")
+    else:
+        num_why = numeric.note if numeric is not None and numeric.note else "not taken"
+    return f"no reference value (sympy: {sym_why}; finite differences: {num_why})"
+
+
+def _numeric_decided_reason(e: _Evidence) -> str:
+    """sympy could not be used: the finite differences decided, and agree. Says so when
+    only the finite differences' own error estimate made them agree."""
+    tol = e.tol
+    within = ""
+    strict = _close(e.t, np.asarray(e.num_value, dtype=np.float64),
+                    tol.numeric_atol + tol.numeric_rtol * e.n_ref) if not e.directional \
+        else np.full(e.shape, abs(e.tape_directional - float(e.numeric.value))
+                     <= e.allowance - float(e.numeric.error))
+    if (e.decided_n & ~strict).any():
+        within = (" within their estimated error "
+                  f"{_num(float(np.max(e.n_err[e.decided_n & ~strict])))}")
+    skipped = e.symbolic.skipped if e.symbolic is not None else "not run"
+    return f"sympy: {skipped}; finite differences agree{within}"
+
+
+class _Row(NamedTuple):
+    condition: str     # the name of a fact of _facts
+    status: str
+    checked: bool      # False: nothing was compared for this source
+    reason: Callable[[_Evidence], str] | None
+
+
+# The verdict, read top-down: the first row whose condition holds decides.
+_DECISIONS = (
+    _Row("unwatched source", "skipped", False, _unwatched_reason),
+    _Row("tape differs from sympy", "mismatch", True, _sympy_mismatch_reason),
+    _Row("tape is not the overflow", "mismatch", True, _overflow_mismatch_reason),
+    _Row("tape differs from finite differences", "mismatch", True,
+         _numeric_mismatch_reason),
+    _Row("non-differentiable element", "non-differentiable", True, _nondiff_reason),
+    _Row("overflowing element", "overflow", True, _overflow_reason),
+    _Row("no reference anywhere", "skipped", False, _no_reference_reason),
+    _Row("sympy not used", "skipped", True, _numeric_decided_reason),
+    _Row("otherwise", "ok", True, None),
+)
+
+
+def _facts(e: _Evidence, none_may_be_right: bool) -> dict[str, bool]:
+    """The conditions of the decision table's rows."""
+    return {
+        # (the tape mode, where a source may be unwatched)
+        "unwatched source": (e.tape_arr is None and none_may_be_right
+                             and bool(e.mismatch_s.any() or e.mismatch_n.any())),
+        "tape differs from sympy": bool(e.mismatch_s.any()),
+        "tape is not the overflow": bool(e.mismatch_o.any()),
+        "tape differs from finite differences": bool(e.mismatch_n.any()),
+        "non-differentiable element": bool(e.nondiff.any()),
+        "overflowing element": bool(e.over.any()),
+        "no reference anywhere": bool(e.unchecked.all()),
+        "sympy not used": e.sym_value is None,
+        "otherwise": True,
+    }
+
+
+def _trailing_notes(e: _Evidence, row: _Row) -> list[str]:
+    """The notes after the verdict's: unchecked elements of an ok, and why the finite
+    differences were unusable or not taken (unless the verdict already says it)."""
+    notes = []
+    if row.status == "ok" and e.unchecked.any():
+        notes.append(f"{int(e.unchecked.sum())} of {e.unchecked.size} elements could not be "
+                     "checked")
+    numeric, unusable = e.numeric, e.numeric_unusable
+    if unusable is not None and not (row.status == "skipped" and not row.checked):
+        notes.append(unusable)
+    elif (unusable is None and numeric is not None and e.num_value is None
+          and numeric.note and row.status not in ("skipped", "non-differentiable")):
+        notes.append(f"finite differences not taken: {numeric.note}")
+    return notes
+
+
 def compare_gradient(name: str, tape: Any, symbolic: SymbolicGradient | None,
                      numeric: NumericGradient | None,
                      tolerances: Tolerances = Tolerances(), *,
                      none_may_be_right: bool = False) -> GradientCheck:
-    """The verdict for one source, from the tape's value and the two references.
+    """The verdict for one source, from the tape's value and the two references: the first
+    row of ``_DECISIONS`` whose condition holds.
 
     A tape gradient of None is compared as zeros. ``none_may_be_right`` (the ``tape``
     mode, where a source may be unwatched) turns a None that the references contradict
@@ -303,246 +619,22 @@ def compare_gradient(name: str, tape: Any, symbolic: SymbolicGradient | None,
     >>> compare_gradient("w1", 4.0, sym, None).status
     'mismatch'
     """
-    tol = tolerances
-    tape_arr = _as_array(tape)
-    sym_value = symbolic.value if symbolic is not None and symbolic.skipped is None else None
-    num_value = numeric.value if numeric is not None else None
-    directional = numeric is not None and numeric.method == "direction" and num_value is not None
-
-    shape = None
-    for candidate in (sym_value, None if directional else num_value,
-                      numeric.direction if directional else None, tape_arr):
-        if candidate is not None:
-            shape = np.shape(candidate)
-            break
-    if shape is None:
-        shape = ()
-    notes: list[str] = []
-    base = {"name": name, "tape": tape_arr, "symbolic": sym_value, "numeric": num_value,
-            "numeric_method": numeric.method if numeric is not None and num_value is not None
-            else None,
-            "symbolic_skipped": symbolic.skipped if symbolic is not None else "not run",
-            "symbolic_derivative": symbolic.text if symbolic is not None else None}
-    if tape_arr is not None and tape_arr.shape != shape:
+    e = _Evidence(name, tape, symbolic, numeric, tolerances)
+    if e.tape_arr is not None and e.tape_arr.shape != e.shape:
         return GradientCheck(status="mismatch", abs_error=None, rel_error=None,
-                             reason=f"the tape's gradient has shape {tape_arr.shape}, the "
-                                    f"source has shape {shape}", checked=True, **base)
-    t = tape_arr if tape_arr is not None else np.zeros(shape)
-
-    # sympy, per element
-    if sym_value is not None:
-        s = np.asarray(sym_value, dtype=np.float64)
-        s_avail = ~np.isnan(s)
-        s_kind = _kinds(symbolic.kind, symbolic.kink, shape)
-        agree_s = _close(t, s, tol.symbolic_atol + tol.symbolic_rtol * np.abs(s))
-    else:
-        s = np.full(shape, np.nan)
-        s_avail = agree_s = np.zeros(shape, bool)
-        s_kind = np.full(shape, "", dtype=object)
-
-    # finite differences, per element (a direction's verdict applies to every element)
-    tape_directional = None
-    n_kind = np.full(shape, "", dtype=object)
-    n_detail = np.full(shape, "", dtype=object)
-    if numeric is not None and numeric.kind is not None:
-        n_kind = _kinds(numeric.kind, None, shape)
-        n_detail = _per_element(numeric.detail, shape, "")
-    if directional:
-        u = numeric.direction
-        n = float(numeric.value)
-        tape_directional = float(np.sum(t * u))
-        scale = float(np.sum(np.abs(u)))
-        allowance = (tol.numeric_atol * scale
-                     + tol.numeric_rtol * max(float(np.sum(np.abs(t * u))), abs(n))
-                     + float(numeric.error))
-        n_avail = np.full(shape, bool(np.isfinite(n)))
-        if numeric.kind is None:
-            n_kind = _kinds(None, np.full(shape, bool(numeric.kink)), shape)
-        agree_n = np.full(shape, bool(_close(np.asarray(tape_directional), np.asarray(n),
-                                             np.asarray(allowance))))
-        n_err = np.full(shape, float(numeric.error))
-        n_ref = np.full(shape, abs(n))
-        n_atol = tol.numeric_atol * scale
-    elif num_value is not None:
-        nv = np.asarray(num_value, dtype=np.float64)
-        n_avail = ~np.isnan(nv)
-        if numeric.kind is None:
-            n_kind = _kinds(None, numeric.kink, shape)
-        n_err = np.nan_to_num(np.asarray(numeric.error, dtype=np.float64), nan=0.0)
-        agree_n = _close(t, nv, tol.numeric_atol + tol.numeric_rtol * np.abs(nv) + n_err)
-        n_ref = np.abs(nv)
-        n_atol = tol.numeric_atol
-    else:
-        n_avail = agree_n = np.zeros(shape, bool)
-        n_err = n_ref = np.zeros(shape)
-        n_atol = tol.numeric_atol
-    unresolved = _per_element(getattr(numeric, "unresolved", None), shape, False).astype(bool)
-    with np.errstate(invalid="ignore"):
-        rough = n_avail & (n_err > NUMERIC_USABLE_RTOL * n_ref + n_atol)
-    n_usable = n_avail & (n_kind == "") & ~unresolved & ~rough
-
-    # What lies at the point: sympy says, where it has a verdict; where sympy has a value
-    # and sees nothing, a kink in the finite differences is near the point, not at it.
-    kind = np.where(s_kind != "", s_kind, np.where(s_avail, "", n_kind)).astype(object)
-    all_agree = s_avail & agree_s & n_usable & agree_n
-    nondiff = np.isin(kind, NONDIFF_KINDS) & ~all_agree
-    over = kind == "overflow"
-    over_ok = over & (agree_s | (~s_avail & np.isinf(t)))
-    smooth = ~nondiff & ~over
-    mismatch_s = smooth & s_avail & ~agree_s
-    mismatch_n = smooth & ~mismatch_s & n_usable & ~agree_n
-    mismatch_o = over & ~over_ok
-    unchecked = smooth & ~s_avail & ~n_usable
-
-    # The errors shown are those of the comparisons that decided: sympy where it has a
-    # value, else usable finite differences (never an unusable reference's).
-    abs_parts, rel_parts = [], []
-    decided_s = (smooth | over) & s_avail
-    if decided_s.any():
-        d, r = _errors(t, s, tol.symbolic_atol)
-        abs_parts.append(d[decided_s])
-        rel_parts.append(r[decided_s])
-    decided_n = smooth & ~s_avail & n_usable
-    if directional and decided_n.all():
-        d, r = _errors(np.asarray(tape_directional), np.asarray(float(numeric.value)),
-                       tol.numeric_atol)
-        abs_parts.append(np.atleast_1d(d))
-        rel_parts.append(np.atleast_1d(r))
-    elif not directional and decided_n.any():
-        d, r = _errors(t, np.asarray(num_value, dtype=np.float64), tol.numeric_atol)
-        abs_parts.append(d[decided_n])
-        rel_parts.append(r[decided_n])
-    abs_all = np.concatenate([np.ravel(p) for p in abs_parts]) if abs_parts else np.empty(0)
-    rel_all = np.concatenate([np.ravel(p) for p in rel_parts]) if rel_parts else np.empty(0)
-    abs_error = float(abs_all.max()) if abs_all.size else None
-    rel_error = float(rel_all.max()) if rel_all.size else None
-
-    def first(mask: np.ndarray) -> tuple:
-        return tuple(int(i) for i in np.argwhere(mask)[0]) if shape else ()
-
-    def count(mask: np.ndarray) -> str:
-        k = int(np.sum(mask))
-        return f" ({k} of {mask.size} elements)" if shape and mask.size > 1 else ""
-
-    def at(mask: np.ndarray) -> str:
-        return f" at {_label(name, shape, first(mask))}" if shape else ""
-
-    # Why the finite differences could not be used (reported, never a mismatch).
-    numeric_unusable = None
-    # (at a kink, discontinuity or singularity the evidence is in the reason already)
-    blocked = n_avail & ~n_usable & ~nondiff
-    if blocked.any():
-        idx = first(blocked)
-        if n_kind[idx]:
-            why = (f"they straddle a {n_kind[idx]} near the point"
-                   + (f" ({n_detail[idx]})" if n_detail[idx] else ""))
-        elif unresolved[idx]:
-            why = ("the step is too large for the function's scale here: their values are "
-                   "noise (the differences at h and h/16 do not agree)")
-        else:
-            rounding = _per_element(getattr(numeric, "rounding", None), shape, np.nan)
-            if np.isfinite(rounding[idx]) and rounding[idx] >= 0.5 * n_err[idx]:
-                why = (f"rounding: the target's size swamps its change over the step "
-                       f"(estimated error {_num(float(n_err[idx]))})")
-            else:
-                why = (f"their estimated error {_num(float(n_err[idx]))} is more than "
-                       f"{NUMERIC_USABLE_RTOL:g} of their value "
-                       f"{_num(float(n_ref[idx]))}: the step is too coarse here")
-        numeric_unusable = f"finite differences unusable{at(blocked)}: {why}{count(blocked)}"
-
-    if tape_arr is None:
+                             reason=f"the tape's gradient has shape {e.tape_arr.shape}, the "
+                                    f"source has shape {e.shape}", checked=True, **e.base)
+    e.compare()
+    facts = _facts(e, none_may_be_right)
+    row = next(row for row in _DECISIONS if facts[row.condition])
+    abs_error, rel_error = e.errors()
+    notes = [row.reason(e)] if row.reason is not None else []
+    if e.tape_arr is None and row.reason is not _unwatched_reason:  # (which says it)
         notes.append("the tape gave None (not connected)")
-    checked = True
-    if tape_arr is None and none_may_be_right and (mismatch_s.any() or mismatch_n.any()):
-        # A tape gives None for a source it did not watch: TensorFlow's answer, not a bug.
-        status = "skipped"
-        checked = False
-        notes[-1] = ("the tape gave None, but the target depends on it: the tape did not "
-                     "watch it (watch it to compare its gradient)")
-    elif mismatch_s.any():
-        idx = first(mismatch_s)
-        status = "mismatch"
-        notes.insert(0, f"tape differs from sympy at {_label(name, shape, idx)}: tape "
-                        f"{_num(t[idx])}, sympy {_num(s[idx])}{count(mismatch_s)}")
-    elif mismatch_o.any():
-        idx = first(mismatch_o)
-        status = "mismatch"
-        notes.insert(0, f"the derivative overflows float64 at {_label(name, shape, idx)} "
-                        f"but the tape gave {_num(t[idx])}{count(mismatch_o)}")
-    elif mismatch_n.any():
-        idx = first(mismatch_n)
-        status = "mismatch"
-        if directional:
-            notes.insert(0, f"tape differs from finite differences along a random direction: "
-                            f"tape {_num(tape_directional)}, finite differences "
-                            f"{_num(float(numeric.value))}")
-        else:
-            notes.insert(0, f"tape differs from finite differences at "
-                            f"{_label(name, shape, idx)}: tape {_num(t[idx])}, finite "
-                            f"differences {_num(float(num_value[idx]))}{count(mismatch_n)}")
-    elif nondiff.any():
-        status = "non-differentiable"
-        idx = first(nondiff)
-        what = str(kind[idx])
-        evidence = []
-        if s_kind[idx] and symbolic is not None and symbolic.note:
-            evidence.append(f"sympy: {symbolic.note}")
-        if n_kind[idx]:
-            evidence.append(f"finite differences: {n_detail[idx] or n_kind[idx]}")
-        elif not s_kind[idx] and numeric is not None and numeric.note:
-            evidence.append(f"finite differences: {numeric.note}")
-        kinds = sorted(set(kind[nondiff]), key=NONDIFF_KINDS.index)
-        others = f"; also {', '.join(k for k in kinds if k != what)}" \
-            if len(kinds) > 1 else ""
-        notes.insert(0, f"{what}{at(nondiff)}" + (f" ({'; '.join(evidence)})" if evidence
-                                                  else "") + f"{count(nondiff)}{others}")
-    elif over.any():
-        status = "overflow"
-        note = symbolic.note if symbolic is not None and symbolic.note else \
-            (str(n_detail[first(over)]) or "beyond float64's range")
-        # (the status already says "overflow")
-        note = note.removeprefix("overflow: ")
-        notes.insert(0, f"{note}; the tape's {_num(t[first(over)])} is its float64 value")
-    elif unchecked.all():
-        status = "skipped"
-        checked = False
-        if symbolic is None:
-            sym_why = "not run"
-        else:
-            sym_why = symbolic.skipped or symbolic.note or "no value"
-        if numeric_unusable is not None:
-            num_why = numeric_unusable.removeprefix("finite differences ")
-        else:
-            num_why = numeric.note if numeric is not None and numeric.note else "not taken"
-        why = [f"sympy: {sym_why}", f"finite differences: {num_why}"]
-        notes.insert(0, "no reference value (" + "; ".join(why) + ")")
-    elif sym_value is None:
-        # sympy could not be used: the finite differences decided, and agree.
-        status = "skipped"
-        # Say so when only the finite differences' own error estimate made them agree.
-        within = ""
-        strict = _close(t, np.asarray(num_value, dtype=np.float64),
-                        tol.numeric_atol + tol.numeric_rtol * n_ref) if not directional \
-            else np.full(shape, abs(tape_directional - float(numeric.value))
-                         <= allowance - float(numeric.error))
-        if (decided_n & ~strict).any():
-            within = (" within their estimated error "
-                      f"{_num(float(np.max(n_err[decided_n & ~strict])))}")
-        notes.insert(0, f"sympy: {symbolic.skipped if symbolic is not None else 'not run'}; "
-                        f"finite differences agree{within}")
-    else:
-        status = "ok"
-        if unchecked.any():
-            notes.append(f"{int(unchecked.sum())} of {unchecked.size} elements could not be "
-                         "checked")
-    if numeric_unusable is not None and not (status == "skipped" and not checked):
-        notes.append(numeric_unusable)
-    elif (numeric_unusable is None and numeric is not None and num_value is None
-          and numeric.note and status not in ("skipped", "non-differentiable")):
-        notes.append(f"finite differences not taken: {numeric.note}")
-    return GradientCheck(status=status, abs_error=abs_error, rel_error=rel_error,
-                         reason="; ".join(notes) or None, tape_directional=tape_directional,
-                         numeric_unusable=numeric_unusable, checked=checked, **base)
+    notes += _trailing_notes(e, row)
+    return GradientCheck(status=row.status, abs_error=abs_error, rel_error=rel_error,
+                         reason="; ".join(notes) or None, tape_directional=e.tape_directional,
+                         numeric_unusable=e.numeric_unusable, checked=row.checked, **e.base)
 
 
 # The --check-timeout range (the command line's option; the library's ``timeout``).

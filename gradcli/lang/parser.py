@@ -240,8 +240,10 @@ def _check_characters(text: str) -> None:
 
 
 def _tokenize(text: str) -> list[Tok]:
-    """Split text into tokens, refusing unknown characters, strings, keywords and refused
-    operators, and enforcing the nesting-depth, unary-run and literal-size limits."""
+    """Split text into tokens, refusing unknown characters, keywords and refused
+    operators, and enforcing the nesting-depth, unary-run and literal-size limits. A
+    string literal is a 'str' token whatever it is next to: whether a string is allowed
+    there is the parser's and the binder's judgement (``_check_strings``)."""
     tokens: list[Tok] = []
     pos, end, line, line_start = 0, len(text), 1, 0
     brackets: list[Tok] = []      # open brackets; newlines inside them do not end statements
@@ -256,34 +258,10 @@ def _tokenize(text: str) -> list[Tok]:
         m = match(text, pos)
         col = pos - line_start
         if m is None:
-            ch = text[pos]
-            if ch in "'\"":
-                close = text.find(ch, pos + 1)
-                nl = _LINE_BREAK.search(text, pos)
-                stop = close + 1 if close != -1 and (nl is None or close < nl.start()) else pos + 1
-                if _einsum_subscripts_here(tokens) and stop > pos + 1:
-                    _check_subscripts(text[pos + 1:stop - 1], fail, col + 1)
-                    tokens.append(Tok("str", text[pos + 1:stop - 1], line, col))
-                    prev, unary_run, pos = tokens[-1], 0, stop
-                    continue
-                if _norm_ord_here(tokens) and stop > pos + 1:
-                    if text[pos + 1:stop - 1] not in NORM_ORD_STRINGS:
-                        raise fail(ArgumentError, "ord= takes the string 'fro' or 'nuc' "
-                                                  "(or a number: 1, 2, inf, ...)", col,
-                                   stop - pos)
-                    tokens.append(Tok("str", text[pos + 1:stop - 1], line, col))
-                    prev, unary_run, pos = tokens[-1], 0, stop
-                    continue
-                raise fail(ParseError, "strings are not allowed (only einsum's subscripts, "
-                                       "einsum(\"ij,jk->ik\", a, b), and norm's "
-                                       "ord='fro' or 'nuc')", col, stop - pos)
-            if ch == "\\":
-                raise fail(ParseError, "line continuation '\\' is not allowed "
-                                       "(a newline inside brackets continues a line)", col)
-            if ord(ch) > 127:
-                raise fail(ParseError, f"non-ASCII character {_describe_char(ch)} is not "
-                                       "allowed outside comments", col)
-            raise fail(ParseError, f"unexpected character {ch!r}", col)
+            tok, pos = _string_or_refusal(text, pos, line, col, fail)
+            prev, unary_run = tok, 0
+            tokens.append(tok)
+            continue
         kind, s = m.lastgroup, m.group()
         pos = m.end()
         if kind == "space" or kind == "comment":
@@ -296,93 +274,124 @@ def _tokenize(text: str) -> list[Tok]:
             continue
         tok = Tok(kind, s, line, col)
         if kind == "num":
-            digits = sum(c.isdigit() for c in s.split("e")[0].split("E")[0])
-            if digits > limits.MAX_LITERAL_DIGITS:
-                raise fail(LimitError, f"number literal with {digits:,} digits is over the "
-                                       f"literal size limit ({limits.MAX_LITERAL_DIGITS} digits)",
-                           col, len(s))
-            if not _NUMBER.match(s):
-                product = re.fullmatch(r"([0-9]+(?:\.[0-9]*)?)([A-Za-z][A-Za-z0-9_]*)", s)
-                if re.match(r"0[xXbBoO]|[0-9.]*[eE][0-9]", s):
-                    message = f"invalid number {s!r} (only decimal numbers are allowed)"
-                elif "_" in s and re.fullmatch(r"[0-9_.eE+-]+", s):
-                    message = f"invalid number {s!r} (digit separators '_' are not allowed)"
-                elif product:  # 2x: a product written as in mathematics
-                    message = (f"invalid name {s!r}: names must start with a letter "
-                               f"(for a product write {product[1]} * {product[2]})")
-                elif re.match(r"[0-9]+[A-Za-z_]", s):
-                    message = f"invalid name {s!r}: names must start with a letter"
-                else:
-                    message = f"invalid number {s!r}"
-                raise fail(ParseError, message, col, len(s))
+            _check_number(s, fail, col)
         elif kind == "name":
-            if s.startswith("_"):
-                raise fail(ParseError, f"names beginning with '_' are not allowed: {s!r}",
-                           col, len(s))
-            if keyword.iskeyword(s) and s not in BOOL_NAMES:
-                message = _KEYWORD_MESSAGES.get(s, f"'{s}' is not allowed")
-                raise fail(ParseError, message, col, len(s))
-        else:  # op
-            if s == ".":
-                raise fail(ParseError, _attribute_message(prev, text, pos), col)
-            if s not in _ALLOWED_OPS:
-                message = _REFUSED_OPS.get(s)
-                if message is None:  # augmented assignment: += -= *= ...
-                    message = f"augmented assignment {s!r} is not allowed (write x = x {s[:-1]} ...)"
-                raise fail(ParseError, message, col, len(s))
-            if s in "([":
-                brackets.append(tok)
-                if len(brackets) > limits.MAX_NESTING:
-                    raise fail(LimitError, f"brackets nested more than {limits.MAX_NESTING} "
-                                           f"deep (the nesting depth limit)", col)
-            elif s in ")]":
-                if not brackets:
-                    raise fail(ParseError, f"unmatched {s!r}", col)
-                opened = brackets.pop()
-                if (opened.text == "(") != (s == ")"):
-                    raise fail(ParseError, f"{s!r} does not match {opened.text!r} "
-                                           f"on line {opened.line}", col)
-            elif s == ";":
-                prev, unary_run = None, 0
-                tokens.append(tok)
-                continue
-            # A + or - is unary where an operand is expected: at the start, or after an
-            # operator or an opening bracket, comma, '=' or ':'.
-            if s in "+-" and (prev is None or (prev.kind == "op" and prev.text not in ")]")):
-                unary_run += 1
-                if unary_run > limits.MAX_UNARY_RUN:
-                    raise fail(LimitError, f"more than {limits.MAX_UNARY_RUN} unary operators "
-                                           "in a row (the unary run limit)", col)
-                prev = tok
-                tokens.append(tok)
-                continue
-        unary_run = 0
-        prev = tok
+            _check_name(s, fail, col)
+        else:
+            _check_op(s, prev, text, pos, fail, col)
+            _track_brackets(tok, brackets, fail)
         tokens.append(tok)
+        if kind == "op" and s == ";":
+            prev, unary_run = None, 0
+        else:
+            prev, unary_run = tok, _unary_run(tok, prev, unary_run, fail)
     if brackets:
         opened = brackets[-1]
         raise ParseError(f"{opened.text!r} was never closed", source=text, line=opened.line,
                          col=opened.col)
-    last_line = text[line_start:]
-    tokens.append(Tok("end", "", line, len(last_line)))
+    tokens.append(Tok("end", "", line, len(text[line_start:])))
     return tokens
 
 
-def _einsum_subscripts_here(tokens: list) -> bool:
-    """A string is allowed only as einsum's first argument: right after ``einsum(``."""
-    return (len(tokens) >= 2 and tokens[-1].kind == "op" and tokens[-1].text == "("
-            and tokens[-2].kind == "name" and tokens[-2].text == "einsum")
+# The refusal of a string where no parameter takes one (those that do:
+# ``_STRING_PARAMETERS``).
+_STRINGS_ONLY = ("(only einsum's subscripts, einsum(\"ij,jk->ik\", a, b), and norm's "
+                 "ord='fro' or 'nuc')")
+_STRINGS_REFUSED = f"strings are not allowed {_STRINGS_ONLY}"
+
+
+def _string_or_refusal(text: str, pos: int, line: int, col: int, fail) -> tuple[Tok, int]:
+    """At a character no token pattern matches: a string literal ('...' or "...", ended on
+    its line) as a 'str' token and the position after it, or the refusal of the character."""
+    ch = text[pos]
+    if ch in "'\"":
+        close = text.find(ch, pos + 1)
+        nl = _LINE_BREAK.search(text, pos)
+        if close == -1 or (nl is not None and close > nl.start()):
+            raise fail(ParseError, _STRINGS_REFUSED, col)  # (an unterminated one)
+        return Tok("str", text[pos + 1:close], line, col), close + 1
+    if ch == "\\":
+        raise fail(ParseError, "line continuation '\\' is not allowed "
+                               "(a newline inside brackets continues a line)", col)
+    if ord(ch) > 127:
+        raise fail(ParseError, f"non-ASCII character {_describe_char(ch)} is not "
+                               "allowed outside comments", col)
+    raise fail(ParseError, f"unexpected character {ch!r}", col)
+
+
+def _check_number(s: str, fail, col: int) -> None:
+    """Refuse a number token over the literal size limit, or not a decimal number."""
+    digits = sum(c.isdigit() for c in s.split("e")[0].split("E")[0])
+    if digits > limits.MAX_LITERAL_DIGITS:
+        raise fail(LimitError, f"number literal with {digits:,} digits is over the "
+                               f"literal size limit ({limits.MAX_LITERAL_DIGITS} digits)",
+                   col, len(s))
+    if _NUMBER.match(s):
+        return
+    product = re.fullmatch(r"([0-9]+(?:\.[0-9]*)?)([A-Za-z][A-Za-z0-9_]*)", s)
+    if re.match(r"0[xXbBoO]|[0-9.]*[eE][0-9]", s):
+        message = f"invalid number {s!r} (only decimal numbers are allowed)"
+    elif "_" in s and re.fullmatch(r"[0-9_.eE+-]+", s):
+        message = f"invalid number {s!r} (digit separators '_' are not allowed)"
+    elif product:  # 2x: a product written as in mathematics
+        message = (f"invalid name {s!r}: names must start with a letter "
+                   f"(for a product write {product[1]} * {product[2]})")
+    elif re.match(r"[0-9]+[A-Za-z_]", s):
+        message = f"invalid name {s!r}: names must start with a letter"
+    else:
+        message = f"invalid number {s!r}"
+    raise fail(ParseError, message, col, len(s))
+
+
+def _check_name(s: str, fail, col: int) -> None:
+    if s.startswith("_"):
+        raise fail(ParseError, f"names beginning with '_' are not allowed: {s!r}", col, len(s))
+    if keyword.iskeyword(s) and s not in BOOL_NAMES:
+        raise fail(ParseError, _KEYWORD_MESSAGES.get(s, f"'{s}' is not allowed"), col, len(s))
+
+
+def _check_op(s: str, prev: Tok | None, text: str, pos: int, fail, col: int) -> None:
+    if s == ".":
+        raise fail(ParseError, _attribute_message(prev, text, pos), col)
+    if s not in _ALLOWED_OPS:
+        message = _REFUSED_OPS.get(s)
+        if message is None:  # augmented assignment: += -= *= ...
+            message = f"augmented assignment {s!r} is not allowed (write x = x {s[:-1]} ...)"
+        raise fail(ParseError, message, col, len(s))
+
+
+def _unary_run(tok: Tok, prev: Tok | None, run: int, fail) -> int:
+    """The length of the run of unary signs that ``tok`` ends (0 when it is not one),
+    refusing a run over the limit. A + or - is unary where an operand is expected: at the
+    start, or after an operator or an opening bracket, comma, '=' or ':'."""
+    if not (tok.kind == "op" and tok.text in ("+", "-")
+            and (prev is None or (prev.kind == "op" and prev.text not in ")]"))):
+        return 0
+    if run + 1 > limits.MAX_UNARY_RUN:
+        raise fail(LimitError, f"more than {limits.MAX_UNARY_RUN} unary operators "
+                               "in a row (the unary run limit)", tok.col)
+    return run + 1
+
+
+def _track_brackets(tok: Tok, brackets: list[Tok], fail) -> None:
+    """Push or pop ``tok`` if it is a bracket, refusing mismatches and over-deep nesting."""
+    s, col = tok.text, tok.col
+    if s in "([":
+        brackets.append(tok)
+        if len(brackets) > limits.MAX_NESTING:
+            raise fail(LimitError, f"brackets nested more than {limits.MAX_NESTING} "
+                                   f"deep (the nesting depth limit)", col)
+    elif s in ")]":
+        if not brackets:
+            raise fail(ParseError, f"unmatched {s!r}", col)
+        opened = brackets.pop()
+        if (opened.text == "(") != (s == ")"):
+            raise fail(ParseError, f"{s!r} does not match {opened.text!r} "
+                                   f"on line {opened.line}", col)
 
 
 #: The strings norm's ``ord=`` accepts (numpy's matrix norms named by a string).
 NORM_ORD_STRINGS = ("fro", "nuc")
-
-
-def _norm_ord_here(tokens: list) -> bool:
-    """A string is also allowed as the value of a keyword ``ord=`` (norm's; that the call
-    is norm is checked when the call is parsed)."""
-    return (len(tokens) >= 2 and tokens[-1].kind == "op" and tokens[-1].text == "="
-            and tokens[-2].kind == "name" and tokens[-2].text == "ord")
 
 
 def _check_subscripts(subscripts: str, fail, col: int, n_operands: int | None = None) -> None:
@@ -418,6 +427,9 @@ class _Parser:
         self.functions = registry()
         # pi, e, inf once the program assigns them: no longer constants in static places.
         self.shadowed: frozenset = frozenset()
+        # The index of the token that starts the call argument being read (a string is
+        # read only there).
+        self.argument_start = -1
 
     # --- helpers ------------------------------------------------------------------------
     def peek(self, ahead: int = 0) -> Tok:
@@ -441,6 +453,9 @@ class _Parser:
         return Pos(first.line, first.col, max(1, width))
 
     def error(self, cls, message: str, first: Tok, last: Tok | None = None) -> GradcliError:
+        if first.kind == "str" and last in (None, first):
+            # A string where the parser stopped is a string out of place: say that.
+            return self.string_refused(first)
         pos = self.pos(first, last or first)
         return cls(message, source=self.text, line=pos.line, col=pos.col, width=pos.width)
 
@@ -526,6 +541,7 @@ class _Parser:
                 takes = "a value and trainable=True/False" if kind == "variable" else "only a value"
                 raise self.error(ArgumentError, f"{name_tok.text}() takes {takes}, not "
                                                 f"'{key}'", key_tok)
+        _check_strings(name_tok.text, allowed, args, kwargs, self.text)
         value_key = allowed[0]
         max_positional = len(allowed)
         if (len(args) > max_positional or (args and value_key in kwargs)
@@ -683,7 +699,11 @@ class _Parser:
             return Number(float(tok.text), self.pos(tok, tok)), tok, tok
         if tok.kind == "name":
             return self.name_or_call()
-        if tok.kind == "str":  # the tokenizer lets one through only after 'einsum('
+        if tok.kind == "str":
+            # Only a whole argument of a call can be a string; the binder judges whether
+            # its parameter takes one (_check_strings).
+            if self.i != self.argument_start:
+                raise self.string_refused(tok)
             self.take()
             self.count()
             return Str(tok.text, Pos(tok.line, tok.col, len(tok.text) + 2)), tok, tok
@@ -713,14 +733,18 @@ class _Parser:
             return Name(name, self.pos(tok, tok)), tok, tok
         op = self.functions.get(name)
         if op is None:
+            # A string given to an unknown function (a payload for Python's own functions)
+            # is the problem to name: the language has no use for it
+            string = self.string_argument()
+            if string is not None:
+                raise self.string_refused(string)
             hint = did_you_mean(name, list(self.functions) + list(DECLARE_NAMES))
             raise self.error(UnknownNameError, f"unknown function '{name}'{hint}", tok)
         args, kwargs, last = self.call_arguments(tok)
         self.count()
+        _check_strings(name, _written_parameters(op, len(args)), args, kwargs, self.text)
         if op.name == "einsum":
             args, kwargs = self.einsum_arguments(tok, last, args, kwargs)
-        else:
-            self.no_strings(op, args, kwargs)
         call = Call(name, tuple(args), tuple((k, v) for k, (v, _) in kwargs.items()),
                     self.pos(tok, last))
         # arity, keywords, static parameters
@@ -738,31 +762,25 @@ class _Parser:
                        for n in iter_postorder(node)):
                 raise
 
-    def no_strings(self, op, args: list, kwargs: dict) -> None:
-        """Outside einsum, a string is only norm's ``ord=`` (the tokenizer lets one through
-        after any ``ord=``, and after ``einsum(`` in a call it may be nested in)."""
-        for key, (value, value_tok) in [(None, (a, None)) for a in args] + list(kwargs.items()):
-            if isinstance(value, Str) and not (op.name == "norm" and key == "ord"):
-                pos = value.pos
-                raise ParseError("a string is only allowed as einsum's subscripts or norm's "
-                                 "ord= ('fro' or 'nuc')", source=self.text, line=pos.line,
-                                 col=pos.col, width=pos.width)
-
     def einsum_arguments(self, name_tok: Tok, last: Tok, args: list, kwargs: dict):
         """``einsum("ij,jk->ik", a, b)`` as the table's einsum: the operands as one list and
         the subscripts as its ``subscripts`` parameter."""
         if not args or not isinstance(args[0], Str):
             raise self.error(ArgumentError, "einsum takes its subscripts first, e.g. "
                                             "einsum(\"ij,jk->ik\", a, b)", name_tok, last)
+        if "subscripts" in kwargs:
+            raise self.error(ArgumentError, "einsum got two values for 'subscripts'",
+                             kwargs["subscripts"][1])
         subscripts, operands = args[0], args[1:]
-        if not operands:
-            raise self.error(ArgumentError, "einsum needs at least one array after its "
-                                            "subscripts", name_tok, last)
         pos = subscripts.pos
 
         def fail(cls, message, col, width=1):
             return cls(message, source=self.text, line=pos.line, col=col, width=width)
-        _check_subscripts(subscripts.value, fail, pos.col + 1, len(operands))
+        # (their syntax first, the operand count once there are operands)
+        _check_subscripts(subscripts.value, fail, pos.col + 1, len(operands) or None)
+        if not operands:
+            raise self.error(ArgumentError, "einsum needs at least one array after its "
+                                            "subscripts", name_tok, last)
         start, end = operands[0].pos, operands[-1].pos
         width = end.col + end.width - start.col if start.line == end.line else start.width
         arrays = TupleLit(tuple(operands), Pos(start.line, start.col, max(1, width)))
@@ -781,10 +799,10 @@ class _Parser:
                 if tok.text in kwargs:
                     raise self.error(ArgumentError, f"{name_tok.text}() got keyword "
                                                     f"'{tok.text}' twice", tok)
-                value, _, _ = self.expression()
+                value, _, _ = self.argument()
                 kwargs[tok.text] = (value, tok)
             else:
-                value, first, last = self.expression()
+                value, first, last = self.argument()
                 if kwargs:
                     raise self.error(ParseError, "positional argument after a keyword "
                                                  "argument", first, last)
@@ -794,6 +812,34 @@ class _Parser:
             self.take()
         last = self.expect(")", f"to close the call of {name_tok.text}")
         return args, kwargs, last
+
+    def argument(self):
+        """One argument's expression: a string only as the whole of it."""
+        self.argument_start = self.i
+        value, first, last = self.expression()
+        if first.kind == "str" and not isinstance(value, Str):  # 'ij' + x
+            raise self.string_refused(first)
+        return value, first, last
+
+    def string_argument(self) -> Tok | None:
+        """The first string directly among the arguments of the call whose '(' is next."""
+        depth = 0
+        for tok in self.tokens[self.i:]:
+            if tok.kind == "end":
+                return None
+            if tok.kind == "str" and depth == 1:
+                return tok
+            if tok.kind == "op" and tok.text in ("(", "["):
+                depth += 1
+            elif tok.kind == "op" and tok.text in (")", "]"):
+                depth -= 1
+                if depth == 0:
+                    return None
+        return None
+
+    def string_refused(self, tok: Tok) -> ParseError:
+        return ParseError(_STRINGS_REFUSED, source=self.text, line=tok.line, col=tok.col,
+                          width=len(tok.text) + 2)
 
     def parenthesized(self):
         first = self.take()
@@ -1136,6 +1182,46 @@ def _signature_text(op, required: set[str]) -> str:
     for name, default in op.params:
         parts.append(name if name in required else f"{name}={default!r}")
     return ", ".join(parts)
+
+
+# The parameters that take a string: (function, parameter) -> the strings accepted and the
+# refusal of another (None: any, left to the function's own check, einsum's subscripts to
+# ``check_subscripts``).
+_STRING_PARAMETERS = {
+    ("einsum", "subscripts"): None,
+    ("norm", "ord"): (NORM_ORD_STRINGS, "ord= takes the string 'fro' or 'nuc' (or a number: "
+                                        "1, 2, inf, ...)"),
+}
+
+
+def _written_parameters(op, n_args: int) -> tuple:
+    """The parameter each of ``n_args`` positional arguments binds to as the call is
+    written (einsum's subscripts come first, ``einsum("ij,jk->ik", a, b)``; the table's
+    einsum takes them as a parameter after its operands)."""
+    if op.name == "einsum":
+        return ("subscripts",) + ("operands",) * max(0, n_args - 1)
+    return tuple(["arrays"] if op.variadic else op.inputs) + tuple(_binding(op).names)
+
+
+def _check_strings(func: str, positional: tuple, args: list, kwargs: dict,
+                   source: str) -> None:
+    """The binder's judgement of string literals: a string is an argument only for a
+    parameter of ``_STRING_PARAMETERS`` and one of the strings it accepts. ``positional``
+    names the parameter of each positional argument; ``kwargs`` is key -> (value, token)."""
+    given = [(positional[i] if i < len(positional) else None, value)
+             for i, value in enumerate(args)]
+    given += [(key, value) for key, (value, _) in kwargs.items()]
+    for i, (param, value) in enumerate(given):
+        if not isinstance(value, Str):
+            continue
+        if (func, param) not in _STRING_PARAMETERS:
+            where = (f"{param}=" if i >= len(args) else param if param is not None
+                     else f"argument {i + 1}")
+            raise _arg_error(ParseError, f"strings are not allowed for {where} of {func} "
+                                         f"{_STRINGS_ONLY}", value, source)
+        accepted = _STRING_PARAMETERS[func, param]
+        if accepted is not None and value.value not in accepted[0]:
+            raise _arg_error(ArgumentError, accepted[1], value, source)
 
 
 def resolve_call(call: Call, source: str = "", shadowed: frozenset = frozenset()) -> ResolvedCall:
