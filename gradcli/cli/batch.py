@@ -713,8 +713,8 @@ class HumanWriter(_Writer):
         out = render.console()
         meta = self.meta_of()
         precision = self.precision
-        labels = list(self.labels)
-        show_point = len(labels) <= 6
+        show_point = len(self.labels) <= 6
+        labels = list(self.labels[:6])   # (a row of a big array has millions)
         headers = ["row"] + (labels if show_point else ["point"])
         with_value = meta is not None and self.kind.has_value(meta)
         if with_value:
@@ -729,10 +729,10 @@ class HumanWriter(_Writer):
                 rows.append([str(item[0]), f"error: {item[1]}"] + [""] * (len(headers) - 2))
                 continue
             row, columns, value, grads = item
-            texts = [render.number_text(x, precision) for x in columns.tolist()]
+            texts = [render.number_text(x, precision) for x in columns[:6].tolist()]
             cells = [str(row)] + (texts if show_point else [", ".join(
                 f"{k}={t}" for k, t in zip(labels[:4], texts[:4])) + (
-                ", ..." if len(labels) > 4 else "")])
+                ", ..." if len(self.labels) > 4 else "")])
             if with_value:
                 cells.append(render.array_text(value, precision))
             cells += [g if isinstance(g, str) else render.array_text(g, precision)
