@@ -33,7 +33,7 @@ from collections.abc import Iterator
 
 import numpy as np
 
-from .errors import GradcliError, InputError, LimitError
+from .errors import GradcliError, InputError, LimitError, shown_path
 from .lang.limits import MAX_ELEMENTS
 from .lang.values import _is_number, check_file
 
@@ -350,8 +350,8 @@ def open_source(spec: str, slots: dict, chunk: int | None = None, stdin=None) ->
     if not spec.startswith("@"):
         raise InputError(f"--at {spec!r}: give a file as @path (@points.csv, @x.npy, "
                          "@p.npz, @p.jsonl) or - for standard input")
-    shown = spec[1:]
-    path = os.path.expanduser(shown)
+    path = os.path.expanduser(spec[1:])
+    shown = shown_path(spec[1:])
     extension = os.path.splitext(path)[1].lower()
     if extension not in (".csv", ".npy", ".npz", ".jsonl", ".ndjson"):
         raise InputError(f"{shown}: unsupported source type {extension or '(none)'!r}; use "
