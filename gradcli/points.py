@@ -26,28 +26,25 @@ from __future__ import annotations
 import itertools
 import math
 import os
-import re
 import sys
 import warnings
 from collections.abc import Iterator
 
 import numpy as np
 
+from .columns import CsvOptions, resolve, split_fields
 from .errors import GradcliError, InputError, LimitError, shown_path
 from .lang.limits import MAX_ELEMENTS
 from .lang.values import _is_number, check_file
 
-__all__ = ["Slot", "Chunk", "BadRow", "Source", "open_source", "element_labels",
-           "DEFAULT_CHUNK_ELEMENTS", "MAX_CHUNK"]
+__all__ = ["Slot", "Chunk", "BadRow", "Source", "CsvOptions", "open_source",
+           "element_labels", "DEFAULT_CHUNK_ELEMENTS", "MAX_CHUNK"]
 
 #: The default chunk holds about this many input numbers (and at most MAX_CHUNK rows):
 #: its arrays stay in the CPU's caches (16,384 rows of the Rosenbrock gradient ran 10^7
 #: rows in 30 s where 65,536 took 42 s) and far below memory.
 DEFAULT_CHUNK_ELEMENTS = 1 << 15
 MAX_CHUNK = 1 << 14
-
-_HEADER = re.compile(r"\s*([A-Za-z_][A-Za-z0-9_]*)\s*(?:\[\s*([0-9]+(?:\s*,\s*[0-9]+)*)\s*\])?"
-                     r"\s*\Z")
 
 
 class Slot:
@@ -66,11 +63,14 @@ class Slot:
 class Chunk:
     """Rows ``start`` .. ``start + n - 1``: ``values`` maps each name the source sets to
     a float64 array of shape ``(n, *shape)``; ``columns`` the point's columns as the
-    source gave them, a float64 array ``(n, len(Source.labels))``."""
-    __slots__ = ("start", "values", "columns")
+    source gave them, a float64 array ``(n, len(Source.labels))``; ``kept`` the text of
+    the columns kept for the output (``--keep``), an array of str objects
+    ``(n, len(Source.kept))``, or None without any."""
+    __slots__ = ("columns", "kept", "start", "values")
 
-    def __init__(self, start: int, values: dict, columns: np.ndarray):
-        self.start, self.values, self.columns = start, values, columns
+    def __init__(self, start: int, values: dict, columns: np.ndarray,
+                 kept: np.ndarray | None = None):
+        self.start, self.values, self.columns, self.kept = start, values, columns, kept
 
     @property
     def n(self) -> int:
@@ -79,11 +79,13 @@ class Chunk:
 
 class BadRow:
     """Row ``row`` could not be read (or computed); ``message`` says why and where
-    (file:line, or the row); ``error`` the computation's own error, if any."""
-    __slots__ = ("row", "message", "error")
+    (file:line, or the row); ``error`` the computation's own error, if any; ``kept`` the
+    text of its kept columns (``--keep``) when they could be read (a row that could not
+    be computed), else None."""
+    __slots__ = ("error", "kept", "message", "row")
 
-    def __init__(self, row: int, message: str, error=None):
-        self.row, self.message, self.error = row, message, error
+    def __init__(self, row: int, message: str, error=None, kept: list | None = None):
+        self.row, self.message, self.error, self.kept = row, message, error, kept
 
 
 def element_labels(name: str, shape: tuple) -> list[str]:
@@ -129,13 +131,15 @@ class Labels:
 
 class Source:
     """An opened source: ``names`` the declared names it sets (in its order), ``shapes``
-    their shapes for one row, ``labels`` the point's columns (``x``, ``W[0,1]``), ``total``
-    the number of rows when known in advance (``.npy``, ``.npz``), and ``items()`` the
-    chunks and bad rows in input order."""
+    their shapes for one row, ``labels`` the point's columns (``x``, ``W[0,1]``), ``kept``
+    the labels of the columns passed through to the output (``--keep``), ``total`` the
+    number of rows when known in advance (``.npy``, ``.npz``), and ``items()`` the chunks
+    and bad rows in input order."""
 
     def __init__(self, shown: str, names: list, shapes: dict, labels: list, reader,
-                 total: int | None = None, size: int | None = None):
+                 total: int | None = None, size: int | None = None, kept: list = ()):
         self.shown, self.names, self.shapes, self.labels = shown, names, shapes, labels
+        self.kept = list(kept)
         self._reader, self.total, self.size = reader, total, size
         self.position = 0   # bytes read so far (text sources), for the progress bar
 
@@ -327,10 +331,12 @@ def _content(line) -> str:
 # ---------------------------------------------------------------------------------------
 # Opening
 # ---------------------------------------------------------------------------------------
-def open_source(spec: str, slots: dict, chunk: int | None = None, stdin=None) -> Source:
+def open_source(spec: str, slots: dict, chunk: int | None = None, stdin=None,
+                csv: CsvOptions | None = None) -> Source:
     """Open ``spec`` (``@path`` or ``-``) for the declared names ``slots`` (name -> Slot);
     every refusal is an ``InputError`` naming the source. ``chunk`` rows are read at a
-    time (None: sized so that a chunk holds about DEFAULT_CHUNK_ELEMENTS numbers)."""
+    time (None: sized so that a chunk holds about DEFAULT_CHUNK_ELEMENTS numbers);
+    ``csv`` says how to read a CSV or TSV source (``gradcli.columns``)."""
     if not isinstance(spec, str) or not spec.strip():
         raise InputError("--at needs a source: @points.csv, @x.npy, @p.npz, @p.jsonl or - "
                          "(standard input)")
@@ -345,17 +351,21 @@ def open_source(spec: str, slots: dict, chunk: int | None = None, stdin=None) ->
         first = _first_character(text)
         if first is None:
             raise InputError("standard input: no rows (the source is empty)")
-        reader = _open_jsonl if first == "{" else _open_csv
-        return reader("standard input", "<stdin>", text, slots, chunk, None)
+        if first == "{":
+            _not_csv("standard input (JSON Lines)", csv)
+            return _open_jsonl("standard input", "<stdin>", text, slots, chunk, None)
+        return _open_csv("standard input", "<stdin>", text, slots, chunk, None, csv)
     if not spec.startswith("@"):
         raise InputError(f"--at {spec!r}: give a file as @path (@points.csv, @x.npy, "
                          "@p.npz, @p.jsonl) or - for standard input")
     path = os.path.expanduser(spec[1:])
     shown = shown_path(spec[1:])
     extension = os.path.splitext(path)[1].lower()
-    if extension not in (".csv", ".npy", ".npz", ".jsonl", ".ndjson"):
+    if extension not in (".csv", ".tsv", ".npy", ".npz", ".jsonl", ".ndjson"):
         raise InputError(f"{shown}: unsupported source type {extension or '(none)'!r}; use "
-                         ".csv, .npy, .npz or .jsonl")
+                         ".csv, .tsv, .npy, .npz or .jsonl")
+    if extension not in (".csv", ".tsv"):
+        _not_csv(shown, csv)
     # A streamed source has no size limit: memory does not grow with it.
     size = check_file(path, shown, limited=False, hint=" (use - to read standard input)")
     try:
@@ -364,13 +374,23 @@ def open_source(spec: str, slots: dict, chunk: int | None = None, stdin=None) ->
         if extension == ".npz":
             return _open_npz(path, shown, slots, chunk)
         text = TextLines.of_file(path)
-        opener = _open_csv if extension == ".csv" else _open_jsonl
-        return opener(shown, shown, text, slots, chunk, size)
+        if extension in (".jsonl", ".ndjson"):
+            return _open_jsonl(shown, shown, text, slots, chunk, size)
+        return _open_csv(shown, shown, text, slots, chunk, size, csv,
+                         "\t" if extension == ".tsv" else ",")
     except GradcliError:
         raise
     except (OSError, ValueError, EOFError, UnicodeDecodeError) as err:
         detail = str(err).splitlines()[0] if str(err) else type(err).__name__
         raise InputError(f"{shown}: cannot read file ({detail})") from None
+
+
+def _not_csv(shown: str, csv: CsvOptions | None) -> None:
+    given = csv.given if csv is not None else []
+    if given:
+        raise InputError(f"{shown}: {', '.join(given)} {'is' if len(given) == 1 else 'are'} "
+                         "for CSV and TSV sources (a .npy, .npz or JSON Lines source names "
+                         "what it sets)")
 
 
 def _first_character(text: TextLines) -> str | None:
@@ -442,31 +462,22 @@ def _check_shape(shown: str, name: str, shape: tuple, slot) -> None:
 # CSV
 # ---------------------------------------------------------------------------------------
 class _Layout:
-    """How a CSV row's columns make the values: per name, its shape and which flat
-    elements which columns set (the rest keep the declared value). Every size is checked
-    from the header before anything is made: an element index, the shape the element
-    columns make, the numbers of a row."""
+    """How the numbers of a CSV row make the values: ``targets`` say what each number
+    sets (column k of the table sets ``targets[k]``); per name, its shape and which flat
+    elements which numbers set (the rest keep the declared value). Every size is checked
+    before anything is made: the shape element columns make, the numbers of a row."""
 
-    def __init__(self, shown: str, header: list, slots: dict, line: int):
-        self.parts: dict = {}   # name -> [(flat element, column)], in header order
+    def __init__(self, where: str, targets: list, slots: dict):
+        self.parts: dict = {}   # name -> [(flat element, column)], in column order
         whole: dict = {}
-        where = f"{shown}:{line}"
         indices: dict = {}
-        for column, label in enumerate(header):
-            m = _HEADER.match(label.strip().strip("\"'"))
-            if not m:
-                raise InputError(f"{where}: header column {column + 1} {label.strip()!r} is "
-                                 "not a name or an element (x, W[0,1])")
-            name, index = m.group(1), m.group(2)
-            if name not in slots:
-                raise _unknown_name(where, "header column", name, slots)
-            index = None if index is None else _index(where, label.strip(), index)
-            key = (name, index)
+        for column, target in enumerate(targets):
+            key = (target.name, target.index)
             if key in indices:
-                raise InputError(f"{where}: column {label.strip()!r} appears twice")
+                raise InputError(f"{where}: column {target.label!r} appears twice")
             indices[key] = column
-            if index is None:
-                whole[name] = column
+            if target.index is None:
+                whole[target.name] = column
         self.names = list(dict.fromkeys(n for n, _ in indices))
         self.shapes: dict = {}
         self.fill: dict = {}
@@ -496,15 +507,13 @@ class _Layout:
                         raise InputError(f"{where}: {name}[{','.join(map(str, index))}] is "
                                          f"outside {name}'s declared shape {shape}")
             else:
-                shape = _shape_of(where, name, [i for i, _ in elements], header,
-                                  [c for _, c in elements])
+                shape = _shape_of(where, name, [targets[c] for _, c in elements])
             self.shapes[name] = tuple(shape)
             self.parts[name] = [(int(np.ravel_multi_index(i, shape)) if shape else 0, c)
                                 for i, c in elements]
             if len(elements) < max(1, math.prod(shape)):
                 self.fill[name] = np.asarray(slot.value, dtype=np.float64)
-        self.width = len(header)
-        self.per_row = max(self.width, _check_row_size(where, self.shapes))
+        self.per_row = max(len(targets), _check_row_size(where, self.shapes))
 
     def values(self, table: np.ndarray) -> dict:
         n = len(table)
@@ -526,91 +535,16 @@ class _Layout:
         return out
 
 
-def _open_csv(shown: str, where: str, text: TextLines, slots: dict, chunk: int | None,
-              size: int | None) -> Source:
-    header = None
-    while (line := text.line()) is not None:
-        if isinstance(line, LongLine):
-            raise InputError(f"{where}:{text.number}: {line.problem('CSV')}")
-        content = _content(line.lstrip("\ufeff"))
-        if content:
-            header = content
-            break
-    if header is None:
-        raise InputError(f"{shown}: no rows (the source is empty)")
-    line_no = text.number
-    fields = _header_fields(header)
-    if all(_is_number(f) for f in fields):
-        raise InputError(f"{where}:{line_no}: the first line must be a header naming what "
-                         "each column sets (x,y or W[0,0],W[0,1]...), not numbers")
-    layout = _Layout(where, fields, slots, line_no)
-    _missing_check(shown, layout.names, slots)
-    labels = [f.strip().strip("\"'").replace(" ", "") for f in fields]
-    rows = _chunk_rows(chunk, layout.per_row)
-
-    def reader(source: Source) -> Iterator[Chunk | BadRow]:
-        row = 0
-        while True:
-            first, long = text.number + 1, text.long
-            block = text.block(rows)
-            if not block:
-                return
-            source.position = text.chars
-            table = _parse_block(block, layout.width) if text.long == long else None
-            if table is not None:
-                yield Chunk(row, layout.values(table), table)
-                row += len(table)
-                continue
-            # Some line of the block is bad: the good rows before it first, then it.
-            good: list = []
-            for offset, line in enumerate(block):
-                if isinstance(line, LongLine):
-                    content, problem = line, line.problem("CSV")
-                else:
-                    content = _content(line)
-                    if not content:
-                        continue
-                    problem = _bad_line(content, layout.width)
-                if problem is None:
-                    good.append(content)
-                    continue
-                if good:
-                    table = np.loadtxt(good, delimiter=",", dtype=np.float64, ndmin=2)
-                    yield Chunk(row, layout.values(table), table)
-                    row += len(table)
-                    good = []
-                yield BadRow(row, f"{where}:{first + offset}: {problem}")
-                row += 1
-            if good:
-                table = np.loadtxt(good, delimiter=",", dtype=np.float64, ndmin=2)
-                yield Chunk(row, layout.values(table), table)
-                row += len(table)
-
-    return Source(shown, layout.names, layout.shapes, labels, reader, None, size)
-
-
-def _index(where: str, label: str, text: str) -> tuple:
-    """The index of an element column (``W[0,1]``): each beyond the array size limit
-    (beyond C's integers too) is refused, naming the column."""
-    index = []
-    for part in text.split(","):
-        part = part.strip()
-        if len(part) > len(str(MAX_ELEMENTS)) or int(part) >= MAX_ELEMENTS:
-            raise LimitError(f"{where}: column {label!r}: index {part} is beyond the array "
-                             f"size limit ({MAX_ELEMENTS:,} elements)")
-        index.append(int(part))
-    return tuple(index)
-
-
-def _shape_of(where: str, name: str, indices: list, header: list, columns: list) -> tuple:
+def _shape_of(where: str, name: str, targets: list) -> tuple:
     """The shape that element columns make for a name declared without a value: every
     element needs its column (the first missing one is named), and the shape is held to
     the array size limit before anything is made."""
+    indices = [t.index for t in targets]
     rank = len(indices[0])
     shape = tuple(max(i[a] for i in indices) + 1 for a in range(rank))
     if math.prod(shape) > MAX_ELEMENTS:
-        widest = [header[c].strip() for i, c in zip(indices, columns)
-                  if any(i[a] + 1 == shape[a] for a in range(rank))]
+        widest = [t.label for t in targets
+                  if any(t.index[a] + 1 == shape[a] for a in range(rank))]
         raise LimitError(f"{where}: the element columns of {name} ({', '.join(widest[:3])}) "
                          f"make a shape {shape} of {_count(math.prod(shape))} elements, over "
                          f"the array size limit ({MAX_ELEMENTS:,} elements)")
@@ -623,60 +557,162 @@ def _shape_of(where: str, name: str, indices: list, header: list, columns: list)
     return shape
 
 
-def _header_fields(line: str) -> list[str]:
-    """The header's fields: split at commas outside brackets and quotes, so that
-    ``x,W[0,1]`` and ``x,"W[0,1]"`` are both two columns."""
-    fields, current, depth, quote = [], [], 0, None
-    for ch in line:
-        if quote:
-            if ch == quote:
-                quote = None
-            else:
-                current.append(ch)
-        elif ch in "\"'":
-            quote = ch
-        elif ch == "[":
-            depth += 1
-            current.append(ch)
-        elif ch == "]":
-            depth -= 1
-            current.append(ch)
-        elif ch == "," and depth <= 0:
-            fields.append("".join(current).strip())
-            current = []
+class _Fields:
+    """How the lines of a CSV block become rows: ``numbers`` (the columns ``used``, in
+    that order, float64) and ``kept`` (the columns ``kept``: the text as it is, what
+    Python's csv module reads), in one pass of numpy's C parser. When every column is a
+    number set in order (the common case), the pass reads float64; otherwise it reads
+    a record per row, float64 where a column is used and text elsewhere (quotes
+    honoured, so that a kept "Smith, J" is one field), every row of the same width."""
+
+    def __init__(self, delimiter: str, width: int, used: list, kept: list, header: bool):
+        self.delimiter, self.width, self.used, self.kept = delimiter, width, used, kept
+        self.header = header
+        self.simple = used == list(range(width)) and not kept
+        self.record = np.dtype([(f"c{k}", np.float64 if k in used else object)
+                                for k in range(width)])
+
+    def _load(self, lines, **kw) -> np.ndarray:
+        return _loadtxt(lines, self.delimiter, **kw)
+
+    def parse(self, block: list) -> tuple | None:
+        """``(numbers, kept)`` of the block's rows (``kept`` None without kept columns),
+        or None when some line is bad (a wrong count, not a number, an empty field)."""
+        try:
+            if self.simple:
+                table = self._load(block, dtype=np.float64)
+                if table.size and table.shape[1] != self.width:
+                    return None
+                return (table if table.size else np.zeros((0, self.width))), None
+            records = self._load(block, dtype=self.record, quotechar='"').reshape(-1)
+        except ValueError:
+            return None
+        numbers = np.empty((len(records), len(self.used)))
+        for k, column in enumerate(self.used):
+            numbers[:, k] = records[f"c{column}"]
+        kept = None
+        if self.kept:
+            kept = np.empty((len(records), len(self.kept)), dtype=object)
+            for k, column in enumerate(self.kept):
+                kept[:, k] = records[f"c{column}"]
+        return numbers, kept
+
+    def problem(self, line: str) -> tuple:
+        """Why one line is not a row (None: it is one), and its kept columns' text when
+        it has the right number of fields (None otherwise): ``(problem, kept)``."""
+        if self.simple:
+            fields = [f.strip() for f in _content(line).split(self.delimiter)]
         else:
-            current.append(ch)
-    fields.append("".join(current).strip())
-    return fields
+            try:
+                text = self._load([line], dtype=str, quotechar='"')[0].tolist()
+            except ValueError as err:
+                return f"cannot be split into fields ({str(err).splitlines()[0]})", None
+            fields = [f.strip() for f in text]
+        if len(fields) != self.width:
+            what = "the header names" if self.header else "the first row has"
+            return f"{len(fields)} values, but {what} {self.width} columns", None
+        kept = [text[k] for k in self.kept] if self.kept else None
+        for k in self.used:
+            if not fields[k]:
+                return f"missing value in column {k + 1}", kept
+            if not _is_number(fields[k]):
+                return f"{fields[k]!r} is not a number (column {k + 1})", kept
+        return None, kept
+
+    def rows(self, lines: list) -> tuple:
+        """``parse`` of lines each known to be a row."""
+        parsed = self.parse(lines)
+        if parsed is None:   # (a number Python reads and numpy does not: 1_000, ١)
+            raise ValueError("a number numpy cannot read")
+        return parsed
 
 
-def _parse_block(block: list, width: int) -> np.ndarray | None:
-    """The block's rows by numpy's C parser, or None when a line is bad (wrong count,
-    not a number, an empty field)."""
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")  # "input contained no data": blank lines only
-            table = np.loadtxt(block, delimiter=",", dtype=np.float64, ndmin=2,
-                               comments="#")
-    except ValueError:
-        return None
-    if table.size == 0:
-        return np.zeros((0, width))
-    if table.shape[1] != width:
-        return None
-    return table
+def _loadtxt(lines, delimiter: str, **kw) -> np.ndarray:
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")  # "input contained no data": blank lines only
+        return np.loadtxt(lines, delimiter=delimiter, comments="#", ndmin=2, **kw)
 
 
-def _bad_line(content: str, width: int) -> str | None:
-    fields = [f.strip() for f in content.split(",")]
-    if len(fields) != width:
-        return f"{len(fields)} values, but the header names {width} columns"
-    for k, field in enumerate(fields):
-        if not field:
-            return f"missing value in column {k + 1}"
-        if not _is_number(field):
-            return f"{field!r} is not a number (column {k + 1})"
-    return None
+def _open_csv(shown: str, where: str, text: TextLines, slots: dict, chunk: int | None,
+              size: int | None, options: CsvOptions | None = None,
+              delimiter: str = ",") -> Source:
+    options = options or CsvOptions()
+    delimiter = options.delimiter or delimiter
+    first = None
+    while (line := text.line()) is not None:
+        if isinstance(line, LongLine):
+            raise InputError(f"{where}:{text.number}: {line.problem('CSV')}")
+        if _content(line.lstrip("\ufeff")):
+            first = line.lstrip("\ufeff")
+            break
+    if first is None:
+        raise InputError(f"{shown}: no rows (the source is empty)")
+    line_no = text.number
+    at = f"{where}:{line_no}"
+    if options.header:
+        names = split_fields(_content(first), delimiter)
+        if all(_is_number(f) for f in names):
+            raise InputError(f"{at}: the first line must be a header naming what each column "
+                             "sets (x,y or W[0,0],W[0,1]...), not numbers; for a file without "
+                             "header, give --no-header and --columns x=1,y=2")
+        width = len(names)
+    else:
+        names = None
+        try:
+            width = _loadtxt([first], delimiter, dtype=str, quotechar='"').shape[1]
+        except ValueError as err:
+            raise InputError(f"{at}: cannot be split into fields "
+                             f"({str(err).splitlines()[0]})") from None
+        text.put_back(first)
+        at = f"{where}:{line_no} (the first row)"
+    targets, kept = resolve(at, names, width, options, slots)
+    layout = _Layout(at, targets, slots)
+    _missing_check(shown, layout.names, slots)
+    fields = _Fields(delimiter, width, [t.column for t in targets],
+                     [column for _, column in kept], options.header)
+    rows = _chunk_rows(chunk, max(layout.per_row, width))
+
+    def chunk_of(row: int, parsed: tuple) -> Chunk:
+        table, kept_text = parsed
+        return Chunk(row, layout.values(table), table, kept_text)
+
+    def reader(source: Source) -> Iterator[Chunk | BadRow]:
+        row = 0
+        while True:
+            first, long = text.number + 1, text.long
+            block = text.block(rows)
+            if not block:
+                return
+            source.position = text.chars
+            parsed = fields.parse(block) if text.long == long else None
+            if parsed is not None:
+                yield chunk_of(row, parsed)
+                row += len(parsed[0])
+                continue
+            # Some line of the block is bad: the good rows before it first, then it.
+            good: list = []
+            for offset, line in enumerate(block):
+                if isinstance(line, LongLine):
+                    problem, kept_text = line.problem("CSV"), None
+                elif not _content(line):
+                    continue
+                else:
+                    problem, kept_text = fields.problem(line)
+                if problem is None:
+                    good.append(line)
+                    continue
+                if good:
+                    yield chunk_of(row, fields.rows(good))
+                    row += len(good)
+                    good = []
+                yield BadRow(row, f"{where}:{first + offset}: {problem}", kept=kept_text)
+                row += 1
+            if good:
+                yield chunk_of(row, fields.rows(good))
+                row += len(good)
+
+    return Source(shown, layout.names, layout.shapes, [t.label for t in targets], reader,
+                  None, size, kept=[label for label, _ in kept])
 
 
 # ---------------------------------------------------------------------------------------
@@ -964,19 +1000,21 @@ def _column_major(shape: tuple, fortran: bool) -> bool:
     return fortran and sum(k > 1 for k in shape) > 1
 
 
-def read_all(spec: str, slots: dict, max_numbers: int, stdin=None, check=None) -> tuple:
+def read_all(spec: str, slots: dict, max_numbers: int, stdin=None, check=None,
+             csv: CsvOptions | None = None) -> tuple:
     """Every row of ``spec`` in memory (``gradcli minimize --at``): ``(source, values)``,
     ``values`` mapping each name the source sets to a float64 array whose axis 0 is the
     row. A bad row is an ``InputError`` naming its file and line (the same message as
     ``--at``); so is a source without rows, or one of more than ``max_numbers`` numbers.
-    ``check(source)``, if given, runs once the source is open, before its rows are read.
+    ``check(source)``, if given, runs once the source is open, before its rows are read;
+    ``csv`` says how to read a CSV source (as ``open_source``).
 
     >>> import io
     >>> _, v = read_all("-", {"x": Slot("arg", None)}, 100, stdin=io.StringIO("x\\n1\\n2\\n"))
     >>> v["x"].tolist()
     [1.0, 2.0]
     """
-    source = open_source(spec, slots, stdin=stdin)
+    source = open_source(spec, slots, stdin=stdin, csv=csv)
     if check is not None:
         check(source)
     parts: dict = {name: [] for name in source.names}
