@@ -264,6 +264,9 @@ def _kept(header: _Header, options: CsvOptions) -> list:
                 raise InputError(f"{header.where}: --keep {text!r}: without a header, give the "
                                  f"kept column a name: --keep NAME={text}")
             label = header.names[column]
+            if not label:
+                raise InputError(f"{header.where}: --keep {text!r}: the column has no name in "
+                                 f"the header: give it one, --keep NAME={column + 1}")
         if label in labels:
             raise InputError(f"{header.where}: --keep: two kept columns are named {label!r}: "
                              "rename one (--keep NAME=COLUMN)")
@@ -314,8 +317,8 @@ def _listed(header: _Header, name: str | None, text: str, slots: dict) -> list:
 def _from_header(where: str, label: str, column: int, slots: dict, can_keep: bool) -> Target:
     """The Target a header column names, when no --columns says otherwise."""
     target = target_of(where, label, column)
-    keep = (f", or pass it through to the output (--keep {_unquoted(label)})" if can_keep
-            else "")
+    named = _unquoted(label) or f"NAME={column + 1}"   # (pandas writes its index unnamed)
+    keep = f", or pass it through to the output (--keep {named})" if can_keep else ""
     if target is None:
         raise InputError(f"{where}: header column {column + 1} {label.strip()!r} is not a "
                          "name or an element (x, W[0,1]): choose the columns that set names "

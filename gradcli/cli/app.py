@@ -271,9 +271,10 @@ TAPE = [
 BATCH = [
     _opt("at", Annotated[Optional[str], typer.Option(
         "--at", metavar="SOURCE", show_default=False,
-        help="Many points: run at every row of @points.csv (a header names what each "
-             "column sets: x, W[0,1]), @x.npy, @p.npz, @p.jsonl, or - (standard input, "
-             "CSV or JSON Lines). One output per row, in order; rows count from 0.")], None),
+        help="Many points: run at every row of @points.csv or .tsv (a header names what "
+             "each column sets: x, W[0,1]; see --columns), @x.npy, @p.npz, @p.jsonl, or - "
+             "(standard input, CSV or JSON Lines). One output per row, in order; rows "
+             "count from 0.")], None),
     _opt("csv", Annotated[bool, typer.Option(
         "--csv", help="With --at: a CSV table (row, the point's columns, value, d_x...).")],
         False),
