@@ -142,6 +142,21 @@ def test_a_kept_column_may_be_renamed_and_a_renamed_clash_is_refused(data):
     assert "the kept column 'value' would have the name of a column of the output" in message
 
 
+def test_an_unnamed_column_is_kept_by_number_with_a_name(tmp_path):
+    # pandas' to_csv writes its index as a first column with an empty name.
+    text = ",x,y,city\n0,1.0,2.0,Paris\n1,3.0,4.0,Zürich\n"
+    (tmp_path / "p.csv").write_text(text, encoding="utf-8")
+    source = f"@{tmp_path / 'p.csv'}"
+    assert "(--keep NAME=1)" in refused("grad", "x*y", "--arg", "x", "--arg", "y", "--at",
+                                        source)
+    assert "no name in the header: give it one, --keep NAME=1" in refused(
+        "grad", "x*y", "--arg", "x", "--arg", "y", "--at", source, "--keep", "1,city")
+    out = rows_of(run("grad", "x*y", "--arg", "x", "--arg", "y", "--at", source, "--keep",
+                      "index=1,city", "--csv"))
+    truth = rows_of(text)
+    assert [(r["index"], r["city"]) for r in out] == [(r[""], r["city"]) for r in truth]
+
+
 def test_bad_rows_keep_their_kept_text(tmp_path):
     text = "id,x,label\nk0,4,a\nk1,abc,b\nk2,-1,c\n"
     (tmp_path / "p.csv").write_text(text)
