@@ -102,11 +102,11 @@ def _item(text: str, option: str) -> tuple:
     column = _unquoted(column)
     if not column:
         raise InputError(f"{option} {text!r}: no column after '='")
+    if not name:
+        raise InputError(f"{option} {text!r}: no name before '='")
     if option == "--columns" and not _LABEL.match(name):
         raise InputError(f"{option} {text!r}: {name!r} is not a name or an element "
                          "(x, W[0,1])")
-    if not name:
-        raise InputError(f"{option} {text!r}: no name before '='")
     return name, column
 
 
