@@ -26,6 +26,20 @@ def did_you_mean(name: str, candidates) -> str:
     return f" (did you mean '{guess[0]}'?)" if guess else ""
 
 
+def shown_path(path: str) -> str:
+    """A file name as messages show it: bytes that are not UTF-8 (which Python carries
+    in a name as lone surrogates) as ``\\xNN``, so that printing a message, or writing
+    it to a UTF-8 file, never fails.
+
+    >>> shown_path("p\\udcff.csv")
+    'p\\\\xff.csv'
+    """
+    try:
+        return path.encode("utf-8", "surrogateescape").decode("utf-8", "backslashreplace")
+    except UnicodeEncodeError:  # (a surrogate that no byte made)
+        return path.encode("utf-8", "backslashreplace").decode("utf-8")
+
+
 class GradcliError(Exception):
     """Base of every error gradcli reports to a user (exit code 2 on the command line)."""
 
@@ -45,7 +59,7 @@ class GradcliError(Exception):
         return self
 
     def render(self) -> str:
-        text = f"error: {self.message}"
+        text = f"error: {shown_path(self.message)}"
         if self.source is None or self.line is None:
             return text
         lines = self.source.splitlines() or [""]

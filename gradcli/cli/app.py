@@ -271,9 +271,10 @@ TAPE = [
 BATCH = [
     _opt("at", Annotated[Optional[str], typer.Option(
         "--at", metavar="SOURCE", show_default=False,
-        help="Many points: run at every row of @points.csv (a header names what each "
-             "column sets: x, W[0,1]), @x.npy, @p.npz, @p.jsonl, or - (standard input, "
-             "CSV or JSON Lines). One output per row, in order; rows count from 0.")], None),
+        help="Many points: run at every row of @points.csv or .tsv (a header names what "
+             "each column sets: x, W[0,1]; see --columns), @x.npy, @p.npz, @p.jsonl, or - "
+             "(standard input, CSV or JSON Lines). One output per row, in order; rows "
+             "count from 0.")], None),
     _opt("csv", Annotated[bool, typer.Option(
         "--csv", help="With --at: a CSV table (row, the point's columns, value, d_x...).")],
         False),
@@ -296,6 +297,26 @@ BATCH = [
         "--seed", min=0, max=2**63 - 1, metavar="N", show_default=False,
         help="With --at --check: the seed of the random choice of rows.")], None),
 ]
+#: How to read a CSV or TSV source (gradcli/columns.py); minimize takes all but --keep.
+CSV_SOURCE = [
+    _opt("columns", Annotated[Optional[List[str]], typer.Option(
+        "--columns", metavar="NAME=COLUMN[,...]", show_default=False,
+        help="With --at CSV: only these columns set names: NAME=COLUMN (a header name, or "
+             "a number from 1), a bare NAME for its own column, NAME=FIRST:LAST for an "
+             "array's elements in C order; the other columns are left out.")], None),
+    _opt("keep", Annotated[Optional[List[str]], typer.Option(
+        "--keep", metavar="COLUMN[,...]", show_default=False,
+        help="With --at CSV: pass these columns through to every output, as text "
+             "(LABEL=COLUMN names the output column).")], None),
+    _opt("delimiter", Annotated[Optional[str], typer.Option(
+        "--delimiter", metavar="CHAR", show_default=False,
+        help="With --at CSV: the field separator (default ',', a tab for .tsv; 'tab' or "
+             "'\\t' for a tab).")], None),
+    _opt("no_header", Annotated[bool, typer.Option(
+        "--no-header", help="With --at CSV: the first line is data; --columns names "
+                            "columns by number (x=1,y=2).")], False),
+]
+BATCH += CSV_SOURCE
 
 GRAD = [
     _opt("params", Annotated[Optional[List[str]], typer.Option(
@@ -333,6 +354,8 @@ class _Settings:
     """A command's options by name (the options a command lacks take these defaults)."""
     check = symbolic = no_watch_accessed = csv = skip_bad_rows = False
     rtol = atol = wrt = watch = params = at = output = chunk = check_rows = seed = None
+    columns = keep = delimiter = None
+    no_header = False
     check_timeout = 5.0
     unconnected = "none"
 
@@ -410,7 +433,8 @@ def _run_mode(mode: str, s: _Settings) -> None:
         return batch.run(batch.ModeKind(mode, _guarded(lambda: _mode_options(s))), s,
                          _prepare)
     if s.output is not None or s.csv or s.chunk is not None or s.skip_bad_rows \
-            or s.check_rows is not None or s.seed is not None:
+            or s.check_rows is not None or s.seed is not None or s.columns or s.keep \
+            or s.delimiter is not None or s.no_header:
         from .batch import check_options
         _guarded(lambda: check_options(s))
 

@@ -351,13 +351,14 @@ class Result:
     """Rows ``start`` .. ``start + n - 1`` computed: the point's columns, the value and
     the outputs shown (``grads``), each with a leading row axis; ``raw`` the outputs as
     vectorized_map returned them, ``words`` a word per row (hessian's verdict) or None;
-    ``values`` the point by name (the chunk's values: what .npz output stores)."""
-    __slots__ = ("start", "columns", "value", "grads", "raw", "words", "values")
+    ``values`` the point by name (the chunk's values: what .npz output stores); ``kept``
+    the text of the columns kept for the output (``--keep``), or None."""
+    __slots__ = ("start", "columns", "value", "grads", "raw", "words", "values", "kept")
 
     def __init__(self, start: int, columns: np.ndarray, value, raw: list, kind, meta,
-                 values: dict):
+                 values: dict, kept: np.ndarray | None = None):
         self.start, self.columns, self.value, self.raw = start, columns, value, raw
-        self.values = values
+        self.values, self.kept = values, kept
         self.grads, self.words = kind.shown(meta, value, raw)
 
     def pieces(self, size: int):
@@ -375,6 +376,7 @@ class Result:
             piece.grads = [None if g is None else g[cut] for g in self.grads]
             piece.words = None if self.words is None else self.words[cut]
             piece.values = {name: v[cut] for name, v in self.values.items()}
+            piece.kept = None if self.kept is None else self.kept[cut]
             yield piece
 
     @property
@@ -396,7 +398,7 @@ def _computed(evaluate: Evaluator, chunk: Chunk) -> list:
     try:
         value, grads = evaluate(chunk.values)
         return [Result(chunk.start, chunk.columns, value, grads, evaluate.kind,
-                       evaluate.meta, chunk.values)]
+                       evaluate.meta, chunk.values, chunk.kept)]
     except _PROGRAM_ERRORS:
         raise
     except ChunkTooLarge:
@@ -409,6 +411,7 @@ def _computed(evaluate: Evaluator, chunk: Chunk) -> list:
     out = []
     for i in range(chunk.n):
         row = {name: v[i:i + 1] for name, v in chunk.values.items()}
+        kept = None if chunk.kept is None else chunk.kept[i:i + 1]
         try:
             value, grads = evaluate(row)
         except _PROGRAM_ERRORS:
@@ -416,10 +419,10 @@ def _computed(evaluate: Evaluator, chunk: Chunk) -> list:
         except _ROW_ERRORS as err:
             error = _as_error(err)
             out.append(BadRow(chunk.start + i, f"row {chunk.start + i}: {error.message}",
-                              error))
+                              error, None if kept is None else kept[0].tolist()))
             continue
         out.append(Result(chunk.start + i, chunk.columns[i:i + 1], value, grads,
-                          evaluate.kind, evaluate.meta, row))
+                          evaluate.kind, evaluate.meta, row, kept))
     return out
 
 
@@ -428,7 +431,7 @@ def _pieces(chunk: Chunk, rows: int):
     for at in range(0, chunk.n, rows):
         cut = slice(at, at + rows)
         yield Chunk(chunk.start + at, {name: v[cut] for name, v in chunk.values.items()},
-                    chunk.columns[cut])
+                    chunk.columns[cut], None if chunk.kept is None else chunk.kept[cut])
 
 
 # Refusals that do not depend on the values (the mode's, the options'): the program's.
@@ -475,11 +478,32 @@ def _lines(template: str, table: np.ndarray) -> str:
 # Writers: one per format
 # ---------------------------------------------------------------------------------------
 class _Writer:
-    def __init__(self, out, precision: int | None, meta_of, labels: list, kind):
+    def __init__(self, out, precision: int | None, meta_of, labels: list, kind,
+                 kept: list = ()):
         self.out, self.precision, self.meta_of, self.labels = out, precision, meta_of, labels
         self.kind = kind
+        self.kept = list(kept)   # the labels of the columns --keep passes through
         self.rows = 0
         self.bad_rows = 0
+
+    def start(self, res: Result, point: list) -> None:
+        """Before the first rows: a kept column may not take a name the output gives
+        (``row``, a name of the point, ``value``, ``d_x``, a JSON key, ``error``...)."""
+        if not self.kept:
+            return
+        meta, kind = self.meta_of(), self.kind
+        taken = {"row", "error", "error_message", "check", *point, "value",
+                 *(f"{kind.prefix}{name}" for name in kind.names(meta))}
+        if kind.word:
+            taken.add(kind.word)
+        value = None if res.value is None else res.value[0]
+        taken.update(kind.row_json(meta, value, [None if r is None else r[0]
+                                                 for r in res.raw]))
+        clash = [label for label in self.kept if label in taken]
+        if clash:
+            raise InputError(f"--keep: the kept column {clash[0]!r} would have the name of a "
+                             "column of the output (row, the point, value, d_NAME, error...): "
+                             "rename it, --keep NEWNAME=COLUMN")
 
     def flush(self) -> None:
         self.out.flush()
@@ -516,27 +540,41 @@ class JsonLinesWriter(_Writer):
         if any(f is None for f in ready) or not self.template:
             fast = False  # (an unconnected gradient: null, written by the general path)
         rows = range(res.start, res.start + n)
+        template, heads = self.template, [rows]
+        if self.kept:   # the kept columns right after "row": a piece of text per row
+            template = template.replace('{"row": %d', '{"row": %d%s', 1)
+            heads.append(self._kept_json(res))
         if fast and finite.all():
             lists = [f.tolist() for f in ready]
-            text = "".join(map(self.template.__mod__, zip(rows, *lists)))
+            text = "".join(map(template.__mod__, zip(*heads, *lists)))
         else:
             lines = []
             lists = [None if f is None else f.tolist() for f in ready]
-            for i, row in enumerate(rows):
+            kept = res.kept.tolist() if self.kept else [()] * n
+            for i, head in enumerate(zip(*heads)):
                 if fast and finite[i]:
-                    lines.append(self.template % ((row,) + tuple(x[i] for x in lists)))
+                    lines.append(template % (head + tuple(x[i] for x in lists)))
                     continue
                 value = res.value[i] if res.value is not None else None
-                obj = {"row": row, **kind.row_json(meta, value, [
-                    None if a is None else a[i] for a in res.raw])}
+                obj = {"row": head[0], **dict(zip(self.kept, kept[i])),
+                       **kind.row_json(meta, value, [None if a is None else a[i]
+                                                     for a in res.raw])}
                 lines.append(jsonvalue.dumps(obj, allow_nan=False) + "\n")
             text = "".join(lines)
         self.out.write(text)
         self.rows += n
 
+    def _kept_json(self, res: Result) -> list:
+        """Per row, the kept columns as JSON members: ``, "id": "a17"``."""
+        from .. import jsonvalue
+        keys = [", " + jsonvalue.dumps(label) + ": " for label in self.kept]
+        return ["".join(key + jsonvalue.dumps(text) for key, text in zip(keys, texts))
+                for texts in res.kept.tolist()]
+
     def bad(self, row: BadRow) -> None:
         from .. import jsonvalue
-        self.out.write(jsonvalue.dumps({"row": row.row, "error": row.message}) + "\n")
+        kept = dict(zip(self.kept, row.kept)) if row.kept is not None else {}
+        self.out.write(jsonvalue.dumps({"row": row.row, **kept, "error": row.message}) + "\n")
         self.bad_rows += 1
 
     def check(self, report: dict) -> None:
@@ -545,7 +583,8 @@ class JsonLinesWriter(_Writer):
 
 
 class PlainWriter(_Writer):
-    """One line per row: the value, then every gradient flattened."""
+    """One line per row: the kept columns' text (``--keep``), the value, then every
+    gradient flattened."""
 
     def write(self, res: Result) -> None:
         meta = self.meta_of()
@@ -566,16 +605,21 @@ class PlainWriter(_Writer):
         if res.words is not None:
             text = "".join(f"{line} {word}\n" for line, word in
                            zip(text.splitlines(), res.words))
+        if self.kept:
+            text = "".join(" ".join((*kept, line)) + "\n" for kept, line in
+                           zip(res.kept.tolist(), text.splitlines()))
         self.out.write(text)
         self.rows += n
 
     def bad(self, row: BadRow) -> None:
-        self.out.write(f"error: {row.message}\n")
+        kept = " ".join(row.kept) + " " if self.kept and row.kept is not None else ""
+        self.out.write(f"{kept}error: {row.message}\n")
         self.bad_rows += 1
 
 
 class CsvWriter(_Writer):
-    """A header, then a line per row: row, the point's columns, value, gradients."""
+    """A header, then a line per row: row, the kept columns (``--keep``), the point's
+    columns, value, gradients."""
 
     def __init__(self, *args):
         super().__init__(*args)
@@ -584,7 +628,7 @@ class CsvWriter(_Writer):
         self.pending: list = []
 
     def _header(self, meta: Outcome | None, res: Result | None) -> None:
-        header = ["row"] + list(self.labels)
+        header = ["row"] + self.kept + list(self.labels)
         widths = [len(self.labels)]
         if meta is not None:
             if self.kind.has_value(meta):
@@ -631,6 +675,12 @@ class CsvWriter(_Writer):
         if res.words is not None:
             text = "".join(f"{line},{_csv_field(word)}\n" for line, word in
                            zip(text.splitlines(), res.words))
+        if self.kept:   # after the row number
+            lines = []
+            for line, kept in zip(text.splitlines(), res.kept.tolist()):
+                row, _, rest = line.partition(",")
+                lines.append(f"{row},{','.join(map(_csv_field, kept))},{rest}\n")
+            text = "".join(lines)
         self.out.write(text)
         self.rows += n
 
@@ -645,7 +695,9 @@ class CsvWriter(_Writer):
         self._bad(row)
 
     def _bad(self, row: BadRow) -> None:
-        self.out.write(str(row.row) + "," * (self.width - 1) + "\n")
+        kept = [_csv_field(text) for text in row.kept] if self.kept and row.kept else []
+        self.out.write(",".join([str(row.row), *kept]) + "," * (self.width - 1 - len(kept))
+                       + "\n")
 
     def finish(self) -> None:
         if not self.header_done:
@@ -661,7 +713,8 @@ class HumanWriter(_Writer):
 
     def __init__(self, *args):
         super().__init__(*args)
-        self.head: list = []   # (row, columns, value, [gradients]) or (row, message)
+        # (row, columns, value, [gradients], kept), or (row, message, kept) for a bad row
+        self.head: list = []
         self.value_min = self.value_max = None
         self.norm_min = self.norm_max = None
         self.non_finite = 0
@@ -675,7 +728,8 @@ class HumanWriter(_Writer):
             self.head.append((res.start + i, res.columns[i],
                               None if res.value is None else res.value[i],
                               [None if g is None else g[i] for g in res.grads]
-                              + ([res.words[i]] if res.words is not None else [])))
+                              + ([res.words[i]] if res.words is not None else []),
+                              [] if res.kept is None else res.kept[i].tolist()))
         if res.words is not None:
             for word in res.words:
                 self.words[word] = self.words.get(word, 0) + 1
@@ -705,7 +759,7 @@ class HumanWriter(_Writer):
 
     def bad(self, row: BadRow) -> None:
         if len(self.head) < HEAD_ROWS:
-            self.head.append((row.row, row.message))
+            self.head.append((row.row, row.message, row.kept or [""] * len(self.kept)))
         self.bad_rows += 1
 
     def finish(self) -> None:
@@ -713,9 +767,9 @@ class HumanWriter(_Writer):
         out = render.console()
         meta = self.meta_of()
         precision = self.precision
-        labels = list(self.labels)
-        show_point = len(labels) <= 6
-        headers = ["row"] + (labels if show_point else ["point"])
+        show_point = len(self.labels) <= 6
+        labels = list(self.labels[:6])   # (a row of a big array has millions)
+        headers = ["row"] + self.kept + (labels if show_point else ["point"])
         with_value = meta is not None and self.kind.has_value(meta)
         if with_value:
             headers.append("value")
@@ -725,14 +779,16 @@ class HumanWriter(_Writer):
             headers.append(self.kind.word)
         rows = []
         for item in self.head:
-            if len(item) == 2:
-                rows.append([str(item[0]), f"error: {item[1]}"] + [""] * (len(headers) - 2))
+            if len(item) == 3:
+                row, message, kept = item
+                cells = [str(row), *kept, f"error: {message}"]
+                rows.append(cells + [""] * (len(headers) - len(cells)))
                 continue
-            row, columns, value, grads = item
-            texts = [render.number_text(x, precision) for x in columns.tolist()]
-            cells = [str(row)] + (texts if show_point else [", ".join(
+            row, columns, value, grads, kept = item
+            texts = [render.number_text(x, precision) for x in columns[:6].tolist()]
+            cells = [str(row)] + kept + (texts if show_point else [", ".join(
                 f"{k}={t}" for k, t in zip(labels[:4], texts[:4])) + (
-                ", ..." if len(labels) > 4 else "")])
+                ", ..." if len(self.labels) > 4 else "")])
             if with_value:
                 cells.append(render.array_text(value, precision))
             cells += [g if isinstance(g, str) else render.array_text(g, precision)
@@ -773,11 +829,12 @@ class HumanWriter(_Writer):
 
 class NpzWriter(_Writer):
     """``--output PATH.npz``: the rows as numpy arrays, each with a leading row axis, in
-    this order: ``row`` (int64), the point (each name the source sets, float64, its
-    value at the row), ``value`` (where the command gives one), one array per output as
-    the CSV header names them (``d_x``; ``jacobian``'s ``d_x`` of shape (N, *target,
-    *source); ``hessian``'s ``gradient``, ``hessian``, ``eigenvalues`` and ``verdict``;
-    ``jvp``'s ``jvp``), ``error`` (bool: a row ``--skip-bad-rows`` recorded; its numbers
+    this order: ``row`` (int64), the kept columns (``--keep``: strings, the text as it
+    is), the point (each name the source sets, float64, its value at the row), ``value``
+    (where the command gives one), one array per output as the CSV header names them
+    (``d_x``; ``jacobian``'s ``d_x`` of shape (N, *target, *source); ``hessian``'s
+    ``gradient``, ``hessian``, ``eigenvalues`` and ``verdict``; ``jvp``'s ``jvp``),
+    ``error`` (bool: a row ``--skip-bad-rows`` recorded; its numbers
     are nan, its words empty) and ``error_message`` (the messages of those rows, in row
     order). An unconnected gradient (``null`` in JSON) has no array. The numbers are the
     computed ones (no text in between: ``--precision`` does not apply)."""
@@ -808,6 +865,8 @@ class NpzWriter(_Writer):
                     self.outputs[name] = npz.spool(name, a.dtype, a.shape[1:])
                     self.outputs[name].blank(self.pending)
         npz.base["row"].write(np.arange(res.start, res.start + n, dtype=np.int64))
+        for k, label in enumerate(self.kept):
+            npz.texts[label].write(res.kept[:, k].tolist())
         for name in npz.names:
             npz.base[name].write(res.values[name])
         for name, spool in self.outputs.items():
@@ -822,6 +881,8 @@ class NpzWriter(_Writer):
     def bad(self, row: BadRow) -> None:
         npz = self.npz
         npz.base["row"].write(np.array([row.row], dtype=np.int64))
+        for k, label in enumerate(self.kept):
+            npz.texts[label].write([row.kept[k] if row.kept is not None else ""])
         for name in npz.names:
             npz.base[name].blank(1)
         if self.outputs is None:
@@ -832,6 +893,13 @@ class NpzWriter(_Writer):
         npz.base["error"].write(np.ones(1, dtype=bool))
         npz.message(row.message)
         self.bad_rows += 1
+
+    def start(self, res: Result, point: list) -> None:
+        try:
+            super().start(res, point)
+        except GradcliError:
+            self.npz.refused = True   # (no .npz at all)
+            raise
 
     def flush(self) -> None:
         pass
@@ -874,13 +942,40 @@ class _Spool:
             n -= k
 
 
+class _TextSpool:
+    """An array of strings streamed to a file (each text UTF-8, after its length), made
+    a ``<U{longest}`` array when the .npz is assembled (the longest is known only then)."""
+
+    def __init__(self, path: str):
+        self.file = open(path, "wb")
+        self.width = 1
+
+    def write(self, texts) -> None:
+        for text in texts:
+            data = text.encode("utf-8")
+            self.width = max(self.width, len(text))
+            self.file.write(len(data).to_bytes(4, "little") + data)
+
+    def copy(self, member, count: int) -> None:
+        """The first ``count`` texts into ``member`` as a .npy array."""
+        dtype = np.dtype(f"<U{self.width}")
+        _npy_header(member, dtype, (count,))
+        with open(self.file.name, "rb") as f:
+            for at in range(0, count, WRITE_ROWS):
+                texts = []
+                for _ in range(min(WRITE_ROWS, count - at)):
+                    size = int.from_bytes(f.read(4), "little")
+                    texts.append(f.read(size).decode("utf-8"))
+                member.write(np.array(texts, dtype=dtype).tobytes())
+
+
 class NpzOutput:
     """Where ``NpzWriter`` puts its arrays: a temporary directory beside PATH (one file
     per array, so memory does not grow with the rows), assembled at the end as
     ``np.savez`` would store the same arrays (zip entries STORED, zip64) into an
     ``OutputFile`` renamed into place; the directory is removed whatever happens."""
 
-    def __init__(self, path: str, names: list, shapes: dict):
+    def __init__(self, path: str, names: list, shapes: dict, kept: list = ()):
         from .outfile import ScratchDirectory
         self.shown = self.path = path
         self.names = list(names)
@@ -892,8 +987,11 @@ class NpzOutput:
         for name in self.names:
             self.base[name] = self.spool(name, np.float64, shapes[name])
         self.base["error"] = self.spool("error", np.bool_, ())
-        self.messages = open(os.path.join(self.tmp, "error_message.txt"), "wb")
-        self.message_width = 1
+        # Text arrays: the kept columns (--keep), then the messages of the bad rows.
+        self.texts = {label: _TextSpool(os.path.join(self.tmp, f"kept{k}.txt"))
+                      for k, label in enumerate(kept)}
+        self.messages = self.texts["error_message"] = _TextSpool(
+            os.path.join(self.tmp, "error_message.txt"))
 
     def spool(self, name: str, dtype, shape) -> _Spool:
         """A new array ``name`` (rows of ``shape``), in a file of its own."""
@@ -903,7 +1001,7 @@ class NpzOutput:
 
     def check_names(self, outputs: list) -> None:
         """Every array needs its own name: a point's name may not be an output's."""
-        names = ["row", *self.names, *outputs, "error", "error_message"]
+        names = ["row", *self.texts, *self.names, *outputs, "error"]
         twice = sorted({n for n in names if names.count(n) > 1})
         if twice:
             self.refused = True
@@ -913,9 +1011,7 @@ class NpzOutput:
                              "or .csv")
 
     def message(self, text: str) -> None:
-        data = text.encode("utf-8")
-        self.message_width = max(self.message_width, len(text))
-        self.messages.write(len(data).to_bytes(4, "little") + data)
+        self.messages.write([text])
 
     def assemble(self, rows: int, bad_rows: int, outputs: list) -> None:
         """Write PATH: ``rows`` rows of every array (what the spools hold beyond them,
@@ -923,37 +1019,30 @@ class NpzOutput:
         import zipfile
 
         from .outfile import OutputFile
-        for spool in self._spools.values():
+        for spool in [*self._spools.values(), *self.texts.values()]:
             spool.file.close()
-        self.messages.close()
+        kept = [label for label in self.texts if label != "error_message"]
         try:
             with OutputFile(self.path, binary=True) as target, \
                     zipfile.ZipFile(target, "w", compression=zipfile.ZIP_STORED,
                                     allowZip64=True) as archive:
-                for name in ["row", *self.names, *outputs, "error"]:
-                    spool = self._spools[name]
+                for name in ["row", *kept, *self.names, *outputs, "error", "error_message"]:
                     with archive.open(name + ".npy", "w", force_zip64=True) as member:
+                        if name in self.texts:
+                            self.texts[name].copy(member, bad_rows if name == "error_message"
+                                                  else rows)
+                            continue
+                        spool = self._spools[name]
                         _npy_header(member, spool.dtype, (rows, *spool.shape))
                         with open(spool.path, "rb") as f:
                             _copy(f, member, rows * spool.row_bytes)
-                with archive.open("error_message.npy", "w", force_zip64=True) as member:
-                    dtype = np.dtype(f"<U{self.message_width}")
-                    _npy_header(member, dtype, (bad_rows,))
-                    with open(self.messages.name, "rb") as f:
-                        for at in range(0, bad_rows, WRITE_ROWS):
-                            texts = []
-                            for _ in range(min(WRITE_ROWS, bad_rows - at)):
-                                size = int.from_bytes(f.read(4), "little")
-                                texts.append(f.read(size).decode("utf-8"))
-                            member.write(np.array(texts, dtype=dtype).tobytes())
         finally:
             self.discard()
 
     def discard(self) -> None:
         """Remove the temporary directory (PATH itself is not touched)."""
-        for spool in self._spools.values():
+        for spool in [*self._spools.values(), *self.texts.values()]:
             spool.file.close()
-        self.messages.close()
         self.scratch.remove()
 
 
@@ -1119,6 +1208,19 @@ def check_options(s) -> None:
                             ("--seed", s.seed is not None)):
             if given:
                 raise InputError(f"{name} works with --at SOURCE (many points)")
+        csv_options(s)  # (--columns, --keep... without --at)
+
+
+def csv_options(s, keep: bool = True, what: str = "many points"):
+    """How to read a CSV source, from ``--columns``, ``--keep`` (where the command has
+    it), ``--delimiter`` and ``--no-header``, checked now, before any file is read;
+    refused without --at."""
+    from ..points import CsvOptions
+    options = CsvOptions(s.columns, (s.keep or ()) if keep else None, s.delimiter,
+                         not s.no_header)
+    if s.at is None and options.given:
+        raise InputError(f"{options.given[0]} works with --at SOURCE ({what})")
+    return options
 
 
 def run(kind, s, prepare) -> None:
@@ -1135,6 +1237,7 @@ def run(kind, s, prepare) -> None:
         if s.at.strip() == "-" and s.program.strip() == "-":
             raise InputError("the program and --at cannot both be read from standard input")
         fmt = _format(s)
+        csv = csv_options(s)
         model = prepare(s)
         slots = {}
         for decl in model.declarations:
@@ -1142,9 +1245,9 @@ def run(kind, s, prepare) -> None:
         if to_file and s.at.strip().startswith("@") and _same_file(s.at.strip()[1:],
                                                                    s.output):
             raise InputError(f"--output {s.output} is the source itself: write elsewhere")
-        source = open_source(s.at, slots, chunk=s.chunk)
-        out = NpzOutput(s.output, source.names, source.shapes) if fmt == "npz" else \
-            _open_output(s.output if to_file else None, fmt)
+        source = open_source(s.at, slots, chunk=s.chunk, csv=csv)
+        out = NpzOutput(s.output, source.names, source.shapes, source.kept) \
+            if fmt == "npz" else _open_output(s.output if to_file else None, fmt)
         return fmt, model, source, out
 
     fmt, model, source, out = _guarded(setup)
@@ -1160,7 +1263,8 @@ def _run(kind, s, fmt: str, model, source, out, to_file: bool) -> None:
     evaluate = Evaluator(model, kind)
     writer_class = {"json": JsonLinesWriter, "plain": PlainWriter, "csv": CsvWriter,
                     "human": HumanWriter, "npz": NpzWriter}[fmt]
-    writer = writer_class(out, s.precision, lambda: evaluate.meta, source.labels, kind)
+    writer = writer_class(out, s.precision, lambda: evaluate.meta, source.labels, kind,
+                          source.kept)
     sample = Sample(s.check_rows if s.check_rows is not None else 5, s.seed) \
         if s.check else None
     progress = Progress(source, enabled=_is_terminal(sys.stderr))
@@ -1304,6 +1408,7 @@ class JsonArrayFile:
 def _stream(source, evaluate, writer, sample, progress, skip: bool) -> None:
     """Read, compute, write and flush, a chunk at a time."""
     skipped: set = set()
+    started = False
     for item in source.items():
         if isinstance(item, BadRow):
             if not skip:
@@ -1326,6 +1431,9 @@ def _stream(source, evaluate, writer, sample, progress, skip: bool) -> None:
                 skipped.add(part.row)
                 writer.bad(part)
             else:
+                if not started:
+                    writer.start(part, source.names)
+                    started = True
                 for piece in part.pieces(WRITE_ROWS):
                     writer.write(piece)
         if sample is not None:

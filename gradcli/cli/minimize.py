@@ -13,7 +13,7 @@ from typing import Annotated, Optional
 import typer
 
 from ..errors import InputError, ModeError
-from .app import DECLARATIONS, OUTPUT, PROGRAM, _guarded, _opt, _prepare, _Settings
+from .app import CSV_SOURCE, DECLARATIONS, OUTPUT, PROGRAM, _guarded, _opt, _prepare, _Settings
 
 OPTIONS = [
     _opt("optimizer", Annotated[Optional[str], typer.Option(
@@ -70,6 +70,8 @@ OPTIONS = [
         "--plot", metavar="PATH.png|.svg|.pdf", show_default=False,
         help="Save the loss curve (needs the extra gradcli[plot]).")], None),
 ]
+
+OPTIONS += [option for option in CSV_SOURCE if option.name != "keep"]  # (no rows are output)
 
 _SPARKS = "▁▂▃▄▅▆▇█"
 
@@ -342,6 +344,9 @@ def _check_data_options(s: _Settings, optimizer: str) -> None:
     """The options of training on data rows need --at, and go together (before the rows
     are read)."""
     from ..optimize import check_rows_options
+    from .batch import csv_options
+    # --columns, --delimiter, --no-header: checked before any file is read
+    csv_options(s, keep=False, what="training on data rows")
     if s.at is None:
         for option, name in _DATA_OPTIONS:
             if getattr(s, name) is not None:
@@ -375,7 +380,9 @@ def _train_on_rows(s: _Settings, model, optimizer: str):
                                  f"--frozen {name} to read it from each row, or drop the "
                                  f"column)")
 
-    _, data = read_all(s.at, slots, MAX_DATA_NUMBERS, check=refuse_trainable)
+    from .batch import csv_options
+    _, data = read_all(s.at, slots, MAX_DATA_NUMBERS, check=refuse_trainable,
+                       csv=csv_options(s, keep=False))
     n = len(next(iter(data.values())))
     # --epochs times the batches per epoch is held to --steps' limit, before any work
     total, training = run_length(n, s.batch_size, s.steps, s.epochs, s.max_steps)

@@ -29,7 +29,7 @@ from typing import Any
 
 import numpy as np
 
-from ..errors import GradcliError, InputError, LimitError
+from ..errors import GradcliError, InputError, LimitError, shown_path
 from . import limits
 from .parser import DECLARE_NAMES, parse_expression, registry
 
@@ -191,7 +191,7 @@ def read_table(path: str) -> tuple[np.ndarray, tuple[str, ...] | None]:
 def _prepare_file(path: str) -> Callable[[], tuple[np.ndarray, tuple[str, ...] | None]]:
     """Check a file's type, existence and size now (and a ``.npy`` header: a pickle or
     a huge array is refused at once); return ``load()`` that reads it."""
-    shown = path
+    shown = shown_path(path)
     path = os.path.expanduser(path)
     extension = os.path.splitext(path)[1].lower()
     if extension not in (".npy", ".csv", ".txt"):
