@@ -120,32 +120,22 @@ def commands_of(block: list[str]) -> list[str]:
 
 def readme_examples() -> list[tuple[str, int, str | None]]:
     """(command, expected exit code, expected standard output or None) for every
-    ``gradcli`` line of the README's ```sh blocks."""
-    blocks = fenced_blocks(README.read_text(encoding="utf-8"))
+    ``gradcli`` line of the README's ```sh blocks. A block of one command directly
+    followed by a ```text block shows that command's standard output."""
+    text = README.read_text(encoding="utf-8")
+    blocks = fenced_blocks(text)
     examples = []
     for i, (language, lines) in enumerate(blocks):
         if language != "sh":
             continue
         commands = commands_of(lines)
-        shown = None
-        follows_directly = _text_block_follows(lines, i)
-        if len(commands) == 1 and follows_directly:
-            shown = "\n".join(blocks[i + 1][1])
+        beneath = "```sh\n" + "\n".join(lines) + "\n```\n```text\n"
+        shown = ("\n".join(blocks[i + 1][1]) if len(commands) == 1 and beneath in text
+                 else None)
         for command in commands:
             code = re.search(r"#\s*exit (\d+)\s*$", command)
             examples.append((command, int(code.group(1)) if code else 0, shown))
     return examples
-
-
-def _text_block_follows(lines: list[str], index: int) -> bool:
-    """Whether the block after sh block ``index`` is a ```text block right beneath it
-    (nothing but its fences between them)."""
-    text = README.read_text(encoding="utf-8")
-    blocks = fenced_blocks(text)
-    if index + 1 >= len(blocks) or blocks[index + 1][0] != "text":
-        return False
-    sh = "```sh\n" + "\n".join(lines) + "\n```\n```text\n"
-    return sh in text
 
 
 def trimmed(text: str) -> str:
@@ -220,8 +210,8 @@ def test_every_table_entry_is_named_in_language_md():
 
 
 @pytest.mark.slow
-@pytest.mark.parametrize("command, code, shown", readme_examples(),
-                         ids=lambda value: value[:60] if isinstance(value, str) else None)
+@pytest.mark.parametrize("command, code, shown", [
+    pytest.param(*example, id=example[0][:70]) for example in readme_examples()])
 def test_readme_example_runs(command, code, shown):
     args = shlex.split(command, comments=True)
     assert args[0] == "gradcli"
@@ -233,6 +223,7 @@ def test_readme_example_runs(command, code, shown):
         assert trimmed(result.stdout) == trimmed(shown), command
 
 
+@pytest.mark.slow
 def test_readme_examples_cover_every_command(help_texts):
     """A task-first tour: every command, and grad --order and --at, has an example."""
     ran = [shlex.split(command, comments=True) for command, _, _ in readme_examples()]
