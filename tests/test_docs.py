@@ -204,9 +204,17 @@ def test_every_table_entry_is_named_in_language_md():
     entries = json.loads(result.stdout)["functions"]
     assert len(entries) > 100
     language = (DOCS / "language.md").read_text(encoding="utf-8")
-    missing = [name for entry in entries for name in [entry["name"], *entry["aliases"]]
-               if not names(language, name)]
+    table = {name for entry in entries for name in [entry["name"], *entry["aliases"]]}
+    missing = sorted(name for name in table if not names(language, name))
     assert not missing, "table entries not named in docs/language.md: " + ", ".join(missing)
+    # ...and its list of functions names nothing that is not one (a renamed entry).
+    start = language.index("Functions come from the table")
+    paragraph = language[start:language.index("\n\n", start)]
+    listed = set(re.findall(r"[A-Za-z_]\w*", " ".join(re.findall(r"`([^`]*)`", paragraph))))
+    words = {"x", "y", "axis", "keepdims", "ddof", "weights", "None", "pi", "e", "inf",
+             "gradcli", "functions"}
+    unknown = sorted(listed - table - words)
+    assert not unknown, f"docs/language.md lists {unknown}, which are not in the table"
 
 
 @pytest.mark.slow
