@@ -630,10 +630,11 @@ def build(program: Program, declarations=None, *, dtype: str = "float64",
     >>> float(model.function(*model.arg_values))
     31.0
     """
-    from .values import Declarations
     if dtype not in DTYPES:
         raise InputError(f"dtype must be one of {', '.join(DTYPES)}, got {dtype!r}")
-    declarations = declarations if declarations is not None else Declarations()
+    # values.py (the declarations) sits above this module: it evaluates their constant
+    # expressions here, so None means "nothing declared" rather than a Declarations()
+    declarations = declarations if declarations is not None else ()
     source = program.source
     model = Model(program, dtype)
     plan = _Plan(source, dtype)

@@ -31,6 +31,7 @@ import numpy as np
 
 from ..errors import GradcliError, InputError, LimitError, shown_path
 from . import limits
+from .evaluate import compile_constant
 from .parser import DECLARE_NAMES, parse_expression, registry
 
 __all__ = [
@@ -149,7 +150,6 @@ def prepare_value(text: str) -> Callable[[], tuple[np.ndarray, tuple[str, ...] |
     >>> prepare_value("[1, 2]")()
     (array([1., 2.]), None)
     """
-    from .evaluate import compile_constant
     if not isinstance(text, str):
         raise InputError(f"a value must be text, not {type(text).__name__}")
     stripped = text.strip()
