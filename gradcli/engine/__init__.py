@@ -16,7 +16,7 @@ def _install_operators() -> None:
     reg = ops.REGISTRY
 
     # frames=1: the lambda lies between the user's expression and apply (see
-    # ops._reusable_buffer).
+    # fast.reusable_buffer).
     empty = ops.EMPTY
 
     def binary(op):

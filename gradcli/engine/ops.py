@@ -22,7 +22,7 @@ import numpy as np
 
 from ..errors import ArgumentError, ShapeError
 from . import state
-from .state import REFCOUNTS_EXACT
+from .fast import fits_into, reusable_buffer
 from .table import (INPLACE, LOADERS, ORDER, REGISTRY, LazyTable, Op, complete, lookup,
                     normalise_axes, register)
 from .tensor import Batched, Node, NotBatchable, Shape, Tensor, Variable, as_value
@@ -52,7 +52,7 @@ def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
     """Run a table entry on tensors or array-likes and, when a tape traces one of the
     inputs, record it. For variadic entries ``inputs`` is the sequence of tensors.
     ``frames``: how many Python frames lie between the user's expression and this call
-    (1 for the operators), for the temporary-reuse check of ``_reusable_buffer``."""
+    (1 for the operators), for the temporary-reuse check of ``fast.reusable_buffer``."""
     # Python numbers stay Python numbers: numpy treats them as weak scalars, so float32
     # tensors stay float32, and scalar arithmetic stays fast. A list or tuple is looked
     # into only here, off the path tensors and numbers take (see _sequence_value).
@@ -68,7 +68,8 @@ def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
         # entry's batching rule runs, off the path plain tensors take.
         from .batching import apply_batched
         return apply_batched(op, inputs, params)
-    buffer = None if op.reuse is None else _reusable_buffer(inputs, values, frames)
+    buffer = None if op.reuse is None else reusable_buffer(inputs, values, frames,
+                                                           _recording, _forward)
     try:
         if buffer is not None:
             ans = op.reuse(*values, out=buffer)
@@ -127,63 +128,6 @@ def _packed(x):
     if (x.__class__ is not list and x.__class__ is not tuple) or not _holds_tensor(x):
         return x
     return apply(REGISTRY["stack"], tuple(_packed(item) for item in x), {"axis": 0})
-
-
-def _reusable_buffer(inputs, values, frames: int):
-    """The first input's array, when the result may be written over it: numpy's own
-    temporary elision (``a * b + c`` reuses ``a * b``), one level up. It holds when the
-    first input is a tensor nobody else holds (a temporary of the user's expression), its
-    array is its own and no one else's (no node kept it), no tape will keep it (the
-    entry's rules read no input, and no persistent or nested tape records), and the
-    result has its shape and dtype. Large arrays only: there a fresh result costs more
-    than the arithmetic, in page faults and in the memory the next operations must
-    stream through the caches."""
-    if not REFCOUNTS_EXACT:
-        return None
-    first = inputs[0]
-    if first.__class__ is not Tensor:
-        return None
-    array = first._value
-    if (array.__class__ is not np.ndarray or array.size < 4096 or array.base is not None
-            or not array.flags.writeable):
-        return None
-    if _recording and (len(_recording) > 1 or _recording[0].persistent):
-        return None
-    if _forward:  # an accumulator may still read the input (the rules' contract)
-        return None
-    # Holders of a temporary: the caller's expression, `frames` frames in between, the
-    # inputs tuple, this function's local, getrefcount's argument. Of the array: its
-    # tensor, the values list, this local, getrefcount's argument.
-    if sys.getrefcount(first) > 4 + frames or sys.getrefcount(array) > 4:
-        return None
-    for v in values[1:]:
-        if not _fits_into(array, v):
-            return None
-    return array
-
-
-def _fits_into(target, v) -> bool:
-    """Whether ``target`` combined elementwise with ``v`` keeps ``target``'s shape and
-    dtype, so the result may be written into ``target``. False when unsure (the caller
-    then makes a new array). Deliberately plain Python: it runs right after large numpy
-    operations have flushed the caches, where ``np.broadcast_shapes`` costs ~15 µs."""
-    cls = v.__class__
-    if cls is float or cls is int:  # weak Python scalars take the array's dtype
-        return True
-    if cls is not np.ndarray and not isinstance(v, np.generic):
-        return False
-    if v.dtype != target.dtype:
-        return False
-    shape, tshape = v.shape, target.shape
-    if shape == tshape:
-        return True
-    lead = len(tshape) - len(shape)
-    if lead < 0:
-        return False
-    for i, n in enumerate(shape):
-        if n != 1 and n != tshape[lead + i]:
-            return False
-    return True
 
 
 def _record(op: Op, out: Tensor, inputs, values, params) -> None:
@@ -467,7 +411,7 @@ def _dot_vjp(which):
 
 def _scale_in_place(g, factor):
     """g *= factor, when that keeps g's shape and dtype (else None: use the plain rule)."""
-    if g.__class__ is not np.ndarray or not _fits_into(g, factor):
+    if g.__class__ is not np.ndarray or not fits_into(g, factor):
         return None
     g *= factor
     return g
@@ -1314,7 +1258,7 @@ LINSPACE = _internal(Op(name="linspace_between",
 
 
 # Entries whose result may be written over their first input's array (their rules read
-# no input, so no node keeps it; see _reusable_buffer), with the ufunc that writes there.
+# no input, so no node keeps it; see fast.reusable_buffer), with the ufunc that writes there.
 for _name, _ufunc in (("add", np.add), ("subtract", np.subtract), ("negative", np.negative),
                       ("exp", np.exp), ("tanh", np.tanh), ("sqrt", np.sqrt)):
     assert REGISTRY[_name].saves in ("none", "ans"), _name

@@ -14,14 +14,12 @@ np.float64(6.0)
 """
 from __future__ import annotations
 
-import sys
 from heapq import heapify, heappop, heappush
 from operator import attrgetter
 
 import numpy as np
 
-from . import ops, state
-from .state import REFCOUNTS_EXACT
+from . import fast, ops, state
 from .tensor import BATCHED_VARIABLES, Batched, Node, Shape, Tensor, Variable, _make, as_value
 
 _recording = state.recording
@@ -257,130 +255,73 @@ class GradientTape:
         return _pack(sources, iter(grads))
 
     def _backward(self, targets, seeds, sources, release: bool = False) -> list:
-        """The reverse pass: one gradient (or None) per source.
-
-        Nodes are taken in reverse recording order from a heap (a chain keeps it at one
-        entry): a node's consumers were recorded after it, so popping the latest first
-        processes a node once every consumer on the way from the targets has passed its
-        gradient down. Iterative, so a chain of 10^5 operations needs no recursion.
-
-        With ``release`` (a spent non-persistent tape) each node drops its saved values
-        once processed, as TensorFlow frees a tape's resources: memory is returned during
-        the pass, not when the caller drops the result."""
+        """The reverse pass: one gradient (or None) per source. Nodes leave a heap in reverse
+        recording order (a node's consumers were recorded after it), iteratively. With
+        ``release`` (a spent tape) each node drops its saved values once processed, as
+        TensorFlow frees a tape during the pass. The speed tricks: ``fast``, one call each."""
         # An outer tape records, or an accumulator wants the gradient's tangent
-        # (forward-over-reverse): compute in engine ops.
+        # (forward-over-reverse): compute in engine ops, else in numpy.
         differentiable = bool(_recording) or bool(state.forward)
         m = ops.ENGINE if differentiable else ops.NP
+        speed = fast.ENABLED and not differentiable  # the tricks work on raw arrays
+        trace, release = self._trace, release and not differentiable
+        grads, frontier, keep, ends = self._seeded(targets, seeds, sources, differentiable)
+        while frontier:
+            node = heappop(frontier)[1]
+            g = grads.get(id(node)) if id(node) in keep else grads.pop(id(node))
+            args, ans = _saved(node, differentiable)
+            spent = release and node.tapes is trace.alone  # recorded by this tape alone
+            receiving = [i for i, p in enumerate(node.parents) if self._reaches(p)]
+            full = None  # the output's shape, when g is a scalar standing for a broadcast
+            if speed:
+                g, full = fast.upstream(node, g, ans, args, receiving, spent, id(node) in keep)
+            for i in receiving:
+                gx = g.gradient if g.__class__ is fast.InPlace else _rule(m, node, i, g, ans, args)
+                if gx is None:  # the rule gives this input no gradient
+                    continue
+                if gx.shape != args[i].shape or full is not None:
+                    gx = _unbroadcast(m, gx, args[i].shape, full)
+                parent = node.parents[i]
+                prev = grads.get(id(parent))
+                if prev is None:  # a recorded node enters the heap with its first gradient
+                    grads[id(parent)] = gx
+                    if trace in parent.tapes:
+                        heappush(frontier, (-parent.seq, parent))
+                else:
+                    grads[id(parent)] = fast.add_into(prev, gx) if speed else prev + gx
+            g = gx = prev = None  # (so the next node's reference counts are exact)
+            if spent:
+                node.values = node.ans = None
+        return [_source_gradient(None if n is None else grads.get(id(n)), n, s, targets,
+                                 differentiable) for n, s in ends]
+
+    def _reaches(self, parent) -> bool:
+        """Whether the gradient flows on to ``parent``: a node this tape recorded or one
+        it watches."""
+        return parent is not None and (self._trace in parent.tapes
+                                       or id(parent) in self._trace.watched)
+
+    def _seeded(self, targets, seeds, sources, differentiable: bool):
+        """The start of the reverse pass: the targets' seeds in a gradients dict, the
+        heap of recorded nodes to visit, the ids of the sources' nodes (whose gradients
+        stay in the dict as results) and each source's (node, source)."""
         trace = self._trace
-        watched = trace.watched
-        grads: dict[int, object] = {}
-        frontier = []
         for s in sources:
             if s._node is None and any(s is t for t in targets):
                 s._node = Node()  # a target that is a source: its gradient is the seed
-        source_nodes = [s._node for s in sources]
-        keep = {id(n) for n in source_nodes if n is not None}
+        ends = [(s._node, s) for s in sources]
+        keep = {id(n) for n, _ in ends if n is not None}
+        grads: dict[int, object] = {}
+        frontier = []
         for t, seed in zip(targets, seeds):
             node = t._node if isinstance(t, Tensor) else None
-            if node is not None and (trace in node.tapes or id(node) in watched
+            if node is not None and (trace in node.tapes or id(node) in trace.watched
                                      or id(node) in keep):
                 if id(node) not in grads and trace in node.tapes:
                     frontier.append((-node.seq, node))
                 _accumulate(grads, node, _seed(t, seed, differentiable))
         heapify(frontier)
-        release = release and not differentiable
-        # A recorded node enters the heap with its first gradient: nodes no gradient
-        # reaches are never visited.
-        while frontier:
-            node = heappop(frontier)[1]
-            key = id(node)
-            g = grads.get(key) if key in keep else grads.pop(key)
-            op = node.op
-            if differentiable:
-                # Rebuild tensors around the saved values: the same nodes, so an outer
-                # tape that recorded them sees the rules' operations as connected.
-                args = [_make(v, p) if p is not None and v.__class__ is not Shape else v
-                        for v, p in zip(node.values, node.parents)]
-                ans = _make(node.ans, node)
-            else:
-                args, ans = node.values, node.ans
-            spent = release and node.tapes is trace.alone  # recorded by this tape alone
-            full = None  # the output's shape, when g is a scalar standing for a broadcast
-            if not differentiable and g.__class__ is np.ndarray and g.size >= _IN_PLACE_SIZE:
-                if op.elementwise and not any(g.strides):
-                    # A broadcast scalar (what a sum sends back): elementwise rules compute
-                    # with the scalar, making one array instead of two; the result is
-                    # brought to the input's shape by the un-broadcasting below.
-                    full = g.shape
-                    g = g[(0,) * g.ndim]
-                if op.twins and key not in keep:
-                    g = _in_place(op, g, ans, args, node.parents, trace, watched, spent)
-            i = -1
-            for parent in node.parents:
-                i += 1
-                if parent is None:
-                    continue
-                recorded = trace in parent.tapes
-                if not (recorded or id(parent) in watched):
-                    continue
-                if g.__class__ is _InPlace:  # the node's only gradient, already computed
-                    gx = g.gradient
-                elif op.variadic:
-                    gx = op.vjps[0](m, g, ans, *args, index=i, **node.params)
-                    if gx is None:  # a custom_gradient's grad_fn gave this input none
-                        continue
-                else:
-                    rule = op.vjps[i]
-                    if rule is None:
-                        continue
-                    gx = rule(m, g, ans, *args, **node.params)
-                shape = args[i].shape
-                if gx.shape != shape or (full is not None and full != shape):
-                    gx = _unbroadcast(m, gx, shape, full)
-                k = id(parent)
-                prev = grads.get(k)
-                if prev is None:
-                    grads[k] = gx
-                    if recorded:
-                        heappush(frontier, (-parent.seq, parent))
-                elif not differentiable and _exclusive(prev, 2) and prev.dtype == gx.dtype:
-                    prev += gx  # nobody else holds this sum: add in place
-                else:
-                    grads[k] = prev + gx
-            # Drop this node's references to gradients, so the next node can tell by
-            # reference counts whether its upstream gradient is shared.
-            g = gx = prev = None
-            if spent:
-                node.values = node.ans = None
-        out = []
-        for n, source in zip(source_nodes, sources):
-            g = None if n is None else grads.get(id(n))
-            dtype = source._value.dtype
-            # A boolean or integer source has no gradient (None), as in TensorFlow, whose
-            # tapes do not watch them: the SPEC's "booleans are never differentiable" and
-            # "an integer dtype gives a tensor with no gradient". Except as its own target:
-            # then, as TensorFlow, the target's seed in the source's dtype
-            # (tape.gradient(s, s) of a boolean s is all True).
-            if g is None or (dtype.kind not in "fc" and not any(
-                    t._node is n for t in targets if isinstance(t, Tensor))):
-                out.append(None)
-                continue
-            # A gradient has its source's dtype (a float32 source mixed with float64
-            # constants gets a float32 gradient), as in TensorFlow and PyTorch.
-            if g.dtype != dtype and dtype.kind != "c":
-                if differentiable:
-                    g = ops.FUNCTIONS["cast"](g, dtype=dtype)
-                else:
-                    g = np.asarray(g).astype(dtype)
-                    g = g[()] if g.ndim == 0 else g
-            if not differentiable:
-                # A gradient may be a forward value or a broadcast view (see ops._times and
-                # the reductions' rules); what the user receives is an array of its own.
-                # (holders of g: the grads dict and this local)
-                g = _make(g if g.__class__ is not np.ndarray or _exclusive(g, 2) else g.copy())
-            out.append(g)
-        grads.clear()
-        return out
+        return grads, frontier, keep, ends
 
     # --- jacobians -------------------------------------------------------------------
     def jacobian(self, target, sources, unconnected_gradients="none",
@@ -495,50 +436,46 @@ class _Paused:
 
 
 
-def _exclusive(array, holders: int) -> bool:
-    """True when ``array`` owns its memory and only the caller's ``holders`` references
-    hold it, so changing it or handing it out cannot be observed elsewhere."""
-    return (REFCOUNTS_EXACT and array.__class__ is np.ndarray and array.base is None
-            and array.flags.writeable
-            and sys.getrefcount(array) <= holders + 2)  # + this call's argument and getrefcount's
+
+def _saved(node, differentiable: bool):
+    """The node's saved inputs and output as its rules read them. Differentiable: tensors
+    rebuilt around the saved values, on the same nodes, so an outer tape that recorded
+    them sees the rules' operations as connected."""
+    if not differentiable:
+        return node.values, node.ans
+    args = [_make(v, p) if p is not None and v.__class__ is not Shape else v
+            for v, p in zip(node.values, node.parents)]
+    return args, _make(node.ans, node)
 
 
-class _InPlace:
-    """Marks a gradient an in-place rule already computed from the upstream gradient."""
-    __slots__ = ("gradient",)
-
-    def __init__(self, gradient):
-        self.gradient = gradient
-
-
-# Below this many elements a new array is cheap: in-place rules are not worth a look-up.
-_IN_PLACE_SIZE = 4096
+def _rule(m, node, i, g, ans, args):
+    """Input ``i``'s gradient by the entry's VJP rule (None: no gradient for it)."""
+    op = node.op
+    if op.variadic:  # one rule for all the inputs (None: a custom_gradient gave none)
+        return op.vjps[0](m, g, ans, *args, index=i, **node.params)
+    rule = op.vjps[i]
+    return None if rule is None else rule(m, g, ans, *args, **node.params)
 
 
-def _in_place(op, g, ans, args, parents, trace, watched, spent: bool):
-    """Apply the in-place twin of the rule (``op.twins``) when exactly one input receives
-    a gradient and nobody else holds g (a scalar g is never shared); otherwise return g
-    unchanged. With ``spent`` (the node is released after this), the node's output and
-    first input may serve as the twin's output when nobody else holds them."""
-    receiving = [i for i, p in enumerate(parents)
-                 if p is not None and (trace in p.tapes or id(p) in watched)]
-    if len(receiving) != 1 or op.variadic:
-        return g
-    i = receiving[0]
-    rule = op.twins[i]
-    # holders of g: _backward's local and this function's parameter. A twin reads only
-    # what its rule reads, which the node kept (see Op.saves).
-    if rule is None or (g.__class__ is np.ndarray and not _exclusive(g, 2)):
-        return g
-    spare = (None, None)
-    if spent:
-        first = args[0]
-        # holders: node.ans, _backward's local, this parameter / the node's list, this local
-        spare = (ans if _exclusive(ans, 3) else None,
-                 first if _exclusive(first, 2) else None)
-        del first
-    out = rule(g, ans, *args, spare=spare)
-    return g if out is None else _InPlace(out)
+def _source_gradient(g, n, source, targets, differentiable: bool):
+    """What ``gradient`` returns for one source, from its summed gradient ``g``.
+
+    A boolean or integer source has no gradient (None), as in TensorFlow, whose tapes do
+    not watch them: the SPEC's "booleans are never differentiable" and "an integer dtype
+    gives a tensor with no gradient". Except as its own target: then, as TensorFlow, the
+    target's seed in the source's dtype (tape.gradient(s, s) of a boolean s is all
+    True). A gradient has its source's dtype (a float32 source mixed with float64
+    constants gets a float32 gradient), as in TensorFlow and PyTorch."""
+    dtype = source._value.dtype
+    if g is None or (dtype.kind not in "fc" and not any(
+            t._node is n for t in targets if isinstance(t, Tensor))):
+        return None
+    if g.dtype != dtype and dtype.kind != "c":
+        if differentiable:
+            return ops.FUNCTIONS["cast"](g, dtype=dtype)
+        g = np.asarray(g).astype(dtype)
+        g = g[()] if g.ndim == 0 else g
+    return g if differentiable else _make(fast.owned(g))
 
 
 def _accumulate(grads: dict, x, g) -> None:
