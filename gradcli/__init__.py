@@ -59,7 +59,7 @@ try:
                          custom_gradient, gradients_function, hessian_vector_product,
                          implicit_gradients, implicit_value_and_gradients, jvp,
                          stop_gradient, value_and_gradients_function)
-    from .engine.table import REGISTRY as _REGISTRY
+    from .engine.core.table import REGISTRY as _REGISTRY
 finally:
     _resume_collector(_collecting)
 
@@ -93,11 +93,11 @@ def __getattr__(name: str):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     if name == "ForwardAccumulator":
-        from .engine.forward import ForwardAccumulator
+        from .engine.core.forward import ForwardAccumulator
         globals()[name] = ForwardAccumulator
         return ForwardAccumulator
     if name == "vectorized_map":  # issue 12: the batching transform
-        from .engine.batching import vectorized_map
+        from .engine.core.batching import vectorized_map
         globals()[name] = vectorized_map
         return vectorized_map
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

@@ -102,7 +102,7 @@ def test_fast_paths_give_the_plain_paths_gradients(expr, reduce, seed, dtype):
 import pytest  # noqa: E402
 
 from gradcli.engine import fast  # noqa: E402
-from gradcli.engine.table import ORDER, REGISTRY  # noqa: E402
+from gradcli.engine.core.table import ORDER, REGISTRY  # noqa: E402
 
 ELEMENTWISE = [n for n in ORDER if REGISTRY[n].elementwise and REGISTRY[n].differentiable
                and not REGISTRY[n].variadic and not REGISTRY[n].params]

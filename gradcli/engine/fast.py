@@ -26,8 +26,8 @@ import sys
 
 import numpy as np
 
-from .state import REFCOUNTS_EXACT
-from .tensor import Tensor
+from .core.state import REFCOUNTS_EXACT
+from .core.tensor import Tensor
 
 #: The switch: read at each use, so that a test may turn it off for one call.
 ENABLED = os.environ.get("GRADCLI_FAST", "1") != "0"

@@ -167,7 +167,7 @@ def normalise_axes(op: Op, ndim: int, params: dict) -> dict:
     it, for a reduction). An axis out of range, repeated, or not an integer is a
     ``ShapeError`` naming the function.
 
-    >>> from gradcli.engine.table import REGISTRY
+    >>> from gradcli.engine.core.table import REGISTRY
     >>> normalise_axes(REGISTRY["transpose"], 2, {"axes": (-1, 0)})
     {'axes': (1, 0)}
     """
@@ -216,7 +216,7 @@ def _one_axis(op: Op, name: str, value, rank: int, ndim: int) -> int:
 
 
 def _shape_error(message: str):
-    from ..errors import ShapeError
+    from ...errors import ShapeError
     return ShapeError(message)
 
 
@@ -258,7 +258,7 @@ ON_DEMAND_NAMES = frozenset("""
     cholesky cross cumprod cumsum deg2rad degrees det diag diagonal diff dstack eigh
     einsum erf erfc exp2 expand_dims fabs fix flatten flip fliplr flipud floor_divide fmax
     fmin fmod gather hstack inner inv kron log_softmax logaddexp logaddexp2 median mod
-    moveaxis nan_to_num outer pad pinv rad2deg radians ravel reduce_logsumexp reduce_max
+    moveaxis nan_to_num norm outer pad pinv rad2deg radians ravel reduce_logsumexp reduce_max
     reduce_mean reduce_min reduce_prod reduce_sum remainder repeat roll rot90 sinc slogdet
     solve sort split squeeze std svd swapaxes take take_along_axis tensordot tile trace
     tril triu trunc var vstack
@@ -411,6 +411,9 @@ class LazyOrder(list):
 REGISTRY: dict[str, Op] = LazyTable()
 # canonical names in table order (what `gradcli functions` lists).
 ORDER: list[str] = LazyOrder()
+# Internal entries serve the backward rules (broadcast_to, sum_to, getitem, scatter, ...);
+# they are differentiable like any entry but are not part of the language.
+INTERNAL: dict[str, Op] = LazyTable()
 
 
 def register(op: Op) -> Op:
@@ -419,6 +422,13 @@ def register(op: Op) -> Op:
             raise RuntimeError(f"function table: {key!r} defined twice")
         REGISTRY[key] = op
     ORDER.append(op.name)
+    return op
+
+
+def register_internal(op: Op) -> Op:
+    """An entry the rules use that the language does not offer (registered again, it
+    replaces the earlier one)."""
+    INTERNAL[op.name] = op
     return op
 
 

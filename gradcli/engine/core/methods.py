@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import state
-from .ops import FUNCTIONS, INTERNAL, apply
-from .table import REGISTRY
+from .recording import FUNCTIONS, apply
+from .table import INTERNAL, REGISTRY
 from .tensor import Batched, Tensor, Variable, _make
 
 

@@ -2,9 +2,9 @@
 
 The backward pass walks the recorded graph iteratively (no recursion: chains of 10^5
 operations work), in reverse topological order, calling each entry's rule and summing
-each gradient back to its input's shape in one place (``_unbroadcast``).
+each gradient back to its input's shape in one place (``unbroadcast``).
 
->>> from gradcli.engine.tensor import constant
+>>> from gradcli.engine.core.tensor import constant
 >>> x = constant(3.0)
 >>> with GradientTape() as tape:
 ...     tape.watch(x)
@@ -19,66 +19,14 @@ from operator import attrgetter
 
 import numpy as np
 
-from . import fast, ops, state
+from .. import fast
+from . import state
+from .nest import flatten, pack
+from .recording import ENGINE, FUNCTIONS, NP
 from .tensor import BATCHED_VARIABLES, Batched, Node, Shape, Tensor, Variable, _make, as_value
 
 _recording = state.recording
 _creation_order = attrgetter("_order")
-
-
-def _keys(d: dict) -> list:
-    """A dict's keys in TensorFlow's ``nest`` order: sorted, so that two dicts with the same
-    keys pair their entries by key whatever order they were built in (targets with
-    ``output_gradients``, outputs with ``dy``)."""
-    try:
-        return sorted(d)
-    except TypeError:
-        raise TypeError("nested structures take dicts with sortable keys (as TensorFlow's "
-                        f"nest), got keys {list(d)!r}") from None
-
-
-def _flatten(structure, out: list) -> list:
-    """Leaves of a nested list/tuple/dict, in order, a dict's by sorted key (TensorFlow's
-    ``nest.flatten``; iteratively: no recursion limits)."""
-    if isinstance(structure, Tensor):
-        out.append(structure)
-        return out
-    if structure.__class__ is list or structure.__class__ is tuple:  # the usual: flat
-        for item in structure:
-            if not isinstance(item, Tensor):
-                break
-        else:
-            out.extend(structure)
-            return out
-    stack = [structure]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend([item[k] for k in reversed(_keys(item))])
-        elif isinstance(item, (list, tuple)):
-            stack.extend(reversed(item))
-        else:
-            out.append(item)
-    return out
-
-
-def _pack(structure, leaves):
-    """Rebuild ``structure`` with ``leaves`` (an iterator) in place of its leaves."""
-    if structure.__class__ is list:
-        for item in structure:
-            if not isinstance(item, Tensor):
-                break
-        else:
-            return [next(leaves) for _ in structure]
-    if isinstance(structure, dict):  # leaves by sorted key (as _flatten), keys as given
-        packed = {k: _pack(structure[k], leaves) for k in _keys(structure)}
-        return {k: packed[k] for k in structure}
-    if isinstance(structure, (list, tuple)):
-        items = [_pack(v, leaves) for v in structure]
-        if hasattr(structure, "_fields"):  # a namedtuple: its fields, positionally
-            return type(structure)(*items)
-        return type(structure)(items)
-    return next(leaves)
 
 
 def _check_unconnected(unconnected_gradients) -> None:
@@ -113,7 +61,7 @@ class _Trace:
 class GradientTape:
     """Record operations to differentiate them, as ``tf.GradientTape`` in TensorFlow 2.
 
-    >>> from gradcli.engine.tensor import Variable
+    >>> from gradcli.engine.core.tensor import Variable
     >>> w = Variable(2.0)
     >>> with GradientTape() as tape:
     ...     y = w * 5.0
@@ -176,7 +124,7 @@ class GradientTape:
 
     def watch(self, tensor) -> None:
         """Trace a tensor or variable (or a nested list/tuple/dict of them)."""
-        for item in _flatten(tensor, []):
+        for item in flatten(tensor, []):
             if isinstance(item, Batched):  # inside vectorized_map: its examples' tensor
                 item = item._tensor
             if not isinstance(item, Tensor):
@@ -232,16 +180,16 @@ class GradientTape:
             self._pop()  # as in TensorFlow: stop recording, the tape is spent
         self._used = True
 
-        targets = _flatten(target, [])
+        targets = flatten(target, [])
         if output_gradients is None:
             seeds = [None] * len(targets)
         else:
-            seeds = _flatten(output_gradients, []) if isinstance(
+            seeds = flatten(output_gradients, []) if isinstance(
                 output_gradients, (list, tuple, dict)) else [output_gradients]
             if len(seeds) != len(targets):
                 raise ValueError(f"output_gradients has {len(seeds)} entries for "
                                  f"{len(targets)} targets")
-        flat_sources = _flatten(sources, [])
+        flat_sources = flatten(sources, [])
         if state.batching:  # inside vectorized_map: batched values are unwrapped there
             from .batching import gradient
             grads = gradient(self, targets, seeds, flat_sources)
@@ -252,7 +200,7 @@ class GradientTape:
         if unconnected_gradients == "zero":
             grads = [g if g is not None else _zeros_like(s)
                      for g, s in zip(grads, flat_sources)]
-        return _pack(sources, iter(grads))
+        return pack(sources, iter(grads))
 
     def _backward(self, targets, seeds, sources, release: bool = False) -> list:
         """The reverse pass: one gradient (or None) per source. Nodes leave a heap in reverse
@@ -262,7 +210,7 @@ class GradientTape:
         # An outer tape records, or an accumulator wants the gradient's tangent
         # (forward-over-reverse): compute in engine ops, else in numpy.
         differentiable = bool(_recording) or bool(state.forward)
-        m = ops.ENGINE if differentiable else ops.NP
+        m = ENGINE if differentiable else NP
         speed = fast.ENABLED and not differentiable  # the tricks work on raw arrays
         trace, release = self._trace, release and not differentiable
         grads, frontier, keep, ends = self._seeded(targets, seeds, sources, differentiable)
@@ -280,7 +228,7 @@ class GradientTape:
                 if gx is None:  # the rule gives this input no gradient
                     continue
                 if gx.shape != args[i].shape or full is not None:
-                    gx = _unbroadcast(m, gx, args[i].shape, full)
+                    gx = unbroadcast(m, gx, args[i].shape, full)
                 parent = node.parents[i]
                 prev = grads.get(id(parent))
                 if prev is None:  # a recorded node enters the heap with its first gradient
@@ -341,11 +289,11 @@ class GradientTape:
         if self._recording and not self._persistent:
             self._pop()
         self._used = True
-        flat_sources = _flatten(sources, [])
+        flat_sources = flatten(sources, [])
         if state.batching and (isinstance(target, Batched)
                                or any(isinstance(s, Batched) for s in flat_sources)):
             from .batching import jacobian  # per example, inside vectorized_map
-            return _pack(sources, iter(jacobian(self, target, flat_sources,
+            return pack(sources, iter(jacobian(self, target, flat_sources,
                                                 unconnected_gradients)))
         _check_sources(flat_sources)
         tshape = target.shape
@@ -356,7 +304,7 @@ class GradientTape:
             # for every source an (empty) seed reaches.
             grads = self._backward([target], [np.zeros(tshape, dtype=target.dtype)],
                                    flat_sources)
-            return _pack(sources, iter(
+            return pack(sources, iter(
                 None if g is None and unconnected_gradients == "none"
                 else _make(np.zeros(tshape + src.shape, dtype=src.dtype))
                 for g, src in zip(grads, flat_sources)))
@@ -375,12 +323,12 @@ class GradientTape:
                 continue
             parts = [g if g is not None else _zeros_like(src) for g in row]
             if bool(_recording):
-                stacked = ops.FUNCTIONS["stack"](parts)
-                results.append(ops.FUNCTIONS["reshape"](stacked, tshape + src.shape))
+                stacked = FUNCTIONS["stack"](parts)
+                results.append(FUNCTIONS["reshape"](stacked, tshape + src.shape))
             else:
                 values = [p._value for p in parts]
                 results.append(_make(np.reshape(np.stack(values), tshape + src.shape)))
-        return _pack(sources, iter(results))
+        return pack(sources, iter(results))
 
     def batch_jacobian(self, target, source, unconnected_gradients="none",
                        parallel_iterations=None, experimental_use_pfor=True):
@@ -405,7 +353,7 @@ class GradientTape:
         ny = int(np.prod(tshape[1:], dtype=np.int64))
         nx = int(np.prod(sshape[1:], dtype=np.int64))
         if isinstance(full, Batched):  # inside vectorized_map: the same, by operations
-            reshape = ops.FUNCTIONS["reshape"]
+            reshape = FUNCTIONS["reshape"]
             diag = reshape(full, (b, ny, b, nx))[np.arange(b), :, np.arange(b), :]
             return reshape(diag, tshape + sshape[1:])
         value = full._value.reshape((b, ny, b, nx))
@@ -472,7 +420,7 @@ def _source_gradient(g, n, source, targets, differentiable: bool):
         return None
     if g.dtype != dtype and dtype.kind != "c":
         if differentiable:
-            return ops.FUNCTIONS["cast"](g, dtype=dtype)
+            return FUNCTIONS["cast"](g, dtype=dtype)
         g = np.asarray(g).astype(dtype)
         g = g[()] if g.ndim == 0 else g
     return g if differentiable else _make(fast.owned(g))
@@ -484,7 +432,7 @@ def _accumulate(grads: dict, x, g) -> None:
     grads[key] = g if prev is None else prev + g
 
 
-def _unbroadcast(m, g, shape, full=None):
+def unbroadcast(m, g, shape, full=None):
     """Sum a gradient back to its input's shape: the one place broadcasting is undone.
     ``full``: the shape ``g`` stands for when the rule computed with a scalar in place of
     a broadcast upstream gradient (the output's shape); g is summed as that shape."""

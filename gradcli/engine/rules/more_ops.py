@@ -7,7 +7,7 @@ entry: ``gc.NAME``, the language, ``gradcli functions``, the sympy check and the
 table-wide tests all read it. The rules follow
 ``ops.py``: written against the namespace ``m`` (so second derivatives work through nested
 tapes), axes with numpy's semantics under the parameter names ``axis``/``axes``, and a
-zero local derivative as a hard zero (``ops.gate``: never ``0 * inf``, but nan stays nan).
+zero local derivative as a hard zero (``gate``: never ``0 * inf``, but nan stays nan).
 
 Conventions decided here (where numpy or TensorFlow leave a choice):
 - ``sort``, ``median``: the gradient flows through the permutation that sorts the input
@@ -35,12 +35,25 @@ import math
 
 import numpy as np
 
+from ...errors import ShapeError
+from ..core.derive import reduction_jvp, transposed_rules
+from ..core.recording import NP, apply, bind
+from ..core.table import INTERNAL, REGISTRY, Op, normalise_axes, register, register_internal
+from ..core.tensor import Tensor, shape_of
 from . import linalg as _linalg  # noqa: F401  (its entries come first in the table)
-from . import ops
-from .ops import (GETITEM, _count, _expand, _internal, _logsumexp, _norm_axes, _reduced,
-                  _shape, _sympy_reduce, apply)
-from .table import REGISTRY, Op, normalise_axes, register
-from .tensor import Tensor
+from .elementwise import gate
+from .reductions import (
+    expand_reduced,
+    keep_reduced_axes,
+    logsumexp_forward,
+    norm_bounds,
+    ordinary,
+    reduced_axes,
+    reduced_count,
+    rescaled,
+    sympy_reduce,
+)
+from .shape import broadcast_to_forward
 
 
 def _raw(x):
@@ -60,19 +73,19 @@ def _entry(name, forward, vjps, inputs, doc, derivative, *, params=(), sympy=Non
 def _forward_rules(name, vjps, kind, extra) -> tuple:
     """Forward mode by kind, as in ops.py: an elementwise entry's VJPs are its JVPs (a
     diagonal Jacobian is its own transpose); a reduction's JVP sums the tangent times the
-    local derivative over the reduced axes (ops._reduction_jvp); a shape function, and a
+    local derivative over the reduced axes (reduction_jvp); a shape function, and a
     scan or index entry linear in x, applied to the tangent is its JVP; the rest (sort,
     average, cumprod) take the transposition of their VJP (ops.transposed)."""
     if extra.get("elementwise"):
         return vjps
     if kind == "reduction":
-        return tuple(ops._reduction_jvp(v) for v in vjps)
+        return tuple(reduction_jvp(v) for v in vjps)
     if (kind == "shape" and not extra.get("variadic")) or name in ("cumsum", "diff"):
         return (lambda m, t, ans, x, **params: getattr(m, name)(t, **params),)
     if kind == "index" and len(vjps) == 2:
         return (lambda m, t, ans, x, indices, **params:
                 getattr(m, name)(t, indices, **params), None)
-    return ops.transposed_rules(vjps, extra.get("variadic", False))
+    return transposed_rules(vjps, extra.get("variadic", False))
 
 
 def _numpy_sympy(forward):
@@ -92,7 +105,7 @@ def _rev_cumsum(m, g, axis):
 def _lanes(arr, axis):
     """``arr`` with the reduced axes moved last and merged: (rest..., n), and the
     permutation used (axis None: all axes)."""
-    axes = _norm_axes(axis, arr.ndim)
+    axes = reduced_axes(axis, arr.ndim)
     rest = tuple(i for i in range(arr.ndim) if i not in axes)
     perm = rest + axes
     moved = np.transpose(arr, perm)
@@ -228,28 +241,28 @@ def _per_dof(c: float, shape, axis, ddof) -> np.float64:
     """``c / (n - ddof)`` as numpy's var divides: by ``max(n - ddof, 0)``, so ddof >= n
     gives inf (numpy's value there), not a ZeroDivisionError."""
     with np.errstate(divide="ignore"):
-        return np.float64(c) / np.float64(max(_count(shape, axis) - ddof, 0))
+        return np.float64(c) / np.float64(max(reduced_count(shape, axis) - ddof, 0))
 
 
 def _var_vjp(m, g, ans, x, axis=None, keepdims=False, ddof=0):
-    shape = _shape(x)
+    shape = shape_of(x)
     centered = x - m.mean(x, axis=axis, keepdims=True)
-    return _expand(m, g, shape, axis, keepdims) * centered * _per_dof(2.0, shape, axis, ddof)
+    return expand_reduced(m, g, shape, axis, keepdims) * centered * _per_dof(2.0, shape, axis, ddof)
 
 
 def _std_vjp(m, g, ans, x, axis=None, keepdims=False, ddof=0):
-    shape = _shape(x)
-    if not ops.ordinary(_raw(ans), ops.norm_bounds(x, 2)):
+    shape = shape_of(x)
+    if not ordinary(_raw(ans), norm_bounds(x, 2)):
         # the squares underflowed or overflowed (std of [1e-200, 3e-200] is 0, of
         # [1e200, -1e200] inf): the gradient, the same at x and c x, taken at x / max|x|
-        x, ans = ops.rescaled(m, x, axis, lambda v: m.std(v, axis=axis, keepdims=keepdims,
+        x, ans = rescaled(m, x, axis, lambda v: m.std(v, axis=axis, keepdims=keepdims,
                                                          ddof=ddof))
-    std = _reduced(m, ans, shape, axis, keepdims)
-    flat = std == 0  # all elements equal: the subgradient 0, a hard zero (ops.gate)
+    std = keep_reduced_axes(m, ans, shape, axis, keepdims)
+    flat = std == 0  # all elements equal: the subgradient 0, a hard zero (gate)
     centered = x - m.mean(x, axis=axis, keepdims=True)
-    ge = _expand(m, g, shape, axis, keepdims)
+    ge = expand_reduced(m, g, shape, axis, keepdims)
     scale = ge / m.where(flat, 1.0, std)
-    return ops.gate(m, std != 0, scale * centered * _per_dof(1.0, shape, axis, ddof), ge)
+    return gate(m, std != 0, scale * centered * _per_dof(1.0, shape, axis, ddof), ge)
 
 
 def _sympy_var(sp, x, axis=None, keepdims=False, ddof=0, root=False):
@@ -257,12 +270,12 @@ def _sympy_var(sp, x, axis=None, keepdims=False, ddof=0, root=False):
         mean = sp.Add(*xs) / len(xs)
         v = sp.Add(*[(e - mean) ** 2 for e in xs]) / (len(xs) - ddof)
         return sp.sqrt(v) if root else v
-    return _sympy_reduce(var)(sp, x, axis=axis, keepdims=keepdims)
+    return sympy_reduce(var)(sp, x, axis=axis, keepdims=keepdims)
 
 
 def _weights_along(m, x, w, axis):
     """numpy's average: 1-D weights with an integer axis lie along that axis."""
-    xs, ws = _shape(x), _shape(w)
+    xs, ws = shape_of(x), shape_of(w)
     if len(ws) == 1 and len(xs) > 1 and isinstance(axis, int):
         ax = axis % len(xs)
         return m.reshape(w, shape=tuple(ws[0] if i == ax else 1 for i in range(len(xs)))), True
@@ -270,16 +283,16 @@ def _weights_along(m, x, w, axis):
 
 
 def _average(x, weights, axis=None, keepdims=False):
-    w, _ = _weights_along(ops.NP, x, weights, axis)
+    w, _ = _weights_along(NP, x, weights, axis)
     wb = np.broadcast_to(w, np.broadcast_shapes(np.shape(x), np.shape(w)))
     return np.sum(x * w, axis=axis, keepdims=keepdims) / np.sum(wb, axis=axis, keepdims=keepdims)
 
 
 def _average_parts(m, g, ans, x, weights, axis, keepdims):
     w, along = _weights_along(m, x, weights, axis)
-    shape = np.broadcast_shapes(_shape(x), _shape(w))
+    shape = np.broadcast_shapes(shape_of(x), shape_of(w))
     total = m.sum(m.broadcast_to(w, shape=shape), axis=axis, keepdims=True)
-    ge = _expand(m, g, shape, axis, keepdims) / total
+    ge = expand_reduced(m, g, shape, axis, keepdims) / total
     return shape, w, along, ge
 
 
@@ -290,7 +303,7 @@ def _average_vjp_x(m, g, ans, x, weights, axis=None, keepdims=False):
 
 def _average_vjp_w(m, g, ans, x, weights, axis=None, keepdims=False):
     shape, w, along, ge = _average_parts(m, g, ans, x, weights, axis, keepdims)
-    gw = ge * (x - _reduced(m, ans, shape, axis, keepdims))
+    gw = ge * (x - keep_reduced_axes(m, ans, shape, axis, keepdims))
     if along:  # summed back onto the 1-D weights
         ax = axis % len(shape)
         return m.sum(gw, axis=tuple(i for i in range(len(shape)) if i != ax))
@@ -298,12 +311,12 @@ def _average_vjp_w(m, g, ans, x, weights, axis=None, keepdims=False):
 
 
 def _sympy_average(sp, x, weights, axis=None, keepdims=False):
-    w, _ = _weights_along(ops.NP, x, weights, axis)
+    w, _ = _weights_along(NP, x, weights, axis)
     shape = np.broadcast_shapes(np.shape(x), np.shape(w))
     xw = np.broadcast_to(np.asarray(x, dtype=object) * w, shape)
     wb = np.broadcast_to(np.asarray(w, dtype=object), shape)
-    top = _sympy_reduce(lambda sp, xs: sp.Add(*xs))(sp, xw, axis=axis, keepdims=keepdims)
-    bottom = _sympy_reduce(lambda sp, xs: sp.Add(*xs))(sp, wb, axis=axis, keepdims=keepdims)
+    top = sympy_reduce(lambda sp, xs: sp.Add(*xs))(sp, xw, axis=axis, keepdims=keepdims)
+    bottom = sympy_reduce(lambda sp, xs: sp.Add(*xs))(sp, wb, axis=axis, keepdims=keepdims)
     return top / bottom
 
 
@@ -323,7 +336,7 @@ def _median_weights(raw, axis):
 
 def _median_vjp(m, g, ans, x, axis=None, keepdims=False):
     raw = np.asarray(_raw(x))
-    return _expand(m, g, raw.shape, axis, keepdims) * _median_weights(raw, axis)
+    return expand_reduced(m, g, raw.shape, axis, keepdims) * _median_weights(raw, axis)
 
 
 def _sorted_lane(sp, xs):
@@ -353,7 +366,7 @@ def _sympy_median(sp, x, axis=None, keepdims=False):
         s = _sorted_lane(sp, xs)
         n = len(s)
         return s[n // 2] if n % 2 else (s[n // 2 - 1] + s[n // 2]) / 2
-    return _sympy_reduce(median)(sp, x, axis=axis, keepdims=keepdims)
+    return sympy_reduce(median)(sp, x, axis=axis, keepdims=keepdims)
 
 
 def _sort_vjp(m, g, ans, x, axis=-1):
@@ -376,7 +389,7 @@ def _sympy_arg(pick):
                          for j, xj in enumerate(xs) if j != i]
                 pieces.append((sp.Integer(i), sp.And(*conds)))
             return sp.Piecewise(*pieces, (sp.Integer(len(xs) - 1), True))
-        return _sympy_reduce(arg)(sp, x, axis=axis, keepdims=keepdims)
+        return sympy_reduce(arg)(sp, x, axis=axis, keepdims=keepdims)
     return build
 
 
@@ -385,14 +398,14 @@ def _sympy_arg(pick):
 # ---------------------------------------------------------------------------------------
 def _cumsum_vjp(m, g, ans, x, axis=None):
     if axis is None:  # numpy scans the flattened array
-        return m.reshape(_rev_cumsum(m, g, 0), shape=_shape(x))
+        return m.reshape(_rev_cumsum(m, g, 0), shape=shape_of(x))
     return _rev_cumsum(m, g, axis)
 
 
 def _cumprod_vjp(m, g, ans, x, axis=None):
     if axis is None:
         flat = m.reshape(x, shape=(-1,))
-        return m.reshape(_cumprod_grad(m, g, ans, flat, 0), shape=_shape(x))
+        return m.reshape(_cumprod_grad(m, g, ans, flat, 0), shape=shape_of(x))
     return _cumprod_grad(m, g, ans, x, axis)
 
 
@@ -412,7 +425,7 @@ def _cumprod_grad(m, g, ans, x, axis):
     others = m.cumprod(spared, axis=axis)
     at_zero = _rev_cumsum(m, g * others, axis)
     ahead = _rev_cumsum(m, g * ans, axis) / m.where(clean, x, 1.0)
-    if m is ops.NP:
+    if m is NP:
         after = 0.0
     else:
         # Under an outer tape the zero's own factor must stay in the expression, so its
@@ -426,7 +439,7 @@ def _cumprod_grad(m, g, ans, x, axis):
 def _diff_order(x, n, axis) -> int:
     """n, or the axis length when n exceeds it (the same empty result; numpy would loop n
     times, and diff(x, n=1e9) would not finish)."""
-    shape = _shape(x)
+    shape = shape_of(x)
     if n < 0 or not shape:
         return n  # numpy's own error
     return min(n, shape[axis % len(shape)])
@@ -438,8 +451,8 @@ def _diff(x, n=1, axis=-1):
 
 def _diff_vjp(m, g, ans, x, n=1, axis=-1):
     n = _diff_order(x, n, axis)
-    nd = len(_shape(x))
-    ax = _axis_of(_shape(x), axis)
+    nd = len(shape_of(x))
+    ax = _axis_of(shape_of(x), axis)
     lo = tuple((1, 0) if i == ax else (0, 0) for i in range(nd))
     hi = tuple((0, 1) if i == ax else (0, 0) for i in range(nd))
     for _ in range(n):  # y_i = x_(i+1) - x_i: x_k gets g_(k-1) - g_k
@@ -448,12 +461,12 @@ def _diff_vjp(m, g, ans, x, n=1, axis=-1):
 
 
 def _log_softmax(x, axis=-1):
-    return x - _logsumexp(x, axis=axis, keepdims=True)
+    return x - logsumexp_forward(x, axis=axis, keepdims=True)
 
 
 def _sympy_log_softmax(sp, x, axis=-1):
     arr = np.asarray(x, dtype=object)
-    lse = _sympy_reduce(lambda sp, xs: sp.log(sp.Add(*[sp.exp(v) for v in xs])))(
+    lse = sympy_reduce(lambda sp, xs: sp.log(sp.Add(*[sp.exp(v) for v in xs])))(
         sp, arr, axis=axis, keepdims=True)
     return arr - lse
 
@@ -489,7 +502,7 @@ def _trunc_sympy(sp, t):
 # Shape functions: helpers
 # ---------------------------------------------------------------------------------------
 def _reshape_back(m, g, ans, x, **params):
-    return m.reshape(g, shape=_shape(x))
+    return m.reshape(g, shape=shape_of(x))
 
 
 def _repeat(x, repeats, axis=None):
@@ -497,7 +510,7 @@ def _repeat(x, repeats, axis=None):
 
 
 def _repeat_vjp(m, g, ans, x, repeats, axis=None):
-    shape = _shape(x)
+    shape = shape_of(x)
     if np.ndim(repeats):
         # A count per element (numpy broadcasts a list of one): repeat is take of the
         # indices np.repeat(arange(n), repeats), so its adjoint is take's scatter-add.
@@ -512,7 +525,7 @@ def _repeat_vjp(m, g, ans, x, repeats, axis=None):
 
 
 def _tile_vjp(m, g, ans, x, reps):
-    shape = _shape(x)
+    shape = shape_of(x)
     reps = tuple(reps) if isinstance(reps, (tuple, list)) else (reps,)
     d = max(len(shape), len(reps))
     xs = (1,) * (d - len(shape)) + tuple(shape)
@@ -527,7 +540,7 @@ def _pad(x, pad_width, constant_values=0.0):
 
 
 def _pad_vjp(m, g, ans, x, pad_width, constant_values=0.0):
-    shape = _shape(x)
+    shape = shape_of(x)
     widths = np.broadcast_to(np.asarray(pad_width, dtype=np.int64).reshape(-1, 2)
                              if np.ndim(pad_width) == 2 else np.asarray(pad_width),
                              (len(shape), 2))
@@ -542,7 +555,7 @@ def _sympy_pad(sp, x, pad_width, constant_values=0.0):
 
 def _stack_offsets(xs, index, promote, axis):
     """(start, stop) of input ``index`` along the join axis of vstack/hstack/dstack."""
-    sizes = [promote(np.empty(_shape(x), dtype=bool)).shape[axis] for x in xs]
+    sizes = [promote(np.empty(shape_of(x), dtype=bool)).shape[axis] for x in xs]
     start = sum(sizes[:index])
     return start, start + sizes[index]
 
@@ -555,9 +568,9 @@ def _joined(name, promote, axis_of, doc, batch):
         ax = axis_of(xs[index])
         start, stop = _stack_offsets(xs, index, promote, ax)
         sl = (slice(None),) * ax + (slice(start, stop),)
-        return m.reshape(m.getitem(g, index=sl), shape=_shape(xs[index]))
+        return m.reshape(m.getitem(g, index=sl), shape=shape_of(xs[index]))
     def jvp(m, ts, ans, *xs):  # linear: the tangents joined the same way
-        return getattr(m, name)(*ts) if m is ops.NP else getattr(m, name)(list(ts))
+        return getattr(m, name)(*ts) if m is NP else getattr(m, name)(list(ts))
     _entry(name, forward, (vjp,), ("xs",), doc, "slices of g", variadic=True, jvps=(jvp,),
            batch=batch,
            sympy=lambda sp, *xs: getattr(np, name)([np.asarray(x, dtype=object) for x in xs]),
@@ -584,24 +597,24 @@ def _splitter(what):
 
     def public(x, *args, **kwargs):
         """The pieces of ``x`` as a tuple of tensors, each recorded as a slice of x."""
-        op = REGISTRY[what]  # parameters bound as every entry's are (ops._bind)
-        params = ops._bind(op, [name for name, _ in op.params], dict(op.params), args, kwargs)
+        op = REGISTRY[what]  # parameters bound as every entry's are (bind)
+        params = bind(op, [name for name, _ in op.params], dict(op.params), args, kwargs)
         indices_or_sections, axis = params["indices_or_sections"], params["axis"]
         if indices_or_sections is None:
             raise TypeError(f"{what}() needs indices_or_sections (a count or indices)")
-        shape = _shape(x) if isinstance(x, Tensor) else np.shape(x)
+        shape = shape_of(x) if isinstance(x, Tensor) else np.shape(x)
         if not shape:
-            raise ops.ShapeError(f"shape mismatch in {what}: () (a scalar cannot be split)")
+            raise ShapeError(f"shape mismatch in {what}: () (a scalar cannot be split)")
         # the one axis normalisation (an out-of-range axis is refused, never wrapped)
         ax = normalise_axes(op, len(shape), {"axis": axis})["axis"]
         try:
             points = _split_points(shape[ax], indices_or_sections, what)
         except (ValueError, TypeError) as err:
-            raise ops.ShapeError(f"shape mismatch in {what}: {shape} ({err})") from None
+            raise ShapeError(f"shape mismatch in {what}: {shape} ({err})") from None
         pieces = []
         for start, stop in zip(points[:-1], points[1:]):
             index = (slice(None),) * ax + (slice(int(start), int(stop)),)
-            pieces.append(apply(GETITEM, (x,), {"index": index}))
+            pieces.append(apply(INTERNAL["getitem"], (x,), {"index": index}))
         return tuple(pieces)
     public.__name__ = public.__qualname__ = what
     return forward, public
@@ -632,7 +645,7 @@ def _take_index(shape, indices, axis):
 
 
 def _take_vjp(m, g, ans, x, indices, axis=None):
-    shape = _shape(x)
+    shape = shape_of(x)
     if axis is None:
         n = int(np.prod(shape, dtype=np.int64))
         flat = m.scatter(g, index=(_int_indices(indices),), shape=(n,))
@@ -668,7 +681,7 @@ def _take_along_axis(x, indices, axis):
 
 
 def _take_along_axis_vjp(m, g, ans, x, indices, axis):
-    shape = _shape(x)
+    shape = shape_of(x)
     if axis is None:
         n = int(np.prod(shape, dtype=np.int64))
         flat = m.scatter(g, index=_along_index((n,), indices, 0), shape=(n,))
@@ -693,7 +706,7 @@ def _sympy_take_along_axis(sp, x, indices, axis):
 def _batching():
     """The batching module, imported on first use (it imports the table, which this
     module is still filling when it is imported)."""
-    from . import batching
+    from ..core import batching
     return batching
 
 
@@ -890,7 +903,7 @@ def _take_batch(op, values, batched, params):
         idx = _int_indices(indices)
     except IndexError:
         idx = None
-    length = _count(shape, None) if axis is None else shape[axis]
+    length = reduced_count(shape, None) if axis is None else shape[axis]
     if idx is None or (idx.size and (idx.min() < -length or idx.max() >= length)):
         return b.loop(op, values, batched, params)  # take's own error, for one example
     if not i_batched:
@@ -905,8 +918,8 @@ def _take_batch(op, values, batched, params):
     n, k = idx.shape[0], idx.ndim - 1
     rows = np.arange(n).reshape((n,) + (1,) * k)
     if axis is None:
-        return apply(GETITEM, (b.flat_examples(x),), {"index": (rows, idx)})
-    out = apply(GETITEM, (x,), {"index": (rows,) + (slice(None),) * axis + (idx,)})
+        return apply(INTERNAL["getitem"], (b.flat_examples(x),), {"index": (rows, idx)})
+    out = apply(INTERNAL["getitem"], (x,), {"index": (rows,) + (slice(None),) * axis + (idx,)})
     if axis == 0:
         return out
     # integer arrays apart put their axes first: (batch, *taken, *before, *after)
@@ -1075,10 +1088,10 @@ _entry("logaddexp2", np.logaddexp2, (lambda m, g, ans, x, y: g * m.exp2(x - ans)
        elementwise=True)
 def _quotient_rule(quotient):
     """d/dy of x - y q(x/y) with q piecewise constant: -q, a hard zero where q is 0 (no
-    0 * inf = nan from an infinite upstream gradient; see ops.gate)."""
+    0 * inf = nan from an infinite upstream gradient; see gate)."""
     def vjp(m, g, ans, x, y):
         q = quotient(m, x, y)
-        return -ops.gate(m, q != 0, g, g) * q  # (g is replaced first: no inf * 0)
+        return -gate(m, q != 0, g, g) * q  # (g is replaced first: no inf * 0)
     return vjp
 
 
@@ -1126,8 +1139,8 @@ _entry("atleast_2d", np.atleast_2d, (_reshape_back,), ("x",), "x with at least 2
 _entry("atleast_3d", np.atleast_3d, (_reshape_back,), ("x",), "x with at least 3 axes",
        "reshape back", sympy=_numpy_sympy(np.atleast_3d), saves="none",
        batch=_at_least_batch(3))
-_entry("broadcast_to", ops._broadcast_to,
-       (lambda m, g, ans, x, shape: m.sum_to(g, shape=_shape(x)),), ("x",),
+_entry("broadcast_to", broadcast_to_forward,
+       (lambda m, g, ans, x, shape: m.sum_to(g, shape=shape_of(x)),), ("x",),
        "x broadcast to a shape (numpy's rules)", "g summed back to x's shape",
        params=(("shape", None),),
        sympy=_numpy_sympy(lambda x, shape: np.broadcast_to(x, shape)), saves="none",
@@ -1204,29 +1217,39 @@ _entry("pad", _pad, (_pad_vjp,), ("x",),
        saves="none", batch=_pad_batch, api=_pad_api)
 _joined("vstack", np.atleast_2d, lambda x: 0, "arrays joined along axis 0 (1-D as rows)",
         _joined_batch(2, lambda shape: 0))
-_joined("hstack", np.atleast_1d, lambda x: 0 if len(_shape(x)) <= 1 else 1,
+_joined("hstack", np.atleast_1d, lambda x: 0 if len(shape_of(x)) <= 1 else 1,
         "arrays joined along axis 1 (1-D: along axis 0)",
         _joined_batch(1, lambda shape: 0 if len(shape) == 1 else 1))
 _joined("dstack", np.atleast_3d, lambda x: 2, "arrays joined along axis 2 (depth)",
         _joined_batch(3, lambda shape: 2))
 _SPLIT, _split_public = _splitter("split")
 _ARRAY_SPLIT, _array_split_public = _splitter("array_split")
+
+
+def _pieces(public):
+    """The ``api`` of an entry returning several tensors: ``public`` runs it as one
+    recorded slice per piece, so the gradient of any piece flows back into its place."""
+    def api(op, plain):
+        public.__doc__ = plain.__doc__
+        return public
+    return api
+
+
 _entry("split", _SPLIT, (None,), ("x",),
        "x cut into equal pieces (a count) or at indices: a tuple of tensors",
        "each piece is a slice of x (gradients flow through getitem)",
        params=(("indices_or_sections", None), ("axis", 0)), kind="multi", batch=_split_batch,
-       sympy=_numpy_sympy(lambda x, indices_or_sections, axis=0:
+       api=_pieces(_split_public), sympy=_numpy_sympy(lambda x, indices_or_sections, axis=0:
                           tuple(np.split(x, indices_or_sections, axis=axis))))
 _entry("array_split", _ARRAY_SPLIT, (None,), ("x",),
        "x cut into pieces (a count need not divide the length): a tuple of tensors",
        "each piece is a slice of x (gradients flow through getitem)",
        params=(("indices_or_sections", None), ("axis", 0)), kind="multi", batch=_split_batch,
+       api=_pieces(_array_split_public),
        sympy=_numpy_sympy(lambda x, indices_or_sections, axis=0:
                           tuple(np.array_split(x, indices_or_sections, axis=axis))))
-#: Entries returning several tensors, and the functions that run them as slices
-#: (installed as gc.split / gc.array_split by gradcli.engine). The language picks one
-#: piece by index (``split(x, 2)[1]``); the sympy form returns the pieces as a tuple.
-MULTI_OUTPUT = {"split": _split_public, "array_split": _array_split_public}
+# (The language picks one piece by index, ``split(x, 2)[1]``; the sympy form returns the
+# pieces as a tuple.)
 _entry("take", _take, (_take_vjp, None), ("x", "indices"),
        "elements at integer indices (along an axis; axis=None: of the flattened array)",
        "g added back at the indices", params=(("axis", None),), sympy=_sympy_take,
@@ -1243,7 +1266,7 @@ _entry("take_along_axis", _take_along_axis, (_take_along_axis_vjp, None), ("x", 
        sympy=_sympy_take_along_axis, kind="index", batch=_take_along_axis_batch)
 
 # --- internal: the dtype cast behind Tensor.astype --------------------------------------
-_internal(Op(name="cast", forward=lambda x, dtype: np.asarray(x).astype(dtype)[()],
+register_internal(Op(name="cast", forward=lambda x, dtype: np.asarray(x).astype(dtype)[()],
              vjps=(lambda m, g, ans, x, dtype:
                    m.cast(g, dtype=getattr(x, "dtype", np.dtype(np.float64))),),
              jvps=(lambda m, t, ans, x, dtype: m.cast(t, dtype=dtype),),
