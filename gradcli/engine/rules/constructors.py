@@ -6,8 +6,9 @@ from __future__ import annotations
 
 import numpy as np
 
+from ..core.derive import entry
 from ..core.recording import apply, bind, holds_tensor
-from ..core.table import INTERNAL, Op, register
+from ..core.table import INTERNAL
 
 
 def _const_array(forward):
@@ -54,6 +55,6 @@ for _name, _fwd, _params, _doc in (
          (("start", None), ("stop", None), ("num", 50)), "num evenly spaced values"),
         ("arange", lambda start, stop=None, step=1.0: np.arange(start, stop, step, dtype=float),
          (("start", None), ("stop", None), ("step", 1.0)), "values from start to stop by step")):
-    register(Op(name=_name, forward=_fwd, vjps=(), inputs=(), params=_params, doc=_doc,
-                derivative="constant", sympy=_const_array(_fwd), kind="constructor",
-                batch="no_inputs", api=_TENSOR_CONSTRUCTORS.get(_name)))
+    entry(name=_name, forward=_fwd, vjps=(), inputs=(), params=_params, kind="constructor",
+          doc=_doc, derivative="constant", sympy=_const_array(_fwd), batch="no_inputs",
+          api=_TENSOR_CONSTRUCTORS.get(_name))

@@ -15,8 +15,9 @@ import operator
 
 import numpy as np
 
+from ..core.derive import entry
 from ..core.recording import NP
-from ..core.table import INPLACE, REGISTRY, Op, register
+from ..core.table import REGISTRY
 from ..core.tensor import Tensor
 from ..fast import fits_into
 
@@ -117,29 +118,6 @@ def _power_vjp_y(m, g, ans, x, y):
     return gate(m, positive, g * x ** y * m.log(safe), g)
 
 
-# Forward mode for elementwise entries: the Jacobian is diagonal, so it is its own
-# transpose, and the VJP rule (g times the local derivative) applied to a tangent is the
-# JVP (t times the local derivative). These entries' JVPs are their VJPs, by that fact.
-def _unary(name, forward, vjp, sympy, doc, derivative, *, aliases=(), sample=(-2.0, 2.0),
-           domain="all reals", kind="elementwise", saves="inputs", inplace=None):
-    if inplace:
-        INPLACE[vjp] = inplace
-    return register(Op(name=name, forward=forward, vjps=(vjp,), inputs=("x",), doc=doc,
-                       derivative=derivative, sympy=sympy, elementwise=True, aliases=aliases,
-                       sample=sample, domain=domain, kind=kind, saves=saves, jvps=(vjp,)))
-
-
-def _binary(name, forward, vjps, sympy, doc, derivative, *, aliases=(), sample=(-2.0, 2.0),
-            domain="all reals", kind="arithmetic", inputs=("x", "y"), saves="inputs",
-            inplace=()):
-    for vjp, fast in zip(vjps, inplace):
-        if fast is not None:
-            INPLACE[vjp] = fast
-    return register(Op(name=name, forward=forward, vjps=vjps, inputs=inputs, doc=doc,
-                       derivative=derivative, sympy=sympy, elementwise=True, aliases=aliases,
-                       sample=sample, domain=domain, kind=kind, saves=saves, jvps=vjps))
-
-
 def _zero_vjp(m, g, ans, x):
     return m.zeros_like(x)
 
@@ -171,11 +149,14 @@ def _zero_or_nan(upstream, like):
 
 
 # Arithmetic
-ADD = _binary("add", operator.add, (lambda m, g, ans, x, y: g, lambda m, g, ans, x, y: g),
-              lambda sp, x, y: x + y, "x + y", "1, 1", saves="none")
-SUBTRACT = _binary("subtract", operator.sub,
-                   (lambda m, g, ans, x, y: g, lambda m, g, ans, x, y: -g),
-                   lambda sp, x, y: x - y, "x - y", "1, -1", saves="none")
+ADD = entry(name="add", forward=operator.add,
+            vjps=(lambda m, g, ans, x, y: g, lambda m, g, ans, x, y: g), inputs=("x", "y"),
+            elementwise=True, kind="arithmetic", saves="none", doc="x + y", derivative="1, 1",
+            sympy=lambda sp, x, y: x + y)
+SUBTRACT = entry(name="subtract", forward=operator.sub,
+                 vjps=(lambda m, g, ans, x, y: g, lambda m, g, ans, x, y: -g), inputs=("x", "y"),
+                 elementwise=True, kind="arithmetic", saves="none", doc="x - y",
+                 derivative="1, -1", sympy=lambda sp, x, y: x - y)
 def _times(m, g, other):
     """``g * other``, skipping the pass when g is 1 (the upstream gradient of
     ``sum(x * y)``, the most common loss shape): multiplying by one only copies. The
@@ -186,107 +167,135 @@ def _times(m, g, other):
     return g * other
 
 
-MULTIPLY = _binary("multiply", operator.mul,
-                   (lambda m, g, ans, x, y: _times(m, g, y), lambda m, g, ans, x, y: _times(m, g, x)),
-                   lambda sp, x, y: x * y, "x * y", "y, x",
-                   inplace=(lambda g, ans, x, y, spare=None: _scale_in_place(g, y),
+MULTIPLY = entry(name="multiply", forward=operator.mul,
+                 vjps=(lambda m, g, ans, x, y: _times(m, g, y), lambda m, g, ans, x, y: _times(m, g, x)),
+                 inputs=("x", "y"), elementwise=True, kind="arithmetic", saves="inputs",
+                 doc="x * y", derivative="y, x", sympy=lambda sp, x, y: x * y,
+                 inplace=(lambda g, ans, x, y, spare=None: _scale_in_place(g, y),
                             lambda g, ans, x, y, spare=None: _scale_in_place(g, x)))
-DIVIDE = _binary("divide", operator.truediv,
-                 # -x / y / y, not -x / y^2: y^2 underflows or overflows for |y| past
-                 # 1e154 or below 1e-154 where x / y^2 need not (1e-200 / 1e-200^2)
-                 (lambda m, g, ans, x, y: g / y, lambda m, g, ans, x, y: -g * (x / y) / y),
-                 lambda sp, x, y: x / y, "x / y", "1/y, -x/y^2", sample=(0.5, 2.0),
-                 domain="y != 0", saves="inputs")
+DIVIDE = entry(name="divide", forward=operator.truediv,
+               vjps=(lambda m, g, ans, x, y: g / y, lambda m, g, ans, x, y: -g * (x / y) / y),
+               inputs=("x", "y"), elementwise=True, kind="arithmetic", saves="inputs", doc="x / y",
+               derivative="1/y, -x/y^2", domain="y != 0", sample=(0.5, 2.0),
+               sympy=lambda sp, x, y: x / y)
 # operator.pow, not np.power: ndarray ** 2 takes numpy's fast square path.
-POWER = _binary("power", operator.pow, (_power_vjp_x, _power_vjp_y), lambda sp, x, y: x ** y,
-                "x ** y (also written x ^ y)", "y*x^(y-1), x^y*log(x)", aliases=("pow",),
-                inplace=(_power_in_place, None),
-                sample=(0.5, 2.0), domain="x > 0 for non-integer y", saves="inputs")
+POWER = entry(name="power", forward=operator.pow, vjps=(_power_vjp_x, _power_vjp_y),
+              inputs=("x", "y"), elementwise=True, kind="arithmetic", saves="inputs",
+              doc="x ** y (also written x ^ y)", derivative="y*x^(y-1), x^y*log(x)",
+              domain="x > 0 for non-integer y", sample=(0.5, 2.0), sympy=lambda sp, x, y: x ** y,
+              aliases=("pow",), inplace=(_power_in_place, None))
 
 
-NEGATIVE = _unary("negative", operator.neg, lambda m, g, ans, x: -g, lambda sp, x: -x,
-                  "-x", "-1", kind="arithmetic", saves="none",
-                  inplace=lambda g, ans, x, spare=None:
-                  np.negative(g, out=g) if g.__class__ is np.ndarray else None)
-_unary("square", np.square, lambda m, g, ans, x: g * 2.0 * x, lambda sp, x: x ** 2,
-       "x ** 2", "2x", kind="arithmetic")
-_unary("reciprocal", np.reciprocal, lambda m, g, ans, x: -g * ans * ans,
-       lambda sp, x: 1 / x, "1 / x", "-1/x^2", sample=(0.5, 2.0), domain="x != 0",
-       kind="arithmetic", saves="ans")
+NEGATIVE = entry(name="negative", forward=operator.neg, vjps=(lambda m, g, ans, x: -g,),
+                 inputs=("x",), elementwise=True, kind="arithmetic", saves="none", doc="-x",
+                 derivative="-1", sympy=lambda sp, x: -x,
+                 inplace=(lambda g, ans, x, spare=None:
+                  np.negative(g, out=g) if g.__class__ is np.ndarray else None,))
+entry(name="square", forward=np.square, vjps=(lambda m, g, ans, x: g * 2.0 * x,), inputs=("x",),
+      elementwise=True, kind="arithmetic", saves="inputs", doc="x ** 2", derivative="2x",
+      sympy=lambda sp, x: x ** 2)
+entry(name="reciprocal", forward=np.reciprocal, vjps=(lambda m, g, ans, x: -g * ans * ans,),
+      inputs=("x",), elementwise=True, kind="arithmetic", saves="ans", doc="1 / x",
+      derivative="-1/x^2", domain="x != 0", sample=(0.5, 2.0), sympy=lambda sp, x: 1 / x)
 
 # Elementwise
-_unary("abs", np.abs, lambda m, g, ans, x: gate(m, x != 0, g * m.sign(x), g),
-       lambda sp, x: sp.Abs(x),
-       "absolute value |x|", "sign(x); 0 at x = 0", aliases=("absolute",))
-_unary("exp", np.exp, lambda m, g, ans, x: g * ans, lambda sp, x: sp.exp(x),
-       "e ** x", "exp(x)", saves="ans",
-       inplace=lambda g, ans, x, spare=None: _scale_in_place(g, ans))
+entry(name="abs", forward=np.abs, vjps=(lambda m, g, ans, x: gate(m, x != 0, g * m.sign(x), g),),
+      inputs=("x",), elementwise=True, saves="inputs", doc="absolute value |x|",
+      derivative="sign(x); 0 at x = 0", sympy=lambda sp, x: sp.Abs(x), aliases=("absolute",))
+entry(name="exp", forward=np.exp, vjps=(lambda m, g, ans, x: g * ans,), inputs=("x",),
+      elementwise=True, saves="ans", doc="e ** x", derivative="exp(x)",
+      sympy=lambda sp, x: sp.exp(x),
+      inplace=(lambda g, ans, x, spare=None: _scale_in_place(g, ans),))
 # (exp(x), not ans + 1: for x < -37 ans + 1 is 0, all digits lost)
-_unary("expm1", np.expm1, lambda m, g, ans, x: g * m.exp(x), lambda sp, x: sp.exp(x) - 1,
-       "exp(x) - 1, accurate near 0", "exp(x)")
-_unary("log", np.log, lambda m, g, ans, x: g / x, lambda sp, x: sp.log(x),
-       "natural logarithm", "1/x", aliases=("ln",), sample=(0.5, 2.0), domain="x > 0")
-_unary("log1p", np.log1p, lambda m, g, ans, x: g / (1.0 + x), lambda sp, x: sp.log(1 + x),
-       "log(1 + x), accurate near 0", "1/(1+x)", sample=(-0.5, 2.0), domain="x > -1")
-_unary("log2", np.log2, lambda m, g, ans, x: g / (x * math.log(2.0)),
-       lambda sp, x: sp.log(x) / sp.log(2), "base-2 logarithm", "1/(x ln 2)",
-       sample=(0.5, 2.0), domain="x > 0")
-_unary("log10", np.log10, lambda m, g, ans, x: g / (x * math.log(10.0)),
-       lambda sp, x: sp.log(x) / sp.log(10), "base-10 logarithm", "1/(x ln 10)",
-       sample=(0.5, 2.0), domain="x > 0")
-_unary("sqrt", np.sqrt, lambda m, g, ans, x: g * 0.5 / ans, lambda sp, x: sp.sqrt(x),
-       "square root", "1/(2 sqrt(x)); inf at 0", sample=(0.5, 2.0), domain="x >= 0",
-       saves="ans")
-_unary("cbrt", np.cbrt, lambda m, g, ans, x: g / (3.0 * ans * ans),
-       lambda sp, x: sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3), "real cube root",
-       "1/(3 cbrt(x)^2); inf at 0", sample=(0.5, 2.0), saves="ans")
-_unary("sin", np.sin, lambda m, g, ans, x: g * m.cos(x), lambda sp, x: sp.sin(x), "sine",
-       "cos(x)", inplace=lambda g, ans, x, spare=None:
-       _scale_in_place(g, np.cos(x)) if g.__class__ is np.ndarray else None)
-_unary("cos", np.cos, lambda m, g, ans, x: g * -m.sin(x), lambda sp, x: sp.cos(x), "cosine",
-       "-sin(x)", inplace=_cos_in_place)
-_unary("tan", np.tan, lambda m, g, ans, x: g * (1.0 + ans * ans), lambda sp, x: sp.tan(x),
-       "tangent", "1 + tan(x)^2", sample=(-1.2, 1.2), domain="x != pi/2 + k pi",
-       saves="ans")
+entry(name="expm1", forward=np.expm1, vjps=(lambda m, g, ans, x: g * m.exp(x),), inputs=("x",),
+      elementwise=True, saves="inputs", doc="exp(x) - 1, accurate near 0", derivative="exp(x)",
+      sympy=lambda sp, x: sp.exp(x) - 1)
+entry(name="log", forward=np.log, vjps=(lambda m, g, ans, x: g / x,), inputs=("x",),
+      elementwise=True, saves="inputs", doc="natural logarithm", derivative="1/x", domain="x > 0",
+      sample=(0.5, 2.0), sympy=lambda sp, x: sp.log(x), aliases=("ln",))
+entry(name="log1p", forward=np.log1p, vjps=(lambda m, g, ans, x: g / (1.0 + x),), inputs=("x",),
+      elementwise=True, saves="inputs", doc="log(1 + x), accurate near 0", derivative="1/(1+x)",
+      domain="x > -1", sample=(-0.5, 2.0), sympy=lambda sp, x: sp.log(1 + x))
+entry(name="log2", forward=np.log2, vjps=(lambda m, g, ans, x: g / (x * math.log(2.0)),),
+      inputs=("x",), elementwise=True, saves="inputs", doc="base-2 logarithm",
+      derivative="1/(x ln 2)", domain="x > 0", sample=(0.5, 2.0),
+      sympy=lambda sp, x: sp.log(x) / sp.log(2))
+entry(name="log10", forward=np.log10, vjps=(lambda m, g, ans, x: g / (x * math.log(10.0)),),
+      inputs=("x",), elementwise=True, saves="inputs", doc="base-10 logarithm",
+      derivative="1/(x ln 10)", domain="x > 0", sample=(0.5, 2.0),
+      sympy=lambda sp, x: sp.log(x) / sp.log(10))
+entry(name="sqrt", forward=np.sqrt, vjps=(lambda m, g, ans, x: g * 0.5 / ans,), inputs=("x",),
+      elementwise=True, saves="ans", doc="square root", derivative="1/(2 sqrt(x)); inf at 0",
+      domain="x >= 0", sample=(0.5, 2.0), sympy=lambda sp, x: sp.sqrt(x))
+entry(name="cbrt", forward=np.cbrt, vjps=(lambda m, g, ans, x: g / (3.0 * ans * ans),),
+      inputs=("x",), elementwise=True, saves="ans", doc="real cube root",
+      derivative="1/(3 cbrt(x)^2); inf at 0", sample=(0.5, 2.0),
+      sympy=lambda sp, x: sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3))
+entry(name="sin", forward=np.sin, vjps=(lambda m, g, ans, x: g * m.cos(x),), inputs=("x",),
+      elementwise=True, saves="inputs", doc="sine", derivative="cos(x)",
+      sympy=lambda sp, x: sp.sin(x),
+      inplace=(lambda g, ans, x, spare=None:
+       _scale_in_place(g, np.cos(x)) if g.__class__ is np.ndarray else None,))
+entry(name="cos", forward=np.cos, vjps=(lambda m, g, ans, x: g * -m.sin(x),), inputs=("x",),
+      elementwise=True, saves="inputs", doc="cosine", derivative="-sin(x)",
+      sympy=lambda sp, x: sp.cos(x), inplace=(_cos_in_place,))
+entry(name="tan", forward=np.tan, vjps=(lambda m, g, ans, x: g * (1.0 + ans * ans),),
+      inputs=("x",), elementwise=True, saves="ans", doc="tangent", derivative="1 + tan(x)^2",
+      domain="x != pi/2 + k pi", sample=(-1.2, 1.2), sympy=lambda sp, x: sp.tan(x))
 # The square roots of 1 - x^2 and x^2 - 1 as products of factors: 1 - x*x loses digits
 # near |x| = 1 and x*x overflows for large |x|.
-_unary("arcsin", np.arcsin, lambda m, g, ans, x: g / (m.sqrt(1.0 - x) * m.sqrt(1.0 + x)),
-       lambda sp, x: sp.asin(x), "inverse sine", "1/sqrt(1-x^2)", aliases=("asin",),
-       sample=(-0.9, 0.9), domain="-1 <= x <= 1")
-_unary("arccos", np.arccos, lambda m, g, ans, x: -g / (m.sqrt(1.0 - x) * m.sqrt(1.0 + x)),
-       lambda sp, x: sp.acos(x), "inverse cosine", "-1/sqrt(1-x^2)", aliases=("acos",),
-       sample=(-0.9, 0.9), domain="-1 <= x <= 1")
-_unary("arctan", np.arctan, lambda m, g, ans, x: g / (1.0 + x * x),
-       lambda sp, x: sp.atan(x), "inverse tangent", "1/(1+x^2)", aliases=("atan",))
-_unary("sinh", np.sinh, lambda m, g, ans, x: g * m.cosh(x), lambda sp, x: sp.sinh(x),
-       "hyperbolic sine", "cosh(x)")
-_unary("cosh", np.cosh, lambda m, g, ans, x: g * m.sinh(x), lambda sp, x: sp.cosh(x),
-       "hyperbolic cosine", "sinh(x)")
-_unary("tanh", np.tanh, lambda m, g, ans, x: g * (1.0 - ans * ans), lambda sp, x: sp.tanh(x),
-       "hyperbolic tangent", "1 - tanh(x)^2", saves="ans",
-       inplace=_tanh_in_place)
-_unary("arcsinh", np.arcsinh, lambda m, g, ans, x: g / m.hypot(x, 1.0),
-       lambda sp, x: sp.asinh(x), "inverse hyperbolic sine", "1/sqrt(x^2+1)",
-       aliases=("asinh",))
-_unary("arccosh", np.arccosh,
-       lambda m, g, ans, x: g / (m.sqrt(x - 1.0) * m.sqrt(x + 1.0)),
-       lambda sp, x: sp.acosh(x), "inverse hyperbolic cosine", "1/sqrt(x^2-1)",
-       aliases=("acosh",), sample=(1.2, 3.0), domain="x >= 1")
-_unary("arctanh", np.arctanh, lambda m, g, ans, x: g / ((1.0 - x) * (1.0 + x)),
-       lambda sp, x: sp.atanh(x), "inverse hyperbolic tangent", "1/(1-x^2)",
-       aliases=("atanh",), sample=(-0.9, 0.9), domain="-1 < x < 1")
-_unary("sigmoid", _sigmoid,
-       lambda m, g, ans, x: g * ans * _sigmoid_complement(m, ans, x),
-       lambda sp, x: 1 / (1 + sp.exp(-x)),
-       "logistic sigmoid 1/(1+exp(-x))", "sigmoid(x) (1 - sigmoid(x))", saves="all",
-       inplace=_sigmoid_in_place)
-_unary("relu", lambda x: np.maximum(x, 0.0), lambda m, g, ans, x: gate(m, x > 0, g, g),
-       lambda sp, x: sp.Max(0, x), "max(x, 0)", "1 if x > 0 else 0 (0 at x = 0)")
-_unary("softplus", lambda x: np.logaddexp(0.0, x), lambda m, g, ans, x: g * m.sigmoid(x),
-       lambda sp, x: sp.log(1 + sp.exp(x)), "log(1 + exp(x))", "sigmoid(x)")
-_unary("sign", np.sign, _zero_vjp, lambda sp, x: sp.sign(x), "-1, 0 or 1", "0")
-_unary("floor", np.floor, _zero_vjp, lambda sp, x: sp.floor(x), "largest integer <= x", "0")
-_unary("ceil", np.ceil, _zero_vjp, lambda sp, x: sp.ceiling(x), "smallest integer >= x", "0")
+entry(name="arcsin", forward=np.arcsin,
+      vjps=(lambda m, g, ans, x: g / (m.sqrt(1.0 - x) * m.sqrt(1.0 + x)),), inputs=("x",),
+      elementwise=True, saves="inputs", doc="inverse sine", derivative="1/sqrt(1-x^2)",
+      domain="-1 <= x <= 1", sample=(-0.9, 0.9), sympy=lambda sp, x: sp.asin(x), aliases=("asin",))
+entry(name="arccos", forward=np.arccos,
+      vjps=(lambda m, g, ans, x: -g / (m.sqrt(1.0 - x) * m.sqrt(1.0 + x)),), inputs=("x",),
+      elementwise=True, saves="inputs", doc="inverse cosine", derivative="-1/sqrt(1-x^2)",
+      domain="-1 <= x <= 1", sample=(-0.9, 0.9), sympy=lambda sp, x: sp.acos(x), aliases=("acos",))
+entry(name="arctan", forward=np.arctan, vjps=(lambda m, g, ans, x: g / (1.0 + x * x),),
+      inputs=("x",), elementwise=True, saves="inputs", doc="inverse tangent",
+      derivative="1/(1+x^2)", sympy=lambda sp, x: sp.atan(x), aliases=("atan",))
+entry(name="sinh", forward=np.sinh, vjps=(lambda m, g, ans, x: g * m.cosh(x),), inputs=("x",),
+      elementwise=True, saves="inputs", doc="hyperbolic sine", derivative="cosh(x)",
+      sympy=lambda sp, x: sp.sinh(x))
+entry(name="cosh", forward=np.cosh, vjps=(lambda m, g, ans, x: g * m.sinh(x),), inputs=("x",),
+      elementwise=True, saves="inputs", doc="hyperbolic cosine", derivative="sinh(x)",
+      sympy=lambda sp, x: sp.cosh(x))
+entry(name="tanh", forward=np.tanh, vjps=(lambda m, g, ans, x: g * (1.0 - ans * ans),),
+      inputs=("x",), elementwise=True, saves="ans", doc="hyperbolic tangent",
+      derivative="1 - tanh(x)^2", sympy=lambda sp, x: sp.tanh(x), inplace=(_tanh_in_place,))
+entry(name="arcsinh", forward=np.arcsinh, vjps=(lambda m, g, ans, x: g / m.hypot(x, 1.0),),
+      inputs=("x",), elementwise=True, saves="inputs", doc="inverse hyperbolic sine",
+      derivative="1/sqrt(x^2+1)", sympy=lambda sp, x: sp.asinh(x), aliases=("asinh",))
+entry(name="arccosh", forward=np.arccosh,
+      vjps=(lambda m, g, ans, x: g / (m.sqrt(x - 1.0) * m.sqrt(x + 1.0)),), inputs=("x",),
+      elementwise=True, saves="inputs", doc="inverse hyperbolic cosine",
+      derivative="1/sqrt(x^2-1)", domain="x >= 1", sample=(1.2, 3.0),
+      sympy=lambda sp, x: sp.acosh(x), aliases=("acosh",))
+entry(name="arctanh", forward=np.arctanh, vjps=(lambda m, g, ans, x: g / ((1.0 - x) * (1.0 + x)),),
+      inputs=("x",), elementwise=True, saves="inputs", doc="inverse hyperbolic tangent",
+      derivative="1/(1-x^2)", domain="-1 < x < 1", sample=(-0.9, 0.9),
+      sympy=lambda sp, x: sp.atanh(x), aliases=("atanh",))
+entry(name="sigmoid", forward=_sigmoid,
+      vjps=(lambda m, g, ans, x: g * ans * _sigmoid_complement(m, ans, x),), inputs=("x",),
+      elementwise=True, doc="logistic sigmoid 1/(1+exp(-x))",
+      derivative="sigmoid(x) (1 - sigmoid(x))", sympy=lambda sp, x: 1 / (1 + sp.exp(-x)),
+      inplace=(_sigmoid_in_place,))
+entry(name="relu", forward=lambda x: np.maximum(x, 0.0),
+      vjps=(lambda m, g, ans, x: gate(m, x > 0, g, g),), inputs=("x",), elementwise=True,
+      saves="inputs", doc="max(x, 0)", derivative="1 if x > 0 else 0 (0 at x = 0)",
+      sympy=lambda sp, x: sp.Max(0, x))
+entry(name="softplus", forward=lambda x: np.logaddexp(0.0, x),
+      vjps=(lambda m, g, ans, x: g * m.sigmoid(x),), inputs=("x",), elementwise=True,
+      saves="inputs", doc="log(1 + exp(x))", derivative="sigmoid(x)",
+      sympy=lambda sp, x: sp.log(1 + sp.exp(x)))
+entry(name="sign", forward=np.sign, vjps=(_zero_vjp,), inputs=("x",), elementwise=True,
+      saves="inputs", doc="-1, 0 or 1", derivative="0", sympy=lambda sp, x: sp.sign(x))
+entry(name="floor", forward=np.floor, vjps=(_zero_vjp,), inputs=("x",), elementwise=True,
+      saves="inputs", doc="largest integer <= x", derivative="0", sympy=lambda sp, x: sp.floor(x))
+entry(name="ceil", forward=np.ceil, vjps=(_zero_vjp,), inputs=("x",), elementwise=True,
+      saves="inputs", doc="smallest integer >= x", derivative="0",
+      sympy=lambda sp, x: sp.ceiling(x))
 
 # Two arguments
 def _arctan2_vjp(m, g, numerator, y, x):
@@ -299,45 +308,47 @@ def _arctan2_vjp(m, g, numerator, y, x):
     return gate(m, away, g * (numerator / safe) / safe, g)
 
 
-_binary("arctan2", np.arctan2,
-        (lambda m, g, ans, y, x: _arctan2_vjp(m, g, x, y, x),
+entry(name="arctan2", forward=np.arctan2,
+      vjps=(lambda m, g, ans, y, x: _arctan2_vjp(m, g, x, y, x),
          lambda m, g, ans, y, x: _arctan2_vjp(m, g, -y, y, x)),
-        lambda sp, y, x: sp.atan2(y, x), "angle of the point (x, y): arctan2(y, x)",
-        "x/(x^2+y^2), -y/(x^2+y^2)", aliases=("atan2",), inputs=("y", "x"), sample=(0.5, 2.0),
-        kind="binary")
-_binary("maximum", np.maximum,
-        (lambda m, g, ans, x, y: m.where(x > y, g, m.where(x == y, 0.5 * g, 0.0)),
+      inputs=("y", "x"), elementwise=True, kind="binary", saves="inputs",
+      doc="angle of the point (x, y): arctan2(y, x)", derivative="x/(x^2+y^2), -y/(x^2+y^2)",
+      sample=(0.5, 2.0), sympy=lambda sp, y, x: sp.atan2(y, x), aliases=("atan2",))
+entry(name="maximum", forward=np.maximum,
+      vjps=(lambda m, g, ans, x, y: m.where(x > y, g, m.where(x == y, 0.5 * g, 0.0)),
          lambda m, g, ans, x, y: m.where(y > x, g, m.where(x == y, 0.5 * g, 0.0))),
-        lambda sp, x, y: sp.Max(x, y), "elementwise larger of x and y",
-        "1 where larger; ties split 1/2", kind="binary")
-_binary("minimum", np.minimum,
-        (lambda m, g, ans, x, y: m.where(x < y, g, m.where(x == y, 0.5 * g, 0.0)),
+      inputs=("x", "y"), elementwise=True, kind="binary", saves="inputs",
+      doc="elementwise larger of x and y", derivative="1 where larger; ties split 1/2",
+      sympy=lambda sp, x, y: sp.Max(x, y))
+entry(name="minimum", forward=np.minimum,
+      vjps=(lambda m, g, ans, x, y: m.where(x < y, g, m.where(x == y, 0.5 * g, 0.0)),
          lambda m, g, ans, x, y: m.where(y < x, g, m.where(x == y, 0.5 * g, 0.0))),
-        lambda sp, x, y: sp.Min(x, y), "elementwise smaller of x and y",
-        "1 where smaller; ties split 1/2", kind="binary")
-_binary("hypot", np.hypot,
-        (lambda m, g, ans, x, y: g * x / ans, lambda m, g, ans, x, y: g * y / ans),
-        lambda sp, x, y: sp.sqrt(x ** 2 + y ** 2), "sqrt(x^2 + y^2)", "x/hypot, y/hypot",
-        sample=(0.5, 2.0), kind="binary", saves="all")
+      inputs=("x", "y"), elementwise=True, kind="binary", saves="inputs",
+      doc="elementwise smaller of x and y", derivative="1 where smaller; ties split 1/2",
+      sympy=lambda sp, x, y: sp.Min(x, y))
+entry(name="hypot", forward=np.hypot,
+      vjps=(lambda m, g, ans, x, y: g * x / ans, lambda m, g, ans, x, y: g * y / ans),
+      inputs=("x", "y"), elementwise=True, kind="binary", doc="sqrt(x^2 + y^2)",
+      derivative="x/hypot, y/hypot", sample=(0.5, 2.0),
+      sympy=lambda sp, x, y: sp.sqrt(x ** 2 + y ** 2))
 
 # Comparisons: boolean results, never differentiable (usable as `where` conditions).
 for _name, _fn, _sp, _sym in (("less", operator.lt, "Lt", "<"), ("less_equal", operator.le, "Le", "<="),
                               ("greater", operator.gt, "Gt", ">"),
                               ("greater_equal", operator.ge, "Ge", ">="),
                               ("equal", operator.eq, "Eq", "=="), ("not_equal", operator.ne, "Ne", "!=")):
-    _binary(_name, _fn, (None, None), (lambda s: lambda sp, x, y: getattr(sp, s)(x, y))(_sp),
-            f"x {_sym} y as booleans (a where condition)", "not differentiable",
-            kind="comparison")
+    entry(name=_name, forward=_fn, vjps=(None, None), inputs=("x", "y"), elementwise=True,
+          kind="comparison", saves="inputs", doc=f"x {_sym} y as booleans (a where condition)",
+          derivative="not differentiable",
+          sympy=(lambda s: lambda sp, x, y: getattr(sp, s)(x, y))(_sp))
 
 
 _WHERE_RULES = (None, lambda m, g, ans, c, a, b: m.where(c, g, 0.0),
                 lambda m, g, ans, c, a, b: m.where(c, 0.0, g))
-register(Op(name="where", forward=np.where, vjps=_WHERE_RULES,
-            jvps=_WHERE_RULES,  # elementwise: the VJPs are the JVPs (see _unary)
-            inputs=("cond", "a", "b"), doc="a where cond is true, else b",
-            derivative="g where chosen, else 0", elementwise=True,
-            sympy=lambda sp, c, a, b: sp.Piecewise((a, c), (b, True)), kind="shape",
-            saves="inputs"))
+entry(name="where", forward=np.where, vjps=_WHERE_RULES, jvps=_WHERE_RULES,
+      inputs=("cond", "a", "b"), elementwise=True, kind="shape", saves="inputs",
+      doc="a where cond is true, else b", derivative="g where chosen, else 0",
+      sympy=lambda sp, c, a, b: sp.Piecewise((a, c), (b, True)))
 # numpy's clip is minimum(maximum(x, lo), hi): with lo > hi every element is hi, so the
 # gradient goes to hi there.
 _CLIP_RULES = (lambda m, g, ans, x, lo, hi: m.where(x < lo, 0.0, m.where(x > hi, 0.0, g)),
@@ -355,14 +366,12 @@ def _clip_api(op, plain):
     return clip
 
 
-register(Op(name="clip", forward=np.clip, vjps=_CLIP_RULES,
-            jvps=_CLIP_RULES,  # elementwise: the VJPs are the JVPs (see _unary)
-            inputs=("x", "lo", "hi"),
-            doc="x limited to [lo, hi] (hi where lo > hi, as numpy); a bound of None (in "
+entry(name="clip", forward=np.clip, vjps=_CLIP_RULES, jvps=_CLIP_RULES, inputs=("x", "lo", "hi"),
+      elementwise=True, kind="elementwise", saves="inputs",
+      doc="x limited to [lo, hi] (hi where lo > hi, as numpy); a bound of None (in "
             "the language -inf or inf) is no bound on that side",
-            derivative="1 inside [lo, hi] (bounds included), else 0", elementwise=True,
-            sympy=lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi), kind="elementwise",
-            saves="inputs", api=_clip_api))
+      derivative="1 inside [lo, hi] (bounds included), else 0",
+      sympy=lambda sp, x, lo, hi: sp.Min(sp.Max(x, lo), hi), api=_clip_api)
 
 
 class hold_stop_gradients:
@@ -404,10 +413,10 @@ def _stop_gradient_forward(x):
     return value
 
 
-STOP_GRADIENT = register(Op(name="stop_gradient", forward=_stop_gradient_forward, vjps=(None,),
-                            jvps=(None,),  # no tangent passes either (as TensorFlow)
-                            inputs=("x",), doc="x, with no gradient flowing through",
-                            derivative="0 (blocked)", kind="elementwise", batch="same"))
+STOP_GRADIENT = entry(name="stop_gradient", forward=_stop_gradient_forward, vjps=(None,),
+                      jvps=(None,), inputs=("x",), kind="elementwise",
+                      doc="x, with no gradient flowing through", derivative="0 (blocked)",
+                      batch="same")
 
 
 # Entries whose result may be written over their first input's array (their rules read

@@ -27,9 +27,9 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..core.derive import reduction_jvp, transposed_rules
+from ..core.derive import entry, reduction_jvp
 from ..core.recording import ENGINE, FUNCTIONS, NP, apply
-from ..core.table import INTERNAL, REGISTRY, Op, register
+from ..core.table import INTERNAL, REGISTRY
 from ..core.tensor import Tensor, shape_of
 from .elementwise import gate
 from .matmul import swap_last
@@ -148,26 +148,15 @@ def _refusing(name, vjp):
     return rule
 
 
+def _refusing_all(name, vjps) -> tuple:
+    """``_refusing`` for each rule of an entry."""
+    return tuple(_refusing(name, vjp) for vjp in vjps)
+
+
 def _not_defined(name, detail, inputs):
     from ...errors import ShapeError
     shapes = ", ".join(str(shape_of(x)) for x in inputs)
     return ShapeError(f"{name}: {detail} ({shapes})")
-
-
-def _linalg(name, forward, vjps, inputs, doc, derivative, *, sympy=None, params=(),
-            saves="all", domain="all real matrices", samples=None, outputs=(), api=None,
-            variadic=False, aliases=(), own_axes=False, jvps=None, batch=None):
-    vjps = tuple(_refusing(name, vjp) for vjp in vjps)
-    # Forward mode: linear and bilinear entries give their own JVPs (the entry applied to
-    # the tangent); the factorisations and multi-output entries take the transposition of
-    # their VJP (ops.transposed), exact and held to finite differences by the tests.
-    if jvps is None:
-        jvps = transposed_rules(vjps, variadic)
-    return register(Op(name=name, forward=forward, vjps=vjps, inputs=inputs, doc=doc,
-                       derivative=derivative, params=params, sympy=sympy, kind=_LINALG,
-                       saves=saves, domain=domain, samples=samples, outputs=outputs, api=api,
-                       variadic=variadic, aliases=aliases, own_axes=own_axes, jvps=jvps,
-                       batch=batch))
 
 
 def _applied(name):
@@ -259,10 +248,11 @@ def _samples_square(*extra):
     return samples
 
 
-_linalg("inv", _inv, (_inv_vjp,), ("a",), "matrix inverse (batched)", "-inv(a)^T g inv(a)^T",
-        jvps=(lambda m, t, ans, a: -m.matmul(m.matmul(ans, t), ans),),  # d inv = -inv da inv
-        sympy=_sympy_matrices(lambda sp, a: a.inv()), saves="ans",
-        domain="invertible square matrices", samples=_samples_square(), batch=_stacked_batch)
+entry(name="inv", forward=_inv, vjps=_refusing_all("inv", (_inv_vjp,)),
+      jvps=(lambda m, t, ans, a: -m.matmul(m.matmul(ans, t), ans),), inputs=("a",), kind="linalg",
+      saves="ans", doc="matrix inverse (batched)", derivative="-inv(a)^T g inv(a)^T",
+      domain="invertible square matrices", sympy=_sympy_matrices(lambda sp, a: a.inv()),
+      samples=_samples_square(), batch=_stacked_batch)
 
 
 def _solve(a, b):
@@ -316,11 +306,13 @@ def _solve_batch(op, values, batched, params):
     return apply(op, tuple(b.lift_batched(values, batched)), {})
 
 
-_linalg("solve", _solve, (_solve_vjp_a, lambda m, g, ans, a, b: _solve_grad_b(m, g, a, b)),
-        ("a", "b"), "x with a @ x = b (b a vector or a stack of matrices, as numpy 2)",
-        "-solve(a^T, g) x^T, solve(a^T, g)",
-        sympy=lambda sp, a, b: np.matmul(_sympy_matrices(lambda sp, m: m.inv())(sp, a), b),
-        domain="invertible a", samples=_solve_samples, batch=_solve_batch)
+entry(name="solve", forward=_solve,
+      vjps=_refusing_all("solve", (_solve_vjp_a, lambda m, g, ans, a, b: _solve_grad_b(m, g, a, b))),
+      inputs=("a", "b"), kind="linalg",
+      doc="x with a @ x = b (b a vector or a stack of matrices, as numpy 2)",
+      derivative="-solve(a^T, g) x^T, solve(a^T, g)", domain="invertible a",
+      sympy=lambda sp, a, b: np.matmul(_sympy_matrices(lambda sp, m: m.inv())(sp, a), b),
+      samples=_solve_samples, batch=_solve_batch)
 
 
 def _det(a):
@@ -395,9 +387,10 @@ def _cofactors_svd(a):
     return ((u * others[..., None, :]) @ vh * sign[..., None, None]).astype(_dtype(a))
 
 
-_linalg("det", _det, (_det_vjp,), ("a",), "determinant (batched)", "det(a) inv(a)^T",
-        sympy=_sympy_matrices(lambda sp, a: a.det()), domain="square matrices",
-        samples=_samples_square(), batch=_stacked_batch)
+entry(name="det", forward=_det, vjps=_refusing_all("det", (_det_vjp,)), inputs=("a",),
+      kind="linalg", doc="determinant (batched)", derivative="det(a) inv(a)^T",
+      domain="square matrices", sympy=_sympy_matrices(lambda sp, a: a.det()),
+      samples=_samples_square(), batch=_stacked_batch)
 
 
 def _slogdet(a):
@@ -426,12 +419,14 @@ def _sympy_slogdet(sp, a):
     return sign, np.vectorize(lambda d: sp.log(sp.Abs(d)), otypes=[object])(det)
 
 
-_linalg("slogdet", _slogdet, (_slogdet_vjp,), ("a",),
-        "sign and log|det| of a, as a tuple (sign, logabsdet); in the language pick one: "
-        "slogdet(a)[1]", "0 for the sign; inv(a)^T for logabsdet",
-        sympy=_sympy_slogdet, domain="square matrices (the gradient needs an invertible a)",
-        samples=_samples_square(), outputs=("sign", "logabsdet"), batch=_stacked_batch,
-        api=_unpacking(lambda p, a: (_pick(p, (Ellipsis, 0)), _pick(p, (Ellipsis, 1)))))
+entry(name="slogdet", forward=_slogdet, vjps=_refusing_all("slogdet", (_slogdet_vjp,)),
+      inputs=("a",), kind="linalg",
+      doc="sign and log|det| of a, as a tuple (sign, logabsdet); in the language pick one: "
+        "slogdet(a)[1]",
+      derivative="0 for the sign; inv(a)^T for logabsdet",
+      domain="square matrices (the gradient needs an invertible a)", sympy=_sympy_slogdet,
+      samples=_samples_square(), outputs=("sign", "logabsdet"), batch=_stacked_batch,
+      api=_unpacking(lambda p, a: (_pick(p, (Ellipsis, 0)), _pick(p, (Ellipsis, 1)))))
 
 
 # ---------------------------------------------------------------------------------------
@@ -457,12 +452,13 @@ def _spd_samples(rng):
             ("1x1", (_rng_spd(rng, (1, 1)),), {})]
 
 
-_linalg("cholesky", _cholesky, (_cholesky_vjp,), ("a",),
-        "lower Cholesky factor L (L L^T = a) of the symmetric part of a (batched)",
-        "L^-T phi(L^T g) L^-1, symmetrised",
-        sympy=_sympy_matrices(lambda sp, a: ((a + a.T) / 2).cholesky(hermitian=False)),
-        saves="ans", domain="symmetric positive definite matrices", samples=_spd_samples,
-        batch=_stacked_batch)
+entry(name="cholesky", forward=_cholesky, vjps=_refusing_all("cholesky", (_cholesky_vjp,)),
+      inputs=("a",), kind="linalg", saves="ans",
+      doc="lower Cholesky factor L (L L^T = a) of the symmetric part of a (batched)",
+      derivative="L^-T phi(L^T g) L^-1, symmetrised",
+      domain="symmetric positive definite matrices",
+      sympy=_sympy_matrices(lambda sp, a: ((a + a.T) / 2).cholesky(hermitian=False)),
+      samples=_spd_samples, batch=_stacked_batch)
 
 
 def _eigh(a):
@@ -515,7 +511,9 @@ def _eigh_api(op, plain):
             side = UPLO.upper() if isinstance(UPLO, str) else None
             if side not in ("L", "U"):
                 raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
-            from ..core.numpy_api import from_triangle  # (numpy's reading of one triangle)
+            from ..core.numpy_api import (
+                from_triangle,  # (numpy's reading of one triangle)
+            )
             a = from_triangle(a, side == "U")
         return unpacked(a)
     eigh.__doc__ = (f"{plain.__doc__}\n\neigh(a, UPLO=None): with UPLO 'L' or 'U', one "
@@ -523,13 +521,15 @@ def _eigh_api(op, plain):
     return eigh
 
 
-_linalg("eigh", _eigh, (_eigh_vjp,), ("a",),
-        "eigenvalues (ascending) and eigenvectors of the symmetric part of a: (w, v), "
+entry(name="eigh", forward=_eigh, vjps=_refusing_all("eigh", (_eigh_vjp,)), inputs=("a",),
+      kind="linalg", saves="ans",
+      doc="eigenvalues (ascending) and eigenvectors of the symmetric part of a: (w, v), "
         "a = v diag(w) v^T; in the language pick one: eigh(a)[0]",
-        "v (diag(g_w) + F o v^T g_v) v^T, F_ij = 1/(w_j - w_i); the eigenvector part needs "
-        "distinct eigenvalues", domain="symmetric matrices (eigenvector gradients: distinct "
-        "eigenvalues)", saves="ans", samples=_eigh_samples, outputs=("w", "v"),
-        batch=_stacked_batch, api=_eigh_api)
+      derivative="v (diag(g_w) + F o v^T g_v) v^T, F_ij = 1/(w_j - w_i); the eigenvector part needs "
+        "distinct eigenvalues",
+      domain="symmetric matrices (eigenvector gradients: distinct "
+        "eigenvalues)",
+      samples=_eigh_samples, outputs=("w", "v"), batch=_stacked_batch, api=_eigh_api)
 
 
 def _svd_sizes(shape, full_matrices):
@@ -623,14 +623,14 @@ def _svd_samples(rng):
     return out
 
 
-_linalg("svd", _svd, (_svd_vjp,), ("a",),
-        "singular value decomposition a = U diag(S) Vh, as a tuple (U, S, Vh) (S "
+entry(name="svd", forward=_svd, vjps=_refusing_all("svd", (_svd_vjp,)), inputs=("a",),
+      params=(("full_matrices", True), ("compute_uv", True)), kind="linalg",
+      doc="singular value decomposition a = U diag(S) Vh, as a tuple (U, S, Vh) (S "
         "descending); compute_uv=False gives S alone; in the language pick one: svd(a)[1]",
-        "U diag(g_S) Vh, plus Townsend's terms for g_U, g_Vh (distinct singular values)",
-        params=(("full_matrices", True), ("compute_uv", True)),
-        domain="all matrices (U, Vh gradients: distinct nonzero singular values)",
-        samples=_svd_samples, outputs=("U", "S", "Vh"), api=_unpacking(_svd_unpack),
-        batch=_stacked_batch)
+      derivative="U diag(g_S) Vh, plus Townsend's terms for g_U, g_Vh (distinct singular values)",
+      domain="all matrices (U, Vh gradients: distinct nonzero singular values)",
+      samples=_svd_samples, outputs=("U", "S", "Vh"), api=_unpacking(_svd_unpack),
+      batch=_stacked_batch)
 
 
 def _pinv(a):
@@ -655,11 +655,11 @@ def _pinv_samples(rng):
             ("batched", (_rng_matrix(rng, (2, 3, 2)),), {})]
 
 
-_linalg("pinv", _pinv, (_pinv_vjp,), ("a",), "Moore-Penrose pseudo-inverse (batched)",
-        "Golub-Pereyra: -X^T g X^T + (I - aX) g^T X X^T + X^T X g^T (I - Xa)",
-        sympy=_sympy_matrices(lambda sp, a: a.pinv()),
-        domain="matrices of full rank (the gradient assumes the rank does not change)",
-        samples=_pinv_samples, batch=_stacked_batch)
+entry(name="pinv", forward=_pinv, vjps=_refusing_all("pinv", (_pinv_vjp,)), inputs=("a",),
+      kind="linalg", doc="Moore-Penrose pseudo-inverse (batched)",
+      derivative="Golub-Pereyra: -X^T g X^T + (I - aX) g^T X X^T + X^T X g^T (I - Xa)",
+      domain="matrices of full rank (the gradient assumes the rank does not change)",
+      sympy=_sympy_matrices(lambda sp, a: a.pinv()), samples=_pinv_samples, batch=_stacked_batch)
 
 
 # ---------------------------------------------------------------------------------------
@@ -704,18 +704,19 @@ def _diagonal(x, offset=0, axis1=0, axis2=1):
     return np.diagonal(x, offset, axis1, axis2).copy()
 
 
-_linalg("diagonal", _diagonal,
-        (lambda m, g, ans, x, offset=0, axis1=0, axis2=1:
-         _diag_embed(m, g, shape_of(x), offset, axis1, axis2),),
-        ("x",), "the diagonal of x over axis1, axis2 (as the last axis), as numpy",
-        "g on the diagonal, 0 elsewhere", params=(("offset", 0), ("axis1", 0), ("axis2", 1)),
-        sympy=lambda sp, x, offset=0, axis1=0, axis2=1: np.diagonal(x, offset, axis1, axis2),
-        saves="none", domain="arrays of 2 or more dimensions",
-        samples=lambda rng: [("3x3", (rng.uniform(-1, 1, (3, 3)),), {}),
+entry(name="diagonal", forward=_diagonal,
+      vjps=_refusing_all("diagonal", (lambda m, g, ans, x, offset=0, axis1=0, axis2=1:
+         _diag_embed(m, g, shape_of(x), offset, axis1, axis2),)),
+      jvps=(_applied("diagonal"),), inputs=("x",),
+      params=(("offset", 0), ("axis1", 0), ("axis2", 1)), kind="linalg", saves="none",
+      doc="the diagonal of x over axis1, axis2 (as the last axis), as numpy",
+      derivative="g on the diagonal, 0 elsewhere", domain="arrays of 2 or more dimensions",
+      sympy=lambda sp, x, offset=0, axis1=0, axis2=1: np.diagonal(x, offset, axis1, axis2),
+      samples=lambda rng: [("3x3", (rng.uniform(-1, 1, (3, 3)),), {}),
                              ("offset", (rng.uniform(-1, 1, (3, 4)),), {"offset": 1}),
                              ("axes", (rng.uniform(-1, 1, (2, 3, 3)),),
                               {"offset": -1, "axis1": -1, "axis2": 0})],
-        jvps=(_applied("diagonal"),), batch=_diagonal_batch)
+      batch=_diagonal_batch)
 
 
 def _trace(x, offset=0, axis1=0, axis2=1):
@@ -732,16 +733,16 @@ def _trace_vjp(m, g, ans, x, offset=0, axis1=0, axis2=1):
     return _diag_embed(m, gd, shape, offset, a1, a2)
 
 
-_linalg("trace", _trace, (_trace_vjp,), ("x",),
-        "sum of the diagonal over axis1, axis2 (numpy's trace)", "1 on the diagonal",
-        params=(("offset", 0), ("axis1", 0), ("axis2", 1)),
-        sympy=lambda sp, x, offset=0, axis1=0, axis2=1: np.trace(x, offset, axis1, axis2),
-        saves="none", domain="arrays of 2 or more dimensions",
-        samples=lambda rng: [("3x3", (rng.uniform(-1, 1, (3, 3)),), {}),
+entry(name="trace", forward=_trace, vjps=_refusing_all("trace", (_trace_vjp,)),
+      jvps=(_applied("trace"),), inputs=("x",), params=(("offset", 0), ("axis1", 0), ("axis2", 1)),
+      kind="linalg", saves="none", doc="sum of the diagonal over axis1, axis2 (numpy's trace)",
+      derivative="1 on the diagonal", domain="arrays of 2 or more dimensions",
+      sympy=lambda sp, x, offset=0, axis1=0, axis2=1: np.trace(x, offset, axis1, axis2),
+      samples=lambda rng: [("3x3", (rng.uniform(-1, 1, (3, 3)),), {}),
                              ("offset", (rng.uniform(-1, 1, (3, 4)),), {"offset": -1}),
                              ("batched", (rng.uniform(-1, 1, (2, 3, 3)),),
                               {"axis1": 1, "axis2": 2})],
-        jvps=(_applied("trace"),), batch=_diagonal_batch)
+      batch=_diagonal_batch)
 
 
 def _diag(v, k=0):
@@ -774,15 +775,15 @@ def _diag_vjp(m, g, ans, v, k=0):
     return _diag_embed(m, g, shape, k, 0, 1)
 
 
-_linalg("diag", _diag, (_diag_vjp,), ("v",),
-        "a vector on the k-th diagonal of a matrix, or a matrix's k-th diagonal (numpy)",
-        "the diagonal of g, or g on the diagonal", params=(("k", 0),),
-        sympy=lambda sp, v, k=0: np.diag(v, k), saves="none",
-        domain="vectors and matrices",
-        samples=lambda rng: [("vector", (rng.uniform(-1, 1, 3),), {}),
+entry(name="diag", forward=_diag, vjps=_refusing_all("diag", (_diag_vjp,)),
+      jvps=(_applied("diag"),), inputs=("v",), params=(("k", 0),), kind="linalg", saves="none",
+      doc="a vector on the k-th diagonal of a matrix, or a matrix's k-th diagonal (numpy)",
+      derivative="the diagonal of g, or g on the diagonal", domain="vectors and matrices",
+      sympy=lambda sp, v, k=0: np.diag(v, k),
+      samples=lambda rng: [("vector", (rng.uniform(-1, 1, 3),), {}),
                              ("vector-k", (rng.uniform(-1, 1, 3),), {"k": -1}),
                              ("matrix", (rng.uniform(-1, 1, (3, 4)),), {"k": 1})],
-        jvps=(_applied("diag"),), batch=_diag_batch)
+      batch=_diag_batch)
 
 
 def _triangle_batch(op, values, batched, params):
@@ -801,14 +802,14 @@ def _triangle_batch(op, values, batched, params):
 
 
 def _triangle(name, fn):
-    _linalg(name, lambda x, k=0: fn(x, k),
-            (lambda m, g, ans, x, k=0: getattr(m, name)(g, k=k),), ("x",),
-            f"{'upper' if name == 'triu' else 'lower'} triangle of the last two axes from "
-            f"the k-th diagonal, zeros elsewhere", "g on the triangle, 0 elsewhere",
-            params=(("k", 0),), sympy=lambda sp, x, k=0: fn(np.asarray(x, dtype=object), k),
-            jvps=(_applied(name),), batch=_triangle_batch,
-            saves="none", domain="arrays of 2 or more dimensions",
-            samples=lambda rng: [("3x3", (rng.uniform(-1, 1, (3, 3)),), {}),
+    entry(name=name, forward=lambda x, k=0: fn(x, k),
+          vjps=_refusing_all(name, (lambda m, g, ans, x, k=0: getattr(m, name)(g, k=k),)),
+          jvps=(_applied(name),), inputs=("x",), params=(("k", 0),), kind="linalg", saves="none",
+          doc=f"{'upper' if name == 'triu' else 'lower'} triangle of the last two axes from "
+            f"the k-th diagonal, zeros elsewhere",
+          derivative="g on the triangle, 0 elsewhere", domain="arrays of 2 or more dimensions",
+          sympy=lambda sp, x, k=0: fn(np.asarray(x, dtype=object), k), batch=_triangle_batch,
+          samples=lambda rng: [("3x3", (rng.uniform(-1, 1, (3, 3)),), {}),
                                  ("batched-k", (rng.uniform(-1, 1, (2, 3, 4)),), {"k": 1}),
                                  ("k-neg", (rng.uniform(-1, 1, (3, 3)),), {"k": -1})])
 
@@ -1061,15 +1062,16 @@ def _einsum_batch(op, values, batched, params):
     return _batched_einsum(op, values, batched, params, terms, out)
 
 
-EINSUM = _linalg("einsum", _einsum, (lambda m, g, ans, *xs, index, subscripts:
-                                     _einsum_grad(m, g, xs, subscripts, index),),
-                 ("operands",), "Einstein summation, numpy's subscripts: einsum('ij,jk->ik', "
+EINSUM = entry(name="einsum", forward=_einsum,
+               vjps=_refusing_all("einsum", (lambda m, g, ans, *xs, index, subscripts:
+                                     _einsum_grad(m, g, xs, subscripts, index),)),
+               inputs=("operands",), params=(("subscripts", None),), variadic=True, kind="linalg",
+               saves="inputs",
+               doc="Einstein summation, numpy's subscripts: einsum('ij,jk->ik', "
                  "a, b); implicit output, repeated letters (traces, diagonals) and '...'",
-                 "the einsum of g with the other operands (diagonals embedded)",
-                 params=(("subscripts", None),), variadic=True, sympy=_sympy_einsum,
-                 saves="inputs", samples=_einsum_samples, api=_einsum_api,
-                 batch=_einsum_batch,
-                 domain="all reals (sizes as the subscripts say)")
+               derivative="the einsum of g with the other operands (diagonals embedded)",
+               domain="all reals (sizes as the subscripts say)", sympy=_sympy_einsum,
+               samples=_einsum_samples, api=_einsum_api, batch=_einsum_batch)
 
 
 def _contraction(name, subscripts_of, doc, derivative, params=(), samples=None,
@@ -1095,9 +1097,10 @@ def _contraction(name, subscripts_of, doc, derivative, params=(), samples=None,
             return b.loop(op, values, batched, params)  # the entry's own message
         inputs, out = subscripts.split("->")
         return _batched_einsum(op, values, batched, params, inputs.split(","), out)
-    return _linalg(name, forward, (vjp(0), vjp(1)), ("a", "b"), doc, derivative,
-                   params=params, sympy=sympy, saves="inputs", samples=samples, domain=domain,
-                   own_axes=bool(params), jvps=_bilinear(name), batch=batch)
+    return entry(name=name, forward=forward, vjps=_refusing_all(name, (vjp(0), vjp(1))),
+                 jvps=_bilinear(name), inputs=("a", "b"), params=params, kind="linalg",
+                 saves="inputs", doc=doc, derivative=derivative, domain=domain, sympy=sympy,
+                 samples=samples, own_axes=bool(params), batch=batch)
 
 
 _L = _LETTERS
@@ -1189,12 +1192,14 @@ def _outer_batch(op, values, batched, params):
                                              flat(c, c_batched, False)))
 
 
-_linalg("outer", _outer_forward, (_outer_vjp_a, _outer_vjp_b), ("a", "b"),
-        "outer product of the flattened inputs", "g @ b, a @ g",
-        sympy=lambda sp, a, b: np.outer(a, b), saves="inputs",
-        samples=_pair_samples(("vectors", ((3,), (2,)), {}), ("flattened", ((2, 2), (3,)), {}),
+entry(name="outer", forward=_outer_forward,
+      vjps=_refusing_all("outer", (_outer_vjp_a, _outer_vjp_b)), jvps=_bilinear("outer"),
+      inputs=("a", "b"), kind="linalg", saves="inputs",
+      doc="outer product of the flattened inputs", derivative="g @ b, a @ g",
+      domain="all real matrices", sympy=lambda sp, a, b: np.outer(a, b),
+      samples=_pair_samples(("vectors", ((3,), (2,)), {}), ("flattened", ((2, 2), (3,)), {}),
                               ("scalar", ((), (3,)), {})),
-        jvps=_bilinear("outer"), batch=_outer_batch)
+      batch=_outer_batch)
 
 
 def _kron_shapes(sa, sb):
@@ -1235,13 +1240,14 @@ def _kron_batch(op, values, batched, params):
     return b.reshaped(product, (n,) + tuple(x * y for x, y in zip(sa, sc)))
 
 
-_linalg("kron", np.kron, (_kron_vjp(0), _kron_vjp(1)), ("a", "b"),
-        "Kronecker product (numpy's kron)", "blocks of g contracted with the other input",
-        sympy=lambda sp, a, b: np.kron(np.asarray(a, dtype=object), np.asarray(b, dtype=object)),
-        saves="inputs",
-        samples=_pair_samples(("matrices", ((2, 2), (3, 2)), {}), ("vectors", ((2,), (3,)), {}),
+entry(name="kron", forward=np.kron, vjps=_refusing_all("kron", (_kron_vjp(0), _kron_vjp(1))),
+      jvps=_bilinear("kron"), inputs=("a", "b"), kind="linalg", saves="inputs",
+      doc="Kronecker product (numpy's kron)",
+      derivative="blocks of g contracted with the other input", domain="all real matrices",
+      sympy=lambda sp, a, b: np.kron(np.asarray(a, dtype=object), np.asarray(b, dtype=object)),
+      samples=_pair_samples(("matrices", ((2, 2), (3, 2)), {}), ("vectors", ((2,), (3,)), {}),
                               ("mixed", ((2,), (2, 3)), {})),
-        jvps=_bilinear("kron"), batch=_kron_batch)
+      batch=_kron_batch)
 
 
 def _from_end(axis, a):
@@ -1314,17 +1320,18 @@ def _vector_axis(axis, x, name: str) -> int:
     return int(axis) % ndim
 
 
-_linalg("cross", _cross, (_cross_vjp(0), _cross_vjp(1)),
-        ("a", "b"), "cross product of 3-vectors along axis (broadcast; axis counts from the "
-        "end of a)", "b x g, g x a",
-        params=(("axis", -1),),
-        sympy=lambda sp, a, b, axis=-1: np.cross(a, b, axis=_from_end(axis, a)),
-        saves="inputs", domain="vectors of 3 components", own_axes=True,
-        samples=_pair_samples(("vectors", ((3,), (3,)), {}),
+entry(name="cross", forward=_cross, vjps=_refusing_all("cross", (_cross_vjp(0), _cross_vjp(1))),
+      jvps=_bilinear("cross"), inputs=("a", "b"), params=(("axis", -1),), kind="linalg",
+      saves="inputs",
+      doc="cross product of 3-vectors along axis (broadcast; axis counts from the "
+        "end of a)",
+      derivative="b x g, g x a", domain="vectors of 3 components",
+      sympy=lambda sp, a, b, axis=-1: np.cross(a, b, axis=_from_end(axis, a)), own_axes=True,
+      samples=_pair_samples(("vectors", ((3,), (3,)), {}),
                               ("broadcast", ((2, 3), (3,)), {}),
                               ("axis0", ((3, 2), (3, 2)), {"axis": 0}),
                               ("mixed-ranks", ((2, 3, 2), (3, 1)), {"axis": 1})),
-        jvps=_bilinear("cross"), batch=_cross_batch, api=_cross_api)
+      batch=_cross_batch, api=_cross_api)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1516,13 +1523,12 @@ def _norm_vjp(m, g, ans, x, axis=None, keepdims=False, ord=None):
 
 
 _sympy_norm2 = sympy_reduce(lambda sp, xs: sp.sqrt(sp.Add(*[v ** 2 for v in xs])))
-register(Op(name="norm", forward=_norm, vjps=(_norm_vjp,), inputs=("x",),
-            doc="Euclidean (Frobenius) norm over axis; with ord=, numpy's vector norms (p, "
+entry(name="norm", forward=_norm, vjps=(_norm_vjp,), jvps=(reduction_jvp(_norm_vjp),),
+      inputs=("x",), params=AXIS_PARAMS + (("ord", None),), kind="reduction", saves="all",
+      doc="Euclidean (Frobenius) norm over axis; with ord=, numpy's vector norms (p, "
             "inf, -inf, 0) and matrix norms (1, -1, 2, -2, inf, -inf, 'fro', 'nuc')",
-            derivative="x / norm(x); 0 at 0 (with ord: see gradcli.engine.linalg)",
-            params=AXIS_PARAMS + (("ord", None),),
-            sympy=lambda sp, x, axis=None, keepdims=False, ord=None:
+      derivative="x / norm(x); 0 at 0 (with ord: see gradcli.engine.linalg)",
+      sympy=lambda sp, x, axis=None, keepdims=False, ord=None:
             _sympy_norm2(sp, x, axis, keepdims) if ord is None
             else sympy_norm(sp, x, axis, keepdims, ord),
-            kind="reduction", saves="all",
-            samples=lambda rng: norm_samples(rng), jvps=(reduction_jvp(_norm_vjp),)))
+      samples=lambda rng: norm_samples(rng))

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ..core.table import Op, register
+from ..core.derive import entry
 from ..core.tensor import shape_of
 
 
@@ -55,19 +55,17 @@ def _dot_vjp(which):
     return vjp
 
 
-MATMUL = register(Op(name="matmul", forward=np.matmul, vjps=(_matmul_vjp_x, _matmul_vjp_y),
-                     # bilinear: the tangent of one factor times the other
-                     jvps=(lambda m, t, ans, x, y: m.matmul(t, y),
+MATMUL = entry(name="matmul", forward=np.matmul, vjps=(_matmul_vjp_x, _matmul_vjp_y),
+               jvps=(lambda m, t, ans, x, y: m.matmul(t, y),
                            lambda m, t, ans, x, y: m.matmul(x, t)),
-                     inputs=("x", "y"), doc="matrix product x @ y (batched, numpy rules)",
-                     derivative="g @ y^T, x^T @ g", sympy=lambda sp, x, y: np.matmul(x, y),
-                     kind="linalg", saves="inputs", batch="matmul"))
+               inputs=("x", "y"), kind="linalg", saves="inputs",
+               doc="matrix product x @ y (batched, numpy rules)", derivative="g @ y^T, x^T @ g",
+               sympy=lambda sp, x, y: np.matmul(x, y), batch="matmul")
 
 
 # Linear algebra and shape
-register(Op(name="dot", forward=_dot, vjps=(_dot_vjp(0), _dot_vjp(1)), inputs=("x", "y"),
-            doc="dot product (vectors, matrices; at most 2-D)", derivative="as matmul",
-            sympy=lambda sp, x, y: np.dot(x, y), kind="linalg", saves="inputs",
-            # bilinear: the tangent of one factor times the other
-            jvps=(lambda m, t, ans, x, y: m.dot(t, y), lambda m, t, ans, x, y: m.dot(x, t)),
-            batch="dot"))
+entry(name="dot", forward=_dot, vjps=(_dot_vjp(0), _dot_vjp(1)),
+      jvps=(lambda m, t, ans, x, y: m.dot(t, y), lambda m, t, ans, x, y: m.dot(x, t)),
+      inputs=("x", "y"), kind="linalg", saves="inputs",
+      doc="dot product (vectors, matrices; at most 2-D)", derivative="as matmul",
+      sympy=lambda sp, x, y: np.dot(x, y), batch="dot")

@@ -36,9 +36,13 @@ import math
 import numpy as np
 
 from ...errors import ShapeError
-from ..core.derive import reduction_jvp, transposed_rules
+from ..core.derive import entry, linear_rules
 from ..core.recording import NP, apply, bind
-from ..core.table import INTERNAL, REGISTRY, Op, normalise_axes, register, register_internal
+from ..core.table import (
+    INTERNAL,
+    REGISTRY,
+    normalise_axes,
+)
 from ..core.tensor import Tensor, shape_of
 from . import linalg as _linalg  # noqa: F401  (its entries come first in the table)
 from .elementwise import gate
@@ -59,33 +63,6 @@ from .shape import broadcast_to_forward
 def _raw(x):
     """The numpy value of a rule's argument (a Tensor under nested tapes, else numpy)."""
     return x._value if isinstance(x, Tensor) else x
-
-
-def _entry(name, forward, vjps, inputs, doc, derivative, *, params=(), sympy=None,
-           kind="shape", saves="all", jvps=None, **extra) -> Op:
-    if jvps is None:
-        jvps = _forward_rules(name, vjps, kind, extra)
-    return register(Op(name=name, forward=forward, vjps=vjps, inputs=inputs, doc=doc,
-                       derivative=derivative, params=params, sympy=sympy, kind=kind,
-                       saves=saves, jvps=jvps, **extra))
-
-
-def _forward_rules(name, vjps, kind, extra) -> tuple:
-    """Forward mode by kind, as in ops.py: an elementwise entry's VJPs are its JVPs (a
-    diagonal Jacobian is its own transpose); a reduction's JVP sums the tangent times the
-    local derivative over the reduced axes (reduction_jvp); a shape function, and a
-    scan or index entry linear in x, applied to the tangent is its JVP; the rest (sort,
-    average, cumprod) take the transposition of their VJP (ops.transposed)."""
-    if extra.get("elementwise"):
-        return vjps
-    if kind == "reduction":
-        return tuple(reduction_jvp(v) for v in vjps)
-    if (kind == "shape" and not extra.get("variadic")) or name in ("cumsum", "diff"):
-        return (lambda m, t, ans, x, **params: getattr(m, name)(t, **params),)
-    if kind == "index" and len(vjps) == 2:
-        return (lambda m, t, ans, x, indices, **params:
-                getattr(m, name)(t, indices, **params), None)
-    return transposed_rules(vjps, extra.get("variadic", False))
 
 
 def _numpy_sympy(forward):
@@ -571,10 +548,10 @@ def _joined(name, promote, axis_of, doc, batch):
         return m.reshape(m.getitem(g, index=sl), shape=shape_of(xs[index]))
     def jvp(m, ts, ans, *xs):  # linear: the tangents joined the same way
         return getattr(m, name)(*ts) if m is NP else getattr(m, name)(list(ts))
-    _entry(name, forward, (vjp,), ("xs",), doc, "slices of g", variadic=True, jvps=(jvp,),
-           batch=batch,
-           sympy=lambda sp, *xs: getattr(np, name)([np.asarray(x, dtype=object) for x in xs]),
-           saves="none")
+    entry(name=name, forward=forward, vjps=(vjp,), jvps=(jvp,), inputs=("xs",), variadic=True,
+          kind="shape", saves="none", doc=doc, derivative="slices of g",
+          sympy=lambda sp, *xs: getattr(np, name)([np.asarray(x, dtype=object) for x in xs]),
+          batch=batch)
 
 
 def _split_points(n, sections, what):
@@ -986,106 +963,125 @@ def _add_aliases(name: str, *aliases: str) -> None:
 # The entries
 # =======================================================================================
 # --- statistics ------------------------------------------------------------------------
-_entry("var", lambda x, axis=None, keepdims=False, ddof=0:
-       np.var(x, axis=axis, ddof=ddof, keepdims=keepdims), (_var_vjp,), ("x",),
-       "variance (ddof: delta degrees of freedom, divides by n - ddof)",
-       "2 (x - mean) / (n - ddof)", params=_STAT, sympy=_sympy_var, kind="reduction")
-_entry("std", lambda x, axis=None, keepdims=False, ddof=0:
-       np.std(x, axis=axis, ddof=ddof, keepdims=keepdims), (_std_vjp,), ("x",),
-       "standard deviation sqrt(var) (ddof as var)",
-       "(x - mean) / ((n - ddof) std); 0 where std = 0", params=_STAT,
-       sympy=lambda sp, x, **p: _sympy_var(sp, x, root=True, **p), kind="reduction")
-_entry("average", _average, (_average_vjp_x, _average_vjp_w), ("x", "weights"),
-       "weighted mean sum(w x) / sum(w) (1-D weights lie along an integer axis, as numpy)",
-       "w / sum(w), (x - average) / sum(w)", params=(("axis", None), ("keepdims", False)),
-       sympy=_sympy_average, kind="statistics", sample=(0.5, 2.0), domain="sum(w) != 0",
-       batch=_average_batch)
-_entry("median", lambda x, axis=None, keepdims=False:
-       np.median(x, axis=axis, keepdims=keepdims), (_median_vjp,), ("x",),
-       "median (the mean of the two middle values for an even count)",
-       "1 at the middle element (1/2 at each of two); through the sorting permutation",
-       params=(("axis", None), ("keepdims", False)), sympy=_sympy_median, kind="reduction")
-_entry("sort", lambda x, axis=-1: np.sort(x, axis=axis), (_sort_vjp,), ("x",),
-       "sorted along an axis (axis=None: flattened)", "g put back through the permutation",
-       params=(("axis", -1),), sympy=_sympy_sort, kind="statistics", batch=_axis_batch())
-_entry("argmax", lambda x, axis=None, keepdims=False:
-       np.argmax(x, axis=axis, keepdims=keepdims), (None,), ("x",),
-       "index of the largest element (the first, on ties); an integer usable as an index",
-       "not differentiable", params=(("axis", None), ("keepdims", False)),
-       sympy=_sympy_arg(lambda sp, a, b: a >= b), kind="index", batch=_axis_batch())
-_entry("argmin", lambda x, axis=None, keepdims=False:
-       np.argmin(x, axis=axis, keepdims=keepdims), (None,), ("x",),
-       "index of the smallest element (the first, on ties); an integer usable as an index",
-       "not differentiable", params=(("axis", None), ("keepdims", False)),
-       sympy=_sympy_arg(lambda sp, a, b: a <= b), kind="index", batch=_axis_batch())
+entry(name="var",
+      forward=lambda x, axis=None, keepdims=False, ddof=0:
+       np.var(x, axis=axis, ddof=ddof, keepdims=keepdims),
+      vjps=(_var_vjp,), inputs=("x",), params=_STAT, kind="reduction",
+      doc="variance (ddof: delta degrees of freedom, divides by n - ddof)",
+      derivative="2 (x - mean) / (n - ddof)", sympy=_sympy_var)
+entry(name="std",
+      forward=lambda x, axis=None, keepdims=False, ddof=0:
+       np.std(x, axis=axis, ddof=ddof, keepdims=keepdims),
+      vjps=(_std_vjp,), inputs=("x",), params=_STAT, kind="reduction",
+      doc="standard deviation sqrt(var) (ddof as var)",
+      derivative="(x - mean) / ((n - ddof) std); 0 where std = 0",
+      sympy=lambda sp, x, **p: _sympy_var(sp, x, root=True, **p))
+entry(name="average", forward=_average, vjps=(_average_vjp_x, _average_vjp_w),
+      inputs=("x", "weights"), params=(("axis", None), ("keepdims", False)), kind="statistics",
+      doc="weighted mean sum(w x) / sum(w) (1-D weights lie along an integer axis, as numpy)",
+      derivative="w / sum(w), (x - average) / sum(w)", domain="sum(w) != 0", sample=(0.5, 2.0),
+      sympy=_sympy_average, batch=_average_batch)
+entry(name="median",
+      forward=lambda x, axis=None, keepdims=False:
+       np.median(x, axis=axis, keepdims=keepdims),
+      vjps=(_median_vjp,), inputs=("x",), params=(("axis", None), ("keepdims", False)),
+      kind="reduction", doc="median (the mean of the two middle values for an even count)",
+      derivative="1 at the middle element (1/2 at each of two); through the sorting permutation",
+      sympy=_sympy_median)
+entry(name="sort", forward=lambda x, axis=-1: np.sort(x, axis=axis), vjps=(_sort_vjp,),
+      inputs=("x",), params=(("axis", -1),), kind="statistics",
+      doc="sorted along an axis (axis=None: flattened)",
+      derivative="g put back through the permutation", sympy=_sympy_sort, batch=_axis_batch())
+entry(name="argmax",
+      forward=lambda x, axis=None, keepdims=False:
+       np.argmax(x, axis=axis, keepdims=keepdims),
+      vjps=(None,), inputs=("x",), params=(("axis", None), ("keepdims", False)), kind="index",
+      doc="index of the largest element (the first, on ties); an integer usable as an index",
+      derivative="not differentiable", sympy=_sympy_arg(lambda sp, a, b: a >= b),
+      batch=_axis_batch())
+entry(name="argmin",
+      forward=lambda x, axis=None, keepdims=False:
+       np.argmin(x, axis=axis, keepdims=keepdims),
+      vjps=(None,), inputs=("x",), params=(("axis", None), ("keepdims", False)), kind="index",
+      doc="index of the smallest element (the first, on ties); an integer usable as an index",
+      derivative="not differentiable", sympy=_sympy_arg(lambda sp, a, b: a <= b),
+      batch=_axis_batch())
 
 # --- scans -----------------------------------------------------------------------------
-_entry("cumsum", lambda x, axis=None: np.cumsum(x, axis=axis), (_cumsum_vjp,), ("x",),
-       "cumulative sum along an axis (axis=None: of the flattened array)",
-       "reversed cumulative sum of g", params=(("axis", None),),
-       sympy=lambda sp, x, axis=None: np.cumsum(np.asarray(x, dtype=object), axis=axis),
-       kind="scan", saves="none", batch=_axis_batch())
-_entry("cumprod", lambda x, axis=None: np.cumprod(x, axis=axis), (_cumprod_vjp,), ("x",),
-       "cumulative product along an axis (axis=None: of the flattened array)",
-       "products of the others, exact with zeros", params=(("axis", None),),
-       sympy=lambda sp, x, axis=None: np.cumprod(np.asarray(x, dtype=object), axis=axis),
-       kind="scan", batch=_axis_batch())
-_entry("diff", _diff, (_diff_vjp,), ("x",),
-       "n-th forward difference x[1:] - x[:-1] along an axis", "g(k-1) - g(k), n times",
-       params=(("n", 1), ("axis", -1)),
-       sympy=lambda sp, x, n=1, axis=-1: _diff(np.asarray(x, dtype=object), n=n, axis=axis),
-       kind="scan", saves="none", batch="axis")
-_entry("log_softmax", _log_softmax,
-       (lambda m, g, ans, x, axis=-1: g - m.exp(ans) * m.sum(g, axis=axis, keepdims=True),),
-       ("x",), "x - logsumexp(x) along an axis, computed stably",
-       "g - softmax(x) sum(g)", params=(("axis", -1),), sympy=_sympy_log_softmax,
-       jvps=(lambda m, t, ans, x, axis=-1:
+entry(name="cumsum", forward=lambda x, axis=None: np.cumsum(x, axis=axis), vjps=(_cumsum_vjp,),
+      jvps=linear_rules("cumsum"), inputs=("x",), params=(("axis", None),), kind="scan",
+      saves="none", doc="cumulative sum along an axis (axis=None: of the flattened array)",
+      derivative="reversed cumulative sum of g",
+      sympy=lambda sp, x, axis=None: np.cumsum(np.asarray(x, dtype=object), axis=axis),
+      batch=_axis_batch())
+entry(name="cumprod", forward=lambda x, axis=None: np.cumprod(x, axis=axis), vjps=(_cumprod_vjp,),
+      inputs=("x",), params=(("axis", None),), kind="scan",
+      doc="cumulative product along an axis (axis=None: of the flattened array)",
+      derivative="products of the others, exact with zeros",
+      sympy=lambda sp, x, axis=None: np.cumprod(np.asarray(x, dtype=object), axis=axis),
+      batch=_axis_batch())
+entry(name="diff", forward=_diff, vjps=(_diff_vjp,), jvps=linear_rules("diff"), inputs=("x",),
+      params=(("n", 1), ("axis", -1)), kind="scan", saves="none",
+      doc="n-th forward difference x[1:] - x[:-1] along an axis",
+      derivative="g(k-1) - g(k), n times",
+      sympy=lambda sp, x, n=1, axis=-1: _diff(np.asarray(x, dtype=object), n=n, axis=axis),
+      batch="axis")
+entry(name="log_softmax", forward=_log_softmax,
+      vjps=(lambda m, g, ans, x, axis=-1: g - m.exp(ans) * m.sum(g, axis=axis, keepdims=True),),
+      jvps=(lambda m, t, ans, x, axis=-1:
              t - m.sum(m.exp(ans) * t, axis=axis, keepdims=True),),
-       kind="softmax", saves="ans", batch="axis")
+      inputs=("x",), params=(("axis", -1),), kind="softmax", saves="ans",
+      doc="x - logsumexp(x) along an axis, computed stably", derivative="g - softmax(x) sum(g)",
+      sympy=_sympy_log_softmax, batch="axis")
 
 # --- elementwise -----------------------------------------------------------------------
-_entry("nan_to_num", lambda x, nan=0.0, posinf=None, neginf=None:
+entry(name="nan_to_num",
+      forward=lambda x, nan=0.0, posinf=None, neginf=None:
        np.nan_to_num(x, nan=nan, posinf=posinf, neginf=neginf),
-       (lambda m, g, ans, x, **_: m.where(np.isfinite(_raw(x)), g, 0.0),), ("x",),
-       "nan, inf and -inf replaced by numbers (nan=0, the largest finite floats)",
-       "1 where x is finite, else 0", params=(("nan", 0.0), ("posinf", None), ("neginf", None)),
-       sympy=lambda sp, x, **_: x, kind="elementwise", elementwise=True)
-_entry("exp2", np.exp2, (lambda m, g, ans, x: g * ans * math.log(2.0),), ("x",), "2 ** x",
-       "2^x ln 2", sympy=lambda sp, x: 2 ** x, kind="elementwise", elementwise=True,
-       saves="ans")
-_entry("sinc", _sinc, (_sinc_vjp,), ("x",), "sin(pi x) / (pi x), 1 at 0 (numpy's sinc)",
-       "(cos(pi x) - sinc(x)) / x; 0 at 0", sympy=lambda sp, x: sp.sinc(sp.pi * x),
-       kind="elementwise", elementwise=True)
-_entry("deg2rad", np.deg2rad, (lambda m, g, ans, x: g * (math.pi / 180.0),), ("x",),
-       "degrees to radians", "pi/180", sympy=lambda sp, x: x * sp.pi / 180,
-       kind="elementwise", elementwise=True, aliases=("radians",), saves="none")
-_entry("rad2deg", np.rad2deg, (lambda m, g, ans, x: g * (180.0 / math.pi),), ("x",),
-       "radians to degrees", "180/pi", sympy=lambda sp, x: x * 180 / sp.pi,
-       kind="elementwise", elementwise=True, aliases=("degrees",), saves="none")
-_entry("fabs", np.fabs, (lambda m, g, ans, x: g * m.sign(x),), ("x",),
-       "absolute value |x| (as abs)", "sign(x); 0 at x = 0", sympy=lambda sp, x: sp.Abs(x),
-       kind="elementwise", elementwise=True, saves="inputs")
-_entry("trunc", np.trunc, (lambda m, g, ans, x: m.zeros_like(x),), ("x",),
-       "x rounded toward zero", "0", sympy=_trunc_sympy, kind="elementwise",
-       elementwise=True, aliases=("fix",), saves="inputs")
-_entry("erf", _erf, (lambda m, g, ans, x: g * _TWO_OVER_SQRT_PI * m.exp(-(x * x)),), ("x",),
-       "error function (computed here: series and continued fraction, no scipy)",
-       "2/sqrt(pi) exp(-x^2)", sympy=lambda sp, x: sp.erf(x), kind="elementwise",
-       elementwise=True, saves="inputs")
-_entry("erfc", _erfc, (lambda m, g, ans, x: -g * _TWO_OVER_SQRT_PI * m.exp(-(x * x)),),
-       ("x",), "complementary error function 1 - erf(x), accurate for large x",
-       "-2/sqrt(pi) exp(-x^2)", sympy=lambda sp, x: sp.erfc(x), kind="elementwise",
-       elementwise=True, saves="inputs")
-_entry("logaddexp", np.logaddexp, (lambda m, g, ans, x, y: g * m.exp(x - ans),
+      vjps=(lambda m, g, ans, x, **_: m.where(np.isfinite(_raw(x)), g, 0.0),), inputs=("x",),
+      params=(("nan", 0.0), ("posinf", None), ("neginf", None)), elementwise=True,
+      doc="nan, inf and -inf replaced by numbers (nan=0, the largest finite floats)",
+      derivative="1 where x is finite, else 0", sympy=lambda sp, x, **_: x)
+entry(name="exp2", forward=np.exp2, vjps=(lambda m, g, ans, x: g * ans * math.log(2.0),),
+      inputs=("x",), elementwise=True, saves="ans", doc="2 ** x", derivative="2^x ln 2",
+      sympy=lambda sp, x: 2 ** x)
+entry(name="sinc", forward=_sinc, vjps=(_sinc_vjp,), inputs=("x",), elementwise=True,
+      doc="sin(pi x) / (pi x), 1 at 0 (numpy's sinc)",
+      derivative="(cos(pi x) - sinc(x)) / x; 0 at 0", sympy=lambda sp, x: sp.sinc(sp.pi * x))
+entry(name="deg2rad", forward=np.deg2rad, vjps=(lambda m, g, ans, x: g * (math.pi / 180.0),),
+      inputs=("x",), elementwise=True, saves="none", doc="degrees to radians", derivative="pi/180",
+      sympy=lambda sp, x: x * sp.pi / 180, aliases=("radians",))
+entry(name="rad2deg", forward=np.rad2deg, vjps=(lambda m, g, ans, x: g * (180.0 / math.pi),),
+      inputs=("x",), elementwise=True, saves="none", doc="radians to degrees", derivative="180/pi",
+      sympy=lambda sp, x: x * 180 / sp.pi, aliases=("degrees",))
+entry(name="fabs", forward=np.fabs, vjps=(lambda m, g, ans, x: g * m.sign(x),), inputs=("x",),
+      elementwise=True, saves="inputs", doc="absolute value |x| (as abs)",
+      derivative="sign(x); 0 at x = 0", sympy=lambda sp, x: sp.Abs(x))
+entry(name="trunc", forward=np.trunc, vjps=(lambda m, g, ans, x: m.zeros_like(x),), inputs=("x",),
+      elementwise=True, saves="inputs", doc="x rounded toward zero", derivative="0",
+      sympy=_trunc_sympy, aliases=("fix",))
+entry(name="erf", forward=_erf,
+      vjps=(lambda m, g, ans, x: g * _TWO_OVER_SQRT_PI * m.exp(-(x * x)),), inputs=("x",),
+      elementwise=True, saves="inputs",
+      doc="error function (computed here: series and continued fraction, no scipy)",
+      derivative="2/sqrt(pi) exp(-x^2)", sympy=lambda sp, x: sp.erf(x))
+entry(name="erfc", forward=_erfc,
+      vjps=(lambda m, g, ans, x: -g * _TWO_OVER_SQRT_PI * m.exp(-(x * x)),), inputs=("x",),
+      elementwise=True, saves="inputs",
+      doc="complementary error function 1 - erf(x), accurate for large x",
+      derivative="-2/sqrt(pi) exp(-x^2)", sympy=lambda sp, x: sp.erfc(x))
+entry(name="logaddexp", forward=np.logaddexp,
+      vjps=(lambda m, g, ans, x, y: g * m.exp(x - ans),
                                    lambda m, g, ans, x, y: g * m.exp(y - ans)),
-       ("x", "y"), "log(exp(x) + exp(y)), computed stably", "exp(x - ans), exp(y - ans)",
-       sympy=lambda sp, x, y: sp.log(sp.exp(x) + sp.exp(y)), kind="binary",
-       elementwise=True)
-_entry("logaddexp2", np.logaddexp2, (lambda m, g, ans, x, y: g * m.exp2(x - ans),
+      inputs=("x", "y"), elementwise=True, kind="binary",
+      doc="log(exp(x) + exp(y)), computed stably", derivative="exp(x - ans), exp(y - ans)",
+      sympy=lambda sp, x, y: sp.log(sp.exp(x) + sp.exp(y)))
+entry(name="logaddexp2", forward=np.logaddexp2,
+      vjps=(lambda m, g, ans, x, y: g * m.exp2(x - ans),
                                      lambda m, g, ans, x, y: g * m.exp2(y - ans)),
-       ("x", "y"), "log2(2^x + 2^y), computed stably", "2^(x - ans), 2^(y - ans)",
-       sympy=lambda sp, x, y: sp.log(2 ** x + 2 ** y) / sp.log(2), kind="binary",
-       elementwise=True)
+      inputs=("x", "y"), elementwise=True, kind="binary", doc="log2(2^x + 2^y), computed stably",
+      derivative="2^(x - ans), 2^(y - ans)",
+      sympy=lambda sp, x, y: sp.log(2 ** x + 2 ** y) / sp.log(2))
 def _quotient_rule(quotient):
     """d/dy of x - y q(x/y) with q piecewise constant: -q, a hard zero where q is 0 (no
     0 * inf = nan from an infinite upstream gradient; see gate)."""
@@ -1095,103 +1091,108 @@ def _quotient_rule(quotient):
     return vjp
 
 
-_entry("mod", np.mod, (lambda m, g, ans, x, y: g,
+entry(name="mod", forward=np.mod,
+      vjps=(lambda m, g, ans, x, y: g,
                        _quotient_rule(lambda m, x, y: m.floor_divide(x, y))),
-       ("x", "y"), "remainder of x / y with the sign of y (Python's %, numpy's mod)",
-       "1, -floor(x / y)", sympy=lambda sp, x, y: x - y * sp.floor(x / y), kind="binary",
-       elementwise=True, aliases=("remainder",), sample=(0.5, 2.0), domain="y != 0",
-       saves="inputs")
-_entry("fmod", np.fmod, (lambda m, g, ans, x, y: g,
+      inputs=("x", "y"), elementwise=True, kind="binary", saves="inputs",
+      doc="remainder of x / y with the sign of y (Python's %, numpy's mod)",
+      derivative="1, -floor(x / y)", domain="y != 0", sample=(0.5, 2.0),
+      sympy=lambda sp, x, y: x - y * sp.floor(x / y), aliases=("remainder",))
+entry(name="fmod", forward=np.fmod,
+      vjps=(lambda m, g, ans, x, y: g,
                          _quotient_rule(lambda m, x, y: m.trunc(x / y))),
-       ("x", "y"), "remainder of x / y with the sign of x (C's fmod)", "1, -trunc(x / y)",
-       sympy=lambda sp, x, y: x - y * _trunc_sympy(sp, x / y), kind="binary",
-       elementwise=True, sample=(0.5, 2.0), domain="y != 0", saves="inputs")
-_entry("floor_divide", np.floor_divide, (_zero_binary, _zero_binary_y), ("x", "y"),
-       "floor(x / y) (Python's //)", "0", sympy=lambda sp, x, y: sp.floor(x / y),
-       kind="binary", elementwise=True, sample=(0.5, 2.0), domain="y != 0", saves="inputs")
-_entry("fmax", np.fmax, (_fmax_rule(True, True), _fmax_rule(False, True)), ("x", "y"),
-       "elementwise larger of x and y, ignoring nan", "1 where larger; ties split 1/2",
-       sympy=lambda sp, x, y: sp.Max(x, y), kind="binary", elementwise=True)
-_entry("fmin", np.fmin, (_fmax_rule(True, False), _fmax_rule(False, False)), ("x", "y"),
-       "elementwise smaller of x and y, ignoring nan", "1 where smaller; ties split 1/2",
-       sympy=lambda sp, x, y: sp.Min(x, y), kind="binary", elementwise=True)
+      inputs=("x", "y"), elementwise=True, kind="binary", saves="inputs",
+      doc="remainder of x / y with the sign of x (C's fmod)", derivative="1, -trunc(x / y)",
+      domain="y != 0", sample=(0.5, 2.0), sympy=lambda sp, x, y: x - y * _trunc_sympy(sp, x / y))
+entry(name="floor_divide", forward=np.floor_divide, vjps=(_zero_binary, _zero_binary_y),
+      inputs=("x", "y"), elementwise=True, kind="binary", saves="inputs",
+      doc="floor(x / y) (Python's //)", derivative="0", domain="y != 0", sample=(0.5, 2.0),
+      sympy=lambda sp, x, y: sp.floor(x / y))
+entry(name="fmax", forward=np.fmax, vjps=(_fmax_rule(True, True), _fmax_rule(False, True)),
+      inputs=("x", "y"), elementwise=True, kind="binary",
+      doc="elementwise larger of x and y, ignoring nan",
+      derivative="1 where larger; ties split 1/2", sympy=lambda sp, x, y: sp.Max(x, y))
+entry(name="fmin", forward=np.fmin, vjps=(_fmax_rule(True, False), _fmax_rule(False, False)),
+      inputs=("x", "y"), elementwise=True, kind="binary",
+      doc="elementwise smaller of x and y, ignoring nan",
+      derivative="1 where smaller; ties split 1/2", sympy=lambda sp, x, y: sp.Min(x, y))
 
 # --- shape functions -------------------------------------------------------------------
 # expand_dims' axis indexes its result (one dimension more), as stack's (Op.new_axis).
-_entry("expand_dims", lambda x, axis: np.expand_dims(x, axis), (_reshape_back,), ("x",),
-       "x with a new axis of length 1 at axis", "reshape back", params=(("axis", None),),
-       sympy=_numpy_sympy(lambda x, axis: np.expand_dims(x, axis)), saves="none",
-       new_axis=True, batch=_expand_dims_batch)
-_entry("squeeze", lambda x, axis=None: np.squeeze(x, axis=axis), (_reshape_back,), ("x",),
-       "x without its axes of length 1 (or only those named)", "reshape back",
-       params=(("axis", None),),
-       sympy=_numpy_sympy(lambda x, axis=None: np.squeeze(x, axis=axis)), saves="none",
-       batch=_squeeze_batch)
-_entry("ravel", lambda x: np.ravel(x), (_reshape_back,), ("x",),
-       "the elements as a 1-D array, in C order", "reshape back",
-       sympy=_numpy_sympy(np.ravel), aliases=("flatten",), saves="none", batch=_ravel_batch)
-_entry("atleast_1d", np.atleast_1d, (_reshape_back,), ("x",), "x with at least 1 axis",
-       "reshape back", sympy=_numpy_sympy(np.atleast_1d), saves="none",
-       batch=_at_least_batch(1))
-_entry("atleast_2d", np.atleast_2d, (_reshape_back,), ("x",), "x with at least 2 axes",
-       "reshape back", sympy=_numpy_sympy(np.atleast_2d), saves="none",
-       batch=_at_least_batch(2))
-_entry("atleast_3d", np.atleast_3d, (_reshape_back,), ("x",), "x with at least 3 axes",
-       "reshape back", sympy=_numpy_sympy(np.atleast_3d), saves="none",
-       batch=_at_least_batch(3))
-_entry("broadcast_to", broadcast_to_forward,
-       (lambda m, g, ans, x, shape: m.sum_to(g, shape=shape_of(x)),), ("x",),
-       "x broadcast to a shape (numpy's rules)", "g summed back to x's shape",
-       params=(("shape", None),),
-       sympy=_numpy_sympy(lambda x, shape: np.broadcast_to(x, shape)), saves="none",
-       batch="broadcast")
-_entry("repeat", _repeat, (_repeat_vjp,), ("x",),
-       "each element repeated (an integer count, or a count per element as numpy; "
+entry(name="expand_dims", forward=lambda x, axis: np.expand_dims(x, axis), vjps=(_reshape_back,),
+      inputs=("x",), params=(("axis", None),), kind="shape", saves="none",
+      doc="x with a new axis of length 1 at axis", derivative="reshape back",
+      sympy=_numpy_sympy(lambda x, axis: np.expand_dims(x, axis)), new_axis=True,
+      batch=_expand_dims_batch)
+entry(name="squeeze", forward=lambda x, axis=None: np.squeeze(x, axis=axis), vjps=(_reshape_back,),
+      inputs=("x",), params=(("axis", None),), kind="shape", saves="none",
+      doc="x without its axes of length 1 (or only those named)", derivative="reshape back",
+      sympy=_numpy_sympy(lambda x, axis=None: np.squeeze(x, axis=axis)), batch=_squeeze_batch)
+entry(name="ravel", forward=lambda x: np.ravel(x), vjps=(_reshape_back,), inputs=("x",),
+      kind="shape", saves="none", doc="the elements as a 1-D array, in C order",
+      derivative="reshape back", sympy=_numpy_sympy(np.ravel), aliases=("flatten",),
+      batch=_ravel_batch)
+entry(name="atleast_1d", forward=np.atleast_1d, vjps=(_reshape_back,), inputs=("x",), kind="shape",
+      saves="none", doc="x with at least 1 axis", derivative="reshape back",
+      sympy=_numpy_sympy(np.atleast_1d), batch=_at_least_batch(1))
+entry(name="atleast_2d", forward=np.atleast_2d, vjps=(_reshape_back,), inputs=("x",), kind="shape",
+      saves="none", doc="x with at least 2 axes", derivative="reshape back",
+      sympy=_numpy_sympy(np.atleast_2d), batch=_at_least_batch(2))
+entry(name="atleast_3d", forward=np.atleast_3d, vjps=(_reshape_back,), inputs=("x",), kind="shape",
+      saves="none", doc="x with at least 3 axes", derivative="reshape back",
+      sympy=_numpy_sympy(np.atleast_3d), batch=_at_least_batch(3))
+entry(name="broadcast_to", forward=broadcast_to_forward,
+      vjps=(lambda m, g, ans, x, shape: m.sum_to(g, shape=shape_of(x)),), inputs=("x",),
+      params=(("shape", None),), kind="shape", saves="none",
+      doc="x broadcast to a shape (numpy's rules)", derivative="g summed back to x's shape",
+      sympy=_numpy_sympy(lambda x, shape: np.broadcast_to(x, shape)), batch="broadcast")
+entry(name="repeat", forward=_repeat, vjps=(_repeat_vjp,), inputs=("x",),
+      params=(("repeats", None), ("axis", None)), kind="shape", saves="none",
+      doc="each element repeated (an integer count, or a count per element as numpy; "
        "axis=None: flattened)",
-       "sum of g over the copies", params=(("repeats", None), ("axis", None)),
-       sympy=_numpy_sympy(_repeat), saves="none", batch=_axis_batch())
-_entry("tile", lambda x, reps: np.tile(x, reps), (_tile_vjp,), ("x",),
-       "x repeated reps times along each axis", "sum of g over the tiles",
-       params=(("reps", None),), sympy=_numpy_sympy(lambda x, reps: np.tile(x, reps)),
-       saves="none", batch=_tile_batch)
-_entry("flip", lambda x, axis=None: np.flip(x, axis=axis),
-       (lambda m, g, ans, x, axis=None: m.flip(g, axis=axis),), ("x",),
-       "x reversed along an axis (axis=None: all axes)", "g reversed",
-       params=(("axis", None),), sympy=_numpy_sympy(lambda x, axis=None: np.flip(x, axis)),
-       saves="none", batch=_axis_batch(flatten=False))
-_entry("fliplr", np.fliplr, (lambda m, g, ans, x: m.fliplr(g),), ("x",),
-       "x reversed along axis 1", "g reversed", sympy=_numpy_sympy(np.fliplr), saves="none",
-       batch=_flip_axis_batch(1))
-_entry("flipud", np.flipud, (lambda m, g, ans, x: m.flipud(g),), ("x",),
-       "x reversed along axis 0", "g reversed", sympy=_numpy_sympy(np.flipud), saves="none",
-       batch=_flip_axis_batch(0))
-_entry("roll", lambda x, shift, axis=None: np.roll(x, shift, axis=axis),
-       (lambda m, g, ans, x, shift, axis=None: m.roll(
+      derivative="sum of g over the copies", sympy=_numpy_sympy(_repeat), batch=_axis_batch())
+entry(name="tile", forward=lambda x, reps: np.tile(x, reps), vjps=(_tile_vjp,), inputs=("x",),
+      params=(("reps", None),), kind="shape", saves="none",
+      doc="x repeated reps times along each axis", derivative="sum of g over the tiles",
+      sympy=_numpy_sympy(lambda x, reps: np.tile(x, reps)), batch=_tile_batch)
+entry(name="flip", forward=lambda x, axis=None: np.flip(x, axis=axis),
+      vjps=(lambda m, g, ans, x, axis=None: m.flip(g, axis=axis),), inputs=("x",),
+      params=(("axis", None),), kind="shape", saves="none",
+      doc="x reversed along an axis (axis=None: all axes)", derivative="g reversed",
+      sympy=_numpy_sympy(lambda x, axis=None: np.flip(x, axis)), batch=_axis_batch(flatten=False))
+entry(name="fliplr", forward=np.fliplr, vjps=(lambda m, g, ans, x: m.fliplr(g),), inputs=("x",),
+      kind="shape", saves="none", doc="x reversed along axis 1", derivative="g reversed",
+      sympy=_numpy_sympy(np.fliplr), batch=_flip_axis_batch(1))
+entry(name="flipud", forward=np.flipud, vjps=(lambda m, g, ans, x: m.flipud(g),), inputs=("x",),
+      kind="shape", saves="none", doc="x reversed along axis 0", derivative="g reversed",
+      sympy=_numpy_sympy(np.flipud), batch=_flip_axis_batch(0))
+entry(name="roll", forward=lambda x, shift, axis=None: np.roll(x, shift, axis=axis),
+      vjps=(lambda m, g, ans, x, shift, axis=None: m.roll(
            g, shift=tuple(-s for s in shift) if isinstance(shift, tuple) else -shift,
-           axis=axis),), ("x",),
-       "elements shifted cyclically along an axis (axis=None: flattened)", "g rolled back",
-       params=(("shift", None), ("axis", None)),
-       sympy=_numpy_sympy(lambda x, shift, axis=None: np.roll(x, shift, axis=axis)),
-       saves="none", batch=_axis_batch(unflatten=True))
-_entry("rot90", lambda x, k=1, axes=(0, 1): np.rot90(x, k, axes),
-       (lambda m, g, ans, x, k=1, axes=(0, 1): m.rot90(g, k=-k, axes=axes),), ("x",),
-       "x rotated by 90 degrees k times in the plane of two axes", "g rotated back",
-       params=(("k", 1), ("axes", (0, 1))),
-       sympy=_numpy_sympy(lambda x, k=1, axes=(0, 1): np.rot90(x, k, axes)), saves="none",
-       batch="axis")
-_entry("swapaxes", lambda x, axis1, axis2: np.swapaxes(x, axis1, axis2),
-       (lambda m, g, ans, x, axis1, axis2: m.swapaxes(g, axis1=axis1, axis2=axis2),),
-       ("x",), "x with two axes interchanged", "g with the axes swapped back",
-       params=(("axis1", None), ("axis2", None)),
-       sympy=_numpy_sympy(lambda x, axis1, axis2: np.swapaxes(x, axis1, axis2)),
-       saves="none", batch=_swapaxes_batch)
-_entry("moveaxis", lambda x, source, destination: np.moveaxis(x, source, destination),
-       (lambda m, g, ans, x, source, destination:
-        m.moveaxis(g, source=destination, destination=source),), ("x",),
-       "x with axes moved to new places", "g with the axes moved back",
-       params=(("source", None), ("destination", None)),
-       sympy=_numpy_sympy(lambda x, source, destination: np.moveaxis(x, source, destination)),
-       saves="none", batch=_moveaxis_batch)
+           axis=axis),),
+      inputs=("x",), params=(("shift", None), ("axis", None)), kind="shape", saves="none",
+      doc="elements shifted cyclically along an axis (axis=None: flattened)",
+      derivative="g rolled back",
+      sympy=_numpy_sympy(lambda x, shift, axis=None: np.roll(x, shift, axis=axis)),
+      batch=_axis_batch(unflatten=True))
+entry(name="rot90", forward=lambda x, k=1, axes=(0, 1): np.rot90(x, k, axes),
+      vjps=(lambda m, g, ans, x, k=1, axes=(0, 1): m.rot90(g, k=-k, axes=axes),), inputs=("x",),
+      params=(("k", 1), ("axes", (0, 1))), kind="shape", saves="none",
+      doc="x rotated by 90 degrees k times in the plane of two axes", derivative="g rotated back",
+      sympy=_numpy_sympy(lambda x, k=1, axes=(0, 1): np.rot90(x, k, axes)), batch="axis")
+entry(name="swapaxes", forward=lambda x, axis1, axis2: np.swapaxes(x, axis1, axis2),
+      vjps=(lambda m, g, ans, x, axis1, axis2: m.swapaxes(g, axis1=axis1, axis2=axis2),),
+      inputs=("x",), params=(("axis1", None), ("axis2", None)), kind="shape", saves="none",
+      doc="x with two axes interchanged", derivative="g with the axes swapped back",
+      sympy=_numpy_sympy(lambda x, axis1, axis2: np.swapaxes(x, axis1, axis2)),
+      batch=_swapaxes_batch)
+entry(name="moveaxis", forward=lambda x, source, destination: np.moveaxis(x, source, destination),
+      vjps=(lambda m, g, ans, x, source, destination:
+        m.moveaxis(g, source=destination, destination=source),),
+      inputs=("x",), params=(("source", None), ("destination", None)), kind="shape", saves="none",
+      doc="x with axes moved to new places", derivative="g with the axes moved back",
+      sympy=_numpy_sympy(lambda x, source, destination: np.moveaxis(x, source, destination)),
+      batch=_moveaxis_batch)
 def _pad_api(op, plain):
     """``pad(x, pad_width, mode='constant', constant_values=0.0)``: numpy.pad's signature
     (the third argument is numpy's mode; constant is the one mode gradcli computes)."""
@@ -1208,13 +1209,12 @@ def _pad_api(op, plain):
     return pad
 
 
-_entry("pad", _pad, (_pad_vjp,), ("x",),
-       "x padded with a constant (numpy's pad, constant mode)", "the middle of g",
-       params=(("pad_width", None), ("constant_values", 0.0)), sympy=_sympy_pad,
-       # linear in x once the constant is 0: the tangent padded with zeros
-       jvps=(lambda m, t, ans, x, pad_width, constant_values=0.0:
+entry(name="pad", forward=_pad, vjps=(_pad_vjp,),
+      jvps=(lambda m, t, ans, x, pad_width, constant_values=0.0:
              m.pad(t, pad_width=pad_width, constant_values=0.0),),
-       saves="none", batch=_pad_batch, api=_pad_api)
+      inputs=("x",), params=(("pad_width", None), ("constant_values", 0.0)), kind="shape",
+      saves="none", doc="x padded with a constant (numpy's pad, constant mode)",
+      derivative="the middle of g", sympy=_sympy_pad, batch=_pad_batch, api=_pad_api)
 _joined("vstack", np.atleast_2d, lambda x: 0, "arrays joined along axis 0 (1-D as rows)",
         _joined_batch(2, lambda shape: 0))
 _joined("hstack", np.atleast_1d, lambda x: 0 if len(shape_of(x)) <= 1 else 1,
@@ -1235,43 +1235,48 @@ def _pieces(public):
     return api
 
 
-_entry("split", _SPLIT, (None,), ("x",),
-       "x cut into equal pieces (a count) or at indices: a tuple of tensors",
-       "each piece is a slice of x (gradients flow through getitem)",
-       params=(("indices_or_sections", None), ("axis", 0)), kind="multi", batch=_split_batch,
-       api=_pieces(_split_public), sympy=_numpy_sympy(lambda x, indices_or_sections, axis=0:
-                          tuple(np.split(x, indices_or_sections, axis=axis))))
-_entry("array_split", _ARRAY_SPLIT, (None,), ("x",),
-       "x cut into pieces (a count need not divide the length): a tuple of tensors",
-       "each piece is a slice of x (gradients flow through getitem)",
-       params=(("indices_or_sections", None), ("axis", 0)), kind="multi", batch=_split_batch,
-       api=_pieces(_array_split_public),
-       sympy=_numpy_sympy(lambda x, indices_or_sections, axis=0:
-                          tuple(np.array_split(x, indices_or_sections, axis=axis))))
+entry(name="split", forward=_SPLIT, vjps=(None,), inputs=("x",),
+      params=(("indices_or_sections", None), ("axis", 0)), kind="multi",
+      doc="x cut into equal pieces (a count) or at indices: a tuple of tensors",
+      derivative="each piece is a slice of x (gradients flow through getitem)",
+      sympy=_numpy_sympy(lambda x, indices_or_sections, axis=0:
+                          tuple(np.split(x, indices_or_sections, axis=axis))),
+      batch=_split_batch, api=_pieces(_split_public))
+entry(name="array_split", forward=_ARRAY_SPLIT, vjps=(None,), inputs=("x",),
+      params=(("indices_or_sections", None), ("axis", 0)), kind="multi",
+      doc="x cut into pieces (a count need not divide the length): a tuple of tensors",
+      derivative="each piece is a slice of x (gradients flow through getitem)",
+      sympy=_numpy_sympy(lambda x, indices_or_sections, axis=0:
+                          tuple(np.array_split(x, indices_or_sections, axis=axis))),
+      batch=_split_batch, api=_pieces(_array_split_public))
 # (The language picks one piece by index, ``split(x, 2)[1]``; the sympy form returns the
 # pieces as a tuple.)
-_entry("take", _take, (_take_vjp, None), ("x", "indices"),
-       "elements at integer indices (along an axis; axis=None: of the flattened array)",
-       "g added back at the indices", params=(("axis", None),), sympy=_sympy_take,
-       kind="index", batch=_take_batch)
-_entry("gather", lambda x, indices, axis=0: _take(x, indices, axis=axis), (
+entry(name="take", forward=_take, vjps=(_take_vjp, None), inputs=("x", "indices"),
+      params=(("axis", None),), kind="index",
+      doc="elements at integer indices (along an axis; axis=None: of the flattened array)",
+      derivative="g added back at the indices", sympy=_sympy_take, batch=_take_batch)
+entry(name="gather", forward=lambda x, indices, axis=0: _take(x, indices, axis=axis),
+      vjps=(
        lambda m, g, ans, x, indices, axis=0: _take_vjp(m, g, ans, x, indices, axis=axis),
-       None), ("x", "indices"), "TensorFlow's gather: take along axis 0 by default",
-       "g added back at the indices", params=(("axis", 0),),
-       sympy=lambda sp, x, indices, axis=0: _sympy_take(sp, x, indices, axis=axis),
-       kind="index", batch=_take_batch)
-_entry("take_along_axis", _take_along_axis, (_take_along_axis_vjp, None), ("x", "indices"),
-       "elements picked along an axis by an index array of the same rank",
-       "g added back at the indices", params=(("axis", None),),
-       sympy=_sympy_take_along_axis, kind="index", batch=_take_along_axis_batch)
+       None),
+      inputs=("x", "indices"), params=(("axis", 0),), kind="index",
+      doc="TensorFlow's gather: take along axis 0 by default",
+      derivative="g added back at the indices",
+      sympy=lambda sp, x, indices, axis=0: _sympy_take(sp, x, indices, axis=axis),
+      batch=_take_batch)
+entry(name="take_along_axis", forward=_take_along_axis, vjps=(_take_along_axis_vjp, None),
+      inputs=("x", "indices"), params=(("axis", None),), kind="index",
+      doc="elements picked along an axis by an index array of the same rank",
+      derivative="g added back at the indices", sympy=_sympy_take_along_axis,
+      batch=_take_along_axis_batch)
 
 # --- internal: the dtype cast behind Tensor.astype --------------------------------------
-register_internal(Op(name="cast", forward=lambda x, dtype: np.asarray(x).astype(dtype)[()],
-             vjps=(lambda m, g, ans, x, dtype:
+entry(name="cast", forward=lambda x, dtype: np.asarray(x).astype(dtype)[()],
+      vjps=(lambda m, g, ans, x, dtype:
                    m.cast(g, dtype=getattr(x, "dtype", np.dtype(np.float64))),),
-             jvps=(lambda m, t, ans, x, dtype: m.cast(t, dtype=dtype),),
-             inputs=("x",), params=(("dtype", None),), doc="x in another float dtype",
-             kind="shape", saves="none", batch="elementwise"))
+      jvps=(lambda m, t, ans, x, dtype: m.cast(t, dtype=dtype),), inputs=("x",),
+      params=(("dtype", None),), kind="shape", saves="none", doc="x in another float dtype",
+      batch="elementwise", internal=True)
 
 # --- result sizes of the entries whose result may be much larger than their inputs -----
 def _prod(dims) -> int:

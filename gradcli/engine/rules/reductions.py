@@ -10,9 +10,8 @@ import math
 
 import numpy as np
 
-from ..core.derive import reduction_jvp
+from ..core.derive import entry
 from ..core.recording import NP
-from ..core.table import Op, register
 from ..core.tensor import Tensor, shape_of
 from .elementwise import gate
 
@@ -189,49 +188,49 @@ def _sympy_softmax(sp, x, axis=-1):
 AXIS_PARAMS = (("axis", None), ("keepdims", False))
 
 
-def _reduction(name, forward, vjp, sympy, doc, derivative, *, sample=(-2.0, 2.0),
-               saves="all", jvp=None):
-    return register(Op(name=name, forward=forward, vjps=(vjp,), inputs=("x",), doc=doc,
-                       derivative=derivative, params=AXIS_PARAMS, sympy=sympy, sample=sample,
-                       kind="reduction", saves=saves,
-                       jvps=(jvp if jvp is not None else reduction_jvp(vjp),)))
-
-
 # Reductions
 def _sum(x, axis=None, keepdims=False):
     # np.sum without its Python-level wrapper (~8 µs when caches are cold)
     return np.add.reduce(x, axis=axis, keepdims=keepdims)
 
 
-_reduction("sum", _sum, lambda m, g, ans, x, axis=None, keepdims=False:
-           expand_reduced(m, g, shape_of(x), axis, keepdims), sympy_reduce(lambda sp, xs: sp.Add(*xs)),
-           "sum of elements", "1 for each element", saves="none",
-           jvp=lambda m, t, ans, x, axis=None, keepdims=False:
-           m.sum(t, axis=axis, keepdims=keepdims))
-_reduction("mean", np.mean, lambda m, g, ans, x, axis=None, keepdims=False:
-           expand_reduced(m, g, shape_of(x), axis, keepdims) / float(reduced_count(shape_of(x), axis)),
-           sympy_reduce(lambda sp, xs: sp.Add(*xs) / len(xs)), "mean of elements", "1/n",
-           saves="none", jvp=lambda m, t, ans, x, axis=None, keepdims=False:
-           m.mean(t, axis=axis, keepdims=keepdims))
-_reduction("prod", np.prod, _prod_vjp, sympy_reduce(lambda sp, xs: sp.Mul(*xs)),
-           "product of elements", "product of the other elements")
-_reduction("max", np.max, _max_vjp, sympy_reduce(lambda sp, xs: sp.Max(*xs)),
-           "largest element", "1 at the maximum; ties split equally")
-_reduction("min", np.min, _max_vjp, sympy_reduce(lambda sp, xs: sp.Min(*xs)),
-           "smallest element", "1 at the minimum; ties split equally")
-_reduction("logsumexp", logsumexp_forward, lambda m, g, ans, x, axis=None, keepdims=False:
+entry(name="sum", forward=_sum,
+      vjps=(lambda m, g, ans, x, axis=None, keepdims=False:
+           expand_reduced(m, g, shape_of(x), axis, keepdims),),
+      jvps=(lambda m, t, ans, x, axis=None, keepdims=False:
+           m.sum(t, axis=axis, keepdims=keepdims),),
+      inputs=("x",), params=AXIS_PARAMS, kind="reduction", saves="none", doc="sum of elements",
+      derivative="1 for each element", sympy=sympy_reduce(lambda sp, xs: sp.Add(*xs)))
+entry(name="mean", forward=np.mean,
+      vjps=(lambda m, g, ans, x, axis=None, keepdims=False:
+           expand_reduced(m, g, shape_of(x), axis, keepdims) / float(reduced_count(shape_of(x), axis)),),
+      jvps=(lambda m, t, ans, x, axis=None, keepdims=False:
+           m.mean(t, axis=axis, keepdims=keepdims),),
+      inputs=("x",), params=AXIS_PARAMS, kind="reduction", saves="none", doc="mean of elements",
+      derivative="1/n", sympy=sympy_reduce(lambda sp, xs: sp.Add(*xs) / len(xs)))
+entry(name="prod", forward=np.prod, vjps=(_prod_vjp,), inputs=("x",), params=AXIS_PARAMS,
+      kind="reduction", doc="product of elements", derivative="product of the other elements",
+      sympy=sympy_reduce(lambda sp, xs: sp.Mul(*xs)))
+entry(name="max", forward=np.max, vjps=(_max_vjp,), inputs=("x",), params=AXIS_PARAMS,
+      kind="reduction", doc="largest element", derivative="1 at the maximum; ties split equally",
+      sympy=sympy_reduce(lambda sp, xs: sp.Max(*xs)))
+entry(name="min", forward=np.min, vjps=(_max_vjp,), inputs=("x",), params=AXIS_PARAMS,
+      kind="reduction", doc="smallest element", derivative="1 at the minimum; ties split equally",
+      sympy=sympy_reduce(lambda sp, xs: sp.Min(*xs)))
+entry(name="logsumexp", forward=logsumexp_forward,
+      vjps=(lambda m, g, ans, x, axis=None, keepdims=False:
            expand_reduced(m, g, shape_of(x), axis, keepdims)
-           * m.exp(x - keep_reduced_axes(m, ans, shape_of(x), axis, keepdims)),
-           sympy_reduce(lambda sp, xs: sp.log(sp.Add(*[sp.exp(v) for v in xs]))),
-           "log(sum(exp(x))), computed stably", "softmax(x)")
+           * m.exp(x - keep_reduced_axes(m, ans, shape_of(x), axis, keepdims)),),
+      inputs=("x",), params=AXIS_PARAMS, kind="reduction", doc="log(sum(exp(x))), computed stably",
+      derivative="softmax(x)",
+      sympy=sympy_reduce(lambda sp, xs: sp.log(sp.Add(*[sp.exp(v) for v in xs]))))
 
 
-register(Op(name="softmax", forward=_softmax,
-            vjps=(lambda m, g, ans, x, axis=-1:
+entry(name="softmax", forward=_softmax,
+      vjps=(lambda m, g, ans, x, axis=-1:
                   ans * (g - m.sum(g * ans, axis=axis, keepdims=True)),),
-            inputs=("x",), params=(("axis", -1),), doc="exp(x) / sum(exp(x)) along an axis",
-            derivative="s (g - sum(g s))", sympy=_sympy_softmax, kind="reduction",
-            saves="ans",
-            # the Jacobian diag(s) - s s^T is symmetric: the JVP is the VJP's formula
-            jvps=(lambda m, t, ans, x, axis=-1:
-                  ans * (t - m.sum(t * ans, axis=axis, keepdims=True)),)))
+      jvps=(lambda m, t, ans, x, axis=-1:
+                  ans * (t - m.sum(t * ans, axis=axis, keepdims=True)),),
+      inputs=("x",), params=(("axis", -1),), kind="reduction", saves="ans",
+      doc="exp(x) / sum(exp(x)) along an axis", derivative="s (g - sum(g s))",
+      sympy=_sympy_softmax)

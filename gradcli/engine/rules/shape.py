@@ -10,8 +10,8 @@ import math
 
 import numpy as np
 
+from ..core.derive import entry
 from ..core.recording import NP
-from ..core.table import Op, register, register_internal
 from ..core.tensor import shape_of
 
 
@@ -88,58 +88,52 @@ def _joined(m, name, xs, axis):
     return getattr(m, name)(*xs, axis=axis) if m is NP else getattr(m, name)(xs, axis=axis)
 
 
-register(Op(name="transpose", forward=lambda x, axes=None: np.asarray(x).transpose(axes),
-            vjps=(lambda m, g, ans, x, axes=None: m.transpose(
+entry(name="transpose", forward=lambda x, axes=None: np.asarray(x).transpose(axes),
+      vjps=(lambda m, g, ans, x, axes=None: m.transpose(
                 g, axes=None if axes is None else tuple(np.argsort(axes))),),
-            inputs=("x",), params=(("axes", None),), doc="reverse or permute the axes",
-            derivative="transpose back", sympy=lambda sp, x, axes=None: np.transpose(x, axes),
-            kind="shape", saves="none",
-            jvps=(lambda m, t, ans, x, axes=None: m.transpose(t, axes=axes),),
-            batch="transpose"))
-register(Op(name="reshape", forward=_reshape,
-            vjps=(lambda m, g, ans, x, shape: m.reshape(g, shape=shape_of(x)),),
-            inputs=("x",), params=(("shape", None),), doc="same elements, new shape",
-            derivative="reshape back", sympy=lambda sp, x, shape: np.reshape(x, shape),
-            kind="shape", saves="none",
-            jvps=(lambda m, t, ans, x, shape: m.reshape(t, shape=shape_of(ans)),),
-            batch="reshape"))
-register(Op(name="concatenate", forward=lambda *xs, axis=0: np.concatenate(xs, axis=axis),
-            vjps=(_concat_vjp,), inputs=("xs",), params=(("axis", 0),), variadic=True,
-            doc="join arrays along an existing axis", derivative="slices of g",
-            sympy=lambda sp, *xs, axis=0: np.concatenate(xs, axis=axis), kind="shape",
-            saves="none",
-            jvps=(lambda m, ts, ans, *xs, axis=0: _joined(m, "concatenate", ts, axis),),
-            batch="joined"))
-register(Op(name="stack", forward=lambda *xs, axis=0: np.stack(xs, axis=axis),
-            vjps=(_stack_vjp,), inputs=("xs",), params=(("axis", 0),), variadic=True,
-            new_axis=True,
-            doc="join arrays along a new axis", derivative="slices of g",
-            sympy=lambda sp, *xs, axis=0: np.stack(xs, axis=axis), kind="shape", saves="none",
-            jvps=(lambda m, ts, ans, *xs, axis=0: _joined(m, "stack", ts, axis),),
-            batch="joined"))
+      jvps=(lambda m, t, ans, x, axes=None: m.transpose(t, axes=axes),), inputs=("x",),
+      params=(("axes", None),), kind="shape", saves="none", doc="reverse or permute the axes",
+      derivative="transpose back", sympy=lambda sp, x, axes=None: np.transpose(x, axes),
+      batch="transpose")
+entry(name="reshape", forward=_reshape,
+      vjps=(lambda m, g, ans, x, shape: m.reshape(g, shape=shape_of(x)),),
+      jvps=(lambda m, t, ans, x, shape: m.reshape(t, shape=shape_of(ans)),), inputs=("x",),
+      params=(("shape", None),), kind="shape", saves="none", doc="same elements, new shape",
+      derivative="reshape back", sympy=lambda sp, x, shape: np.reshape(x, shape), batch="reshape")
+entry(name="concatenate", forward=lambda *xs, axis=0: np.concatenate(xs, axis=axis),
+      vjps=(_concat_vjp,),
+      jvps=(lambda m, ts, ans, *xs, axis=0: _joined(m, "concatenate", ts, axis),), inputs=("xs",),
+      params=(("axis", 0),), variadic=True, kind="shape", saves="none",
+      doc="join arrays along an existing axis", derivative="slices of g",
+      sympy=lambda sp, *xs, axis=0: np.concatenate(xs, axis=axis), batch="joined")
+entry(name="stack", forward=lambda *xs, axis=0: np.stack(xs, axis=axis), vjps=(_stack_vjp,),
+      jvps=(lambda m, ts, ans, *xs, axis=0: _joined(m, "stack", ts, axis),), inputs=("xs",),
+      params=(("axis", 0),), variadic=True, kind="shape", saves="none",
+      doc="join arrays along a new axis", derivative="slices of g",
+      sympy=lambda sp, *xs, axis=0: np.stack(xs, axis=axis), new_axis=True, batch="joined")
 
 
 # Internal entries used by the rules.
-register_internal(Op(name="broadcast_to", forward=broadcast_to_forward,
-             vjps=(lambda m, g, ans, x, shape: m.sum_to(g, shape=shape_of(x)),), inputs=("x",),
-             jvps=(lambda m, t, ans, x, shape: m.broadcast_to(t, shape=shape),),
-             params=(("shape", None),), doc="x broadcast to shape", kind="shape", saves="none",
-             batch="broadcast"))
-register_internal(Op(name="sum_to", forward=_sum_to,
-             vjps=(lambda m, g, ans, x, shape: m.broadcast_to(g, shape=shape_of(x)),),
-             jvps=(lambda m, t, ans, x, shape: m.sum_to(t, shape=shape),),
-             inputs=("x",), params=(("shape", None),), doc="sum x down to shape", kind="shape",
-             saves="none", batch="sum_to"))
-GETITEM = register_internal(Op(name="getitem", forward=_getitem,
-                       vjps=(lambda m, g, ans, x, index: m.scatter(g, index=index, shape=shape_of(x)),),
-                       jvps=(lambda m, t, ans, x, index: m.getitem(t, index=index),),
-                       inputs=("x",), params=(("index", None),), doc="x[index]", kind="shape",
-                       saves="none", batch="getitem"))
-register_internal(Op(name="scatter", forward=_scatter,
-             vjps=(lambda m, g, ans, x, index, shape: m.getitem(g, index=index),),
-             jvps=(lambda m, t, ans, x, index, shape: m.scatter(t, index=index, shape=shape),),
-             inputs=("x",), params=(("index", None), ("shape", None)),
-             doc="zeros with x added at index", kind="shape", saves="none", batch="scatter"))
+entry(name="broadcast_to", forward=broadcast_to_forward,
+      vjps=(lambda m, g, ans, x, shape: m.sum_to(g, shape=shape_of(x)),),
+      jvps=(lambda m, t, ans, x, shape: m.broadcast_to(t, shape=shape),), inputs=("x",),
+      params=(("shape", None),), kind="shape", saves="none", doc="x broadcast to shape",
+      batch="broadcast", internal=True)
+entry(name="sum_to", forward=_sum_to,
+      vjps=(lambda m, g, ans, x, shape: m.broadcast_to(g, shape=shape_of(x)),),
+      jvps=(lambda m, t, ans, x, shape: m.sum_to(t, shape=shape),), inputs=("x",),
+      params=(("shape", None),), kind="shape", saves="none", doc="sum x down to shape",
+      batch="sum_to", internal=True)
+GETITEM = entry(name="getitem", forward=_getitem,
+                vjps=(lambda m, g, ans, x, index: m.scatter(g, index=index, shape=shape_of(x)),),
+                jvps=(lambda m, t, ans, x, index: m.getitem(t, index=index),), inputs=("x",),
+                params=(("index", None),), kind="shape", saves="none", doc="x[index]",
+                batch="getitem", internal=True)
+entry(name="scatter", forward=_scatter,
+      vjps=(lambda m, g, ans, x, index, shape: m.getitem(g, index=index),),
+      jvps=(lambda m, t, ans, x, index, shape: m.scatter(t, index=index, shape=shape),),
+      inputs=("x",), params=(("index", None), ("shape", None)), kind="shape", saves="none",
+      doc="zeros with x added at index", batch="scatter", internal=True)
 def _like(fill):
     def forward(x):
         out = fill(x)
@@ -148,14 +142,12 @@ def _like(fill):
 
 
 # zeros_like and ones_like have no gradient (None), as TensorFlow's ZerosLike/OnesLike.
-register_internal(Op(name="zeros_like", forward=_like(np.zeros_like), vjps=(None,), inputs=("x",),
-             jvps=(None,),
-             doc="zeros shaped like x (no gradient, as in TensorFlow)", kind="shape",
-             batch="same"))
-register_internal(Op(name="ones_like", forward=_like(np.ones_like), vjps=(None,), inputs=("x",),
-             jvps=(None,),
-             doc="ones shaped like x (no gradient, as in TensorFlow)", kind="shape",
-             batch="same"))
+entry(name="zeros_like", forward=_like(np.zeros_like), vjps=(None,), jvps=(None,), inputs=("x",),
+      kind="shape", doc="zeros shaped like x (no gradient, as in TensorFlow)", batch="same",
+      internal=True)
+entry(name="ones_like", forward=_like(np.ones_like), vjps=(None,), jvps=(None,), inputs=("x",),
+      kind="shape", doc="ones shaped like x (no gradient, as in TensorFlow)", batch="same",
+      internal=True)
 
 
 def _cast(x, dtype):
@@ -163,13 +155,12 @@ def _cast(x, dtype):
     return out[()] if out.ndim == 0 else out
 
 
-CAST = register_internal(Op(name="cast", forward=_cast,
-                    vjps=(lambda m, g, ans, x, dtype: m.cast(
+CAST = entry(name="cast", forward=_cast,
+             vjps=(lambda m, g, ans, x, dtype: m.cast(
                         g, dtype=getattr(x, "dtype", None) or np.float64),),
-                    jvps=(lambda m, t, ans, x, dtype: m.cast(t, dtype=dtype),),
-                    inputs=("x",), params=(("dtype", None),),
-                    doc="x converted to dtype (a copy)", kind="shape", saves="none",
-                    batch="same"))
+             jvps=(lambda m, t, ans, x, dtype: m.cast(t, dtype=dtype),), inputs=("x",),
+             params=(("dtype", None),), kind="shape", saves="none",
+             doc="x converted to dtype (a copy)", batch="same", internal=True)
 
 
 # The constructors full and linspace given tensors: differentiable in the fill value and
@@ -179,12 +170,11 @@ def _fill(x, shape):
     return out[()] if out.ndim == 0 else out
 
 
-FILL = register_internal(Op(name="fill", forward=_fill,
-                    vjps=(lambda m, g, ans, x, shape: m.sum_to(g, shape=shape_of(x)),),
-                    jvps=(lambda m, t, ans, x, shape: m.fill(t, shape=shape),),
-                    inputs=("x",), params=(("shape", None),),
-                    doc="an array of shape filled with x (broadcast)", kind="shape",
-                    saves="none", batch="broadcast"))
+FILL = entry(name="fill", forward=_fill,
+             vjps=(lambda m, g, ans, x, shape: m.sum_to(g, shape=shape_of(x)),),
+             jvps=(lambda m, t, ans, x, shape: m.fill(t, shape=shape),), inputs=("x",),
+             params=(("shape", None),), kind="shape", saves="none",
+             doc="an array of shape filled with x (broadcast)", batch="broadcast", internal=True)
 
 
 def _ramp(g, num):
@@ -193,15 +183,14 @@ def _ramp(g, num):
     return t.reshape((num,) + (1,) * (len(shape_of(g)) - 1))
 
 
-LINSPACE = register_internal(Op(name="linspace_between",
-                        forward=lambda start, stop, num=50: np.linspace(start, stop, num),
-                        vjps=(lambda m, g, ans, start, stop, num=50:
+LINSPACE = entry(name="linspace_between",
+                 forward=lambda start, stop, num=50: np.linspace(start, stop, num),
+                 vjps=(lambda m, g, ans, start, stop, num=50:
                               m.sum(g * (1.0 - _ramp(g, num)), axis=0),
                               lambda m, g, ans, start, stop, num=50:
                               m.sum(g * _ramp(g, num), axis=0)),
-                        # the output is start (1 - i/(n-1)) + stop i/(n-1): linear in both
-                        jvps=(lambda m, t, ans, start, stop, num=50: t * (1.0 - _ramp(ans, num)),
+                 jvps=(lambda m, t, ans, start, stop, num=50: t * (1.0 - _ramp(ans, num)),
                               lambda m, t, ans, start, stop, num=50: t * _ramp(ans, num)),
-                        inputs=("start", "stop"), params=(("num", 50),),
-                        doc="num evenly spaced values from start to stop (tensors)",
-                        kind="shape", saves="none", batch="linspace"))
+                 inputs=("start", "stop"), params=(("num", 50),), kind="shape", saves="none",
+                 doc="num evenly spaced values from start to stop (tensors)", batch="linspace",
+                 internal=True)
