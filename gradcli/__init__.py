@@ -66,7 +66,7 @@ finally:
 __version__ = "0.1.0"
 
 # Every table entry (and alias) as a module function: gc.sin, gc.sum, gc.asin, ...: those
-# loaded now, the ones loaded on demand (engine/table.py) by __getattr__ when asked for.
+# loaded now, the ones loaded on demand (engine/core/table.py) by __getattr__ when asked for.
 globals().update({name: dict.__getitem__(FUNCTIONS, name) for name in dict.__iter__(_REGISTRY)
                   if dict.__contains__(FUNCTIONS, name)})
 # zeros_like/ones_like are Python API only (the language has no use for them).

@@ -51,16 +51,20 @@ def complete_state() -> str:
 
 
 def test_the_names_loaded_on_demand_are_the_ones_the_two_modules_register():
+    """The names read from the two modules' sources (what decides, before loading, which
+    module defines a name) are exactly the names and aliases they add to the table."""
     out = run(textwrap.dedent("""
         import sys
         from gradcli.engine.core import table
-        before = set(dict.keys(table.REGISTRY))
+        before = set(dict.keys(table.REGISTRY)) | set(dict.keys(table.INTERNAL))
         pending = [m for m in %r if m in sys.modules]
+        read = set().union(*(table.defined_names(m) for m in table.PENDING)) - before
         table.complete()
         added = set(dict.keys(table.REGISTRY)) - before
-        print(pending, sorted(added ^ table.ON_DEMAND_NAMES), sorted(before & added))
+        print(repr((pending, sorted(added ^ read), len(added), sorted(table.PENDING))))
     """ % (ON_DEMAND_MODULES,)))
-    assert out.split("\n")[0] == "[] [] []"
+    pending, differing, count, left = eval(out.splitlines()[0])  # noqa: S307 - our own repr
+    assert (pending, differing, left) == ([], [], []) and count > 60
 
 
 @pytest.mark.parametrize("way", [

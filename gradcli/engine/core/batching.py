@@ -50,9 +50,9 @@ __all__ = ["vectorized_map", "Batched", "NotBatchable", "apply_batched", "RULES"
 # Running an entry on batched inputs
 # ---------------------------------------------------------------------------------------
 def apply_batched(op: Op, inputs, params) -> Batched:
-    """Run ``op`` on inputs of which some are ``Batched`` (``ops.apply`` comes here when
+    """Run ``op`` on inputs of which some are ``Batched`` (``recording.apply`` comes here when
     one is): its batching rule, on the underlying tensors."""
-    # A list or tuple holding batched values is packed first, as ops.apply packs one
+    # A list or tuple holding batched values is packed first, as recording.apply packs one
     # holding tensors (a variadic entry's inputs are its sequence of tensors).
     items = [_pack(x) for x in inputs]
     batched = [isinstance(x, Batched) for x in items]
@@ -475,7 +475,7 @@ def _flatten(structure):
 
 def _install() -> None:
     """Batched values take the operators and methods of tensors: each goes through
-    ``ops.apply`` (so to the batching rules), except what reads a value."""
+    ``recording.apply`` (so to the batching rules), except what reads a value."""
     own = set(Batched.__dict__) | {"__init__", "__slots__", "__dict__", "__weakref__",
                                    "__module__", "__doc__", "_value", "_node", "__index__",
                                    "__array_function__"}
@@ -663,7 +663,7 @@ def custom_gradient_call(wrap, f, xs, kwargs):
 
 
 # ---------------------------------------------------------------------------------------
-# Helpers for the rules of single entries (more_ops.py, linalg.py)
+# Helpers for the rules of single entries (rules/more_ops.py, rules/linalg.py)
 # ---------------------------------------------------------------------------------------
 def example_params(op: Op, params: dict, rank: int) -> dict:
     """All of ``op``'s parameters, defaults filled in, with the axes normalised for one

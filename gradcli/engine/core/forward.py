@@ -241,7 +241,7 @@ def propagate(op, out: Tensor, inputs, values, params) -> None:
 
 def _output_tangent(m, op, ans, inputs, tangents, params):
     """The sum of the rules' contributions, broadcast to the output's shape and given its
-    dtype (the one place forward mode broadcasts, as ``tape._unbroadcast`` in reverse)."""
+    dtype (the one place forward mode broadcasts, as ``tape.unbroadcast`` in reverse)."""
     if m is NP:
         tangents = [t._value if isinstance(t, Tensor) else t for t in tangents]
     rules = op.jvps

@@ -21,7 +21,17 @@ import numpy as np
 from ...errors import ArgumentError, ShapeError
 from .. import fast
 from . import state
-from .table import INTERNAL, LOADERS, ORDER, REGISTRY, LazyTable, Op, complete, normalise_axes
+from .table import (
+    AFTER_LOADING,
+    INTERNAL,
+    ORDER,
+    PENDING,
+    REGISTRY,
+    LazyTable,
+    Op,
+    load_defining,
+    normalise_axes,
+)
 from .tensor import Batched, Node, NotBatchable, Shape, Tensor, Variable, as_value
 
 EMPTY: dict = {}
@@ -277,9 +287,10 @@ class _Namespace(SimpleNamespace):
     a miss)."""
 
     def __getattr__(self, name: str):
-        if LOADERS and not name.startswith("__"):
-            complete()
-            return object.__getattribute__(self, name)
+        if PENDING and not name.startswith("__"):
+            load_defining(name)
+            if name in self.__dict__:
+                return self.__dict__[name]
         raise AttributeError(f"no table function {name!r}")
 
 
@@ -314,3 +325,6 @@ def _propagate(op, out, inputs, values, params) -> None:
     """Forward mode's bookkeeping, while an accumulator is active: the accumulator's
     module (forward.py, imported with it) set ``state.propagate``."""
     state.propagate(op, out, inputs, values, params)
+
+
+AFTER_LOADING.append(publish)  # (entries registered on demand become functions at once)

@@ -1,15 +1,17 @@
 """The function table, by rule module (see ``gradcli.engine``'s docstring).
 
 Importing this package registers the entries every start needs and publishes them
-(``core.recording.publish``); the linear algebra and the further functions are
-registered the first time one of their names is needed (``core.table.LOADERS``).
+(``core.recording.publish``); the rule modules given to ``on_demand`` below register
+theirs the first time one of their names is needed (their names are read from their
+source: see ``core.table``). A new rule module is imported here or given to
+``on_demand``; a new entry needs neither.
 """
 from __future__ import annotations
 
-import sys
+import os
 
 from ..core.recording import publish
-from ..core.table import LOADERS
+from ..core.table import on_demand
 
 # Each registers its entries when imported: this order is the table's order.
 # isort: off
@@ -18,17 +20,7 @@ from . import elementwise, reductions, matmul, shape, constructors  # noqa: F401
 
 publish()
 
-
-def _load_on_demand() -> bool:
-    """Register the entries of linalg.py, then more_ops.py (the table's order), and
-    publish them; False (not yet) while one of them is being imported by itself."""
-    for name in ("linalg", "more_ops"):
-        module = sys.modules.get(f"{__name__}.{name}")
-        if module is not None and getattr(module.__spec__, "_initializing", False):
-            return False
-    from . import linalg, more_ops  # noqa: F401
-    publish()
-    return True
-
-
-LOADERS.append(_load_on_demand)
+# Loaded on demand, in this order (more_ops imports linalg first, so the table's order
+# does not depend on which is needed first).
+for _module in ("linalg", "more_ops"):
+    on_demand(f"{__name__}.{_module}", os.path.join(os.path.dirname(__file__), f"{_module}.py"))

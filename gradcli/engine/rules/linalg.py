@@ -1,6 +1,6 @@
 """Linear algebra and einsum entries of the function table (kind ``linalg``).
 
-Each entry is one ``register(Op(...))`` as in ``ops.py``, with rules written against the
+Each entry is one ``entry(...)`` (``core.derive``), with rules written against the
 namespace ``m`` (numpy on the fast path, the engine under an outer tape, so second
 derivatives are exact). The rules follow Giles, "Collected matrix derivative results for
 forward and reverse mode algorithmic differentiation" (2008), and the rules of HIPS
@@ -814,8 +814,8 @@ def _triangle(name, fn):
                                  ("k-neg", (rng.uniform(-1, 1, (3, 3)),), {"k": -1})])
 
 
-_triangle("triu", np.triu)
-_triangle("tril", np.tril)
+_triangle(name="triu", fn=np.triu)
+_triangle(name="tril", fn=np.tril)
 
 
 # ---------------------------------------------------------------------------------------
@@ -1120,8 +1120,8 @@ def _pair_samples(*cases):
     return samples
 
 
-_contraction("inner", _inner_subscripts, "inner product over the last axes (numpy's inner)",
-             "as einsum", sympy=lambda sp, a, b: np.inner(a, b),
+_contraction(name="inner", subscripts_of=_inner_subscripts, doc="inner product over the last axes (numpy's inner)",
+             derivative="as einsum", sympy=lambda sp, a, b: np.inner(a, b),
              samples=_pair_samples(("vectors", ((3,), (3,)), {}),
                                    ("matrices", ((2, 3), (4, 3)), {}),
                                    ("scalar", ((), (2, 3)), {})))
@@ -1155,9 +1155,9 @@ def _tensordot_subscripts(na, nb, axes=2):
     return f"{''.join(a)},{''.join(b)}->{''.join(out)}"
 
 
-_contraction("tensordot", _tensordot_subscripts,
-             "sum of products over the given axes (numpy's tensordot; axes=n: the last n of "
-             "a with the first n of b)", "as einsum", params=(("axes", 2),),
+_contraction(name="tensordot", subscripts_of=_tensordot_subscripts,
+             doc="sum of products over the given axes (numpy's tensordot; axes=n: the last n of "
+             "a with the first n of b)", derivative="as einsum", params=(("axes", 2),),
              sympy=lambda sp, a, b, axes=2: np.einsum(
                  _tensordot_subscripts(np.ndim(a), np.ndim(b), axes), a, b),
              samples=_pair_samples(("default", ((2, 3, 4), (3, 4, 2)), {}),
@@ -1335,7 +1335,7 @@ entry(name="cross", forward=_cross, vjps=_refusing_all("cross", (_cross_vjp(0), 
 
 
 # ---------------------------------------------------------------------------------------
-# norm with ord= (the entry is in ops.py; these serve it when ord is given)
+# norm with ord= (the norm entry, at the end of this module, comes here when ord is given)
 # ---------------------------------------------------------------------------------------
 def reduced_axes(shape, axis):
     """('vector', (axis,)) or ('matrix', (row, col)) as numpy reads ord with axis."""
@@ -1369,14 +1369,14 @@ def norm_vjp(m, g, ans, x, axis, keepdims, ord):
         if p not in (0.0, 1.0) and not np.isinf(p) \
                 and not ordinary(_raw(ans), norm_bounds(x, p)):
             # the norm underflowed or overflowed (or lost digits): the gradient, the same
-            # at x and c x, taken at x / max|x| (see ops.rescaled)
+            # at x and c x, taken at x / max|x| (see reductions.rescaled)
             x, ans = rescaled(m, x, axes, lambda v: m.norm(
                 v, axis=axis, keepdims=keepdims, ord=ord))
     top = keep_reduced_axes(m, ans, shape, axes, keepdims)
     if kind == "vector" or ord == "fro":
         if p == 0:
             return m.zeros_like(x)
-        if p == 1:  # sign(x); a hard 0 at x = 0 (abs's kink, see ops.gate)
+        if p == 1:  # sign(x); a hard 0 at x = 0 (abs's kink, see elementwise.gate)
             return gate(m, x != 0, ge * m.sign(x), ge)
         if np.isinf(p):  # the largest (smallest) |x|: ties split equally, as max does
             mask = m.abs(x) == top
@@ -1501,7 +1501,7 @@ def result_count(name: str, shapes: list, params: dict) -> int | None:
 
 # --- norm: the Euclidean norm, and numpy's vector and matrix norms with ord= ----------
 def _norm(x, axis=None, keepdims=False, ord=None):
-    if ord is not None:  # numpy's vector and matrix norms (engine/linalg.py)
+    if ord is not None:  # numpy's vector and matrix norms (above)
         return norm_forward(x, axis, keepdims, ord)
     return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))
 

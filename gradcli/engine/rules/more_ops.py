@@ -1,11 +1,11 @@
 """More entries of the function table: statistics and scans, more elementwise functions,
 and shape functions (issue 10, parts 3 and 4).
 
-Loaded by ``ops.py`` when one of its names is first needed (``table.LOADERS``, issue 14),
+Loaded when one of its names is first needed (``core.table.on_demand``, issue 14),
 then published in the namespaces ``NP`` and ``ENGINE``, so every entry here is an ordinary
 entry: ``gc.NAME``, the language, ``gradcli functions``, the sympy check and the
 table-wide tests all read it. The rules follow
-``ops.py``: written against the namespace ``m`` (so second derivatives work through nested
+the other rule modules: written against the namespace ``m`` (so second derivatives work through nested
 tapes), axes with numpy's semantics under the parameter names ``axis``/``axes``, and a
 zero local derivative as a hard zero (``gate``: never ``0 * inf``, but nan stays nan).
 
@@ -948,7 +948,7 @@ def _average_batch(op, values, batched, params):
     return apply(op, (x, w), p)
 
 
-def _add_aliases(name: str, *aliases: str) -> None:
+def _add_aliases(name: str, aliases: tuple) -> None:
     """TensorFlow spellings of existing entries (``reduce_sum`` is ``sum``): added to the
     entry's ``aliases`` and the registry, as ``register`` does for its own aliases."""
     op = REGISTRY[name]
@@ -1215,13 +1215,13 @@ entry(name="pad", forward=_pad, vjps=(_pad_vjp,),
       inputs=("x",), params=(("pad_width", None), ("constant_values", 0.0)), kind="shape",
       saves="none", doc="x padded with a constant (numpy's pad, constant mode)",
       derivative="the middle of g", sympy=_sympy_pad, batch=_pad_batch, api=_pad_api)
-_joined("vstack", np.atleast_2d, lambda x: 0, "arrays joined along axis 0 (1-D as rows)",
-        _joined_batch(2, lambda shape: 0))
-_joined("hstack", np.atleast_1d, lambda x: 0 if len(shape_of(x)) <= 1 else 1,
-        "arrays joined along axis 1 (1-D: along axis 0)",
-        _joined_batch(1, lambda shape: 0 if len(shape) == 1 else 1))
-_joined("dstack", np.atleast_3d, lambda x: 2, "arrays joined along axis 2 (depth)",
-        _joined_batch(3, lambda shape: 2))
+_joined(name="vstack", promote=np.atleast_2d, axis_of=lambda x: 0, doc="arrays joined along axis 0 (1-D as rows)",
+        batch=_joined_batch(2, lambda shape: 0))
+_joined(name="hstack", promote=np.atleast_1d, axis_of=lambda x: 0 if len(shape_of(x)) <= 1 else 1,
+        doc="arrays joined along axis 1 (1-D: along axis 0)",
+        batch=_joined_batch(1, lambda shape: 0 if len(shape) == 1 else 1))
+_joined(name="dstack", promote=np.atleast_3d, axis_of=lambda x: 2, doc="arrays joined along axis 2 (depth)",
+        batch=_joined_batch(3, lambda shape: 2))
 _SPLIT, _split_public = _splitter("split")
 _ARRAY_SPLIT, _array_split_public = _splitter("array_split")
 
@@ -1317,5 +1317,9 @@ RESULT_SIZE = {
 }
 
 # --- TensorFlow names of existing reductions -------------------------------------------
-for _name in ("sum", "mean", "max", "min", "prod", "logsumexp"):
-    _add_aliases(_name, f"reduce_{_name}")
+_add_aliases(name="sum", aliases=("reduce_sum",))
+_add_aliases(name="mean", aliases=("reduce_mean",))
+_add_aliases(name="max", aliases=("reduce_max",))
+_add_aliases(name="min", aliases=("reduce_min",))
+_add_aliases(name="prod", aliases=("reduce_prod",))
+_add_aliases(name="logsumexp", aliases=("reduce_logsumexp",))
