@@ -207,8 +207,7 @@ class GradientTape:
         recording order (a node's consumers were recorded after it), iteratively. With
         ``release`` (a spent tape) each node drops its saved values once processed, as
         TensorFlow frees a tape during the pass. The speed tricks: ``fast``, one call each."""
-        # An outer tape records, or an accumulator wants the gradient's tangent
-        # (forward-over-reverse): compute in engine ops, else in numpy.
+        # an outer tape records, or an accumulator wants a tangent: compute in engine ops
         differentiable = bool(_recording) or bool(state.forward)
         m = ENGINE if differentiable else NP
         speed = fast.ENABLED and not differentiable  # the tricks work on raw arrays
@@ -219,9 +218,10 @@ class GradientTape:
             g = grads.get(id(node)) if id(node) in keep else grads.pop(id(node))
             args, ans = _saved(node, differentiable)
             spent = release and node.tapes is trace.alone  # recorded by this tape alone
-            receiving = [i for i, p in enumerate(node.parents) if self._reaches(p)]
+            receiving = [i for i, p in enumerate(node.parents)  # recorded or watched parents
+                         if p is not None and (trace in p.tapes or id(p) in trace.watched)]
             full = None  # the output's shape, when g is a scalar standing for a broadcast
-            if speed:
+            if speed and g.__class__ is np.ndarray:
                 g, full = fast.upstream(node, g, ans, args, receiving, spent, id(node) in keep)
             for i in receiving:
                 gx = g.gradient if g.__class__ is fast.InPlace else _rule(m, node, i, g, ans, args)
@@ -242,12 +242,6 @@ class GradientTape:
                 node.values = node.ans = None
         return [_source_gradient(None if n is None else grads.get(id(n)), n, s, targets,
                                  differentiable) for n, s in ends]
-
-    def _reaches(self, parent) -> bool:
-        """Whether the gradient flows on to ``parent``: a node this tape recorded or one
-        it watches."""
-        return parent is not None and (self._trace in parent.tapes
-                                       or id(parent) in self._trace.watched)
 
     def _seeded(self, targets, seeds, sources, differentiable: bool):
         """The start of the reverse pass: the targets' seeds in a gradients dict, the

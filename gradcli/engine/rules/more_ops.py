@@ -1235,20 +1235,21 @@ def _pieces(public):
     return api
 
 
-entry(name="split", forward=_SPLIT, vjps=(None,), inputs=("x",),
-      params=(("indices_or_sections", None), ("axis", 0)), kind="multi",
-      doc="x cut into equal pieces (a count) or at indices: a tuple of tensors",
-      derivative="each piece is a slice of x (gradients flow through getitem)",
-      sympy=_numpy_sympy(lambda x, indices_or_sections, axis=0:
-                          tuple(np.split(x, indices_or_sections, axis=axis))),
-      batch=_split_batch, api=_pieces(_split_public))
-entry(name="array_split", forward=_ARRAY_SPLIT, vjps=(None,), inputs=("x",),
-      params=(("indices_or_sections", None), ("axis", 0)), kind="multi",
-      doc="x cut into pieces (a count need not divide the length): a tuple of tensors",
-      derivative="each piece is a slice of x (gradients flow through getitem)",
-      sympy=_numpy_sympy(lambda x, indices_or_sections, axis=0:
-                          tuple(np.array_split(x, indices_or_sections, axis=axis))),
-      batch=_split_batch, api=_pieces(_array_split_public))
+def _splitting(name, forward, public, numpy_split, doc):
+    """``split`` and ``array_split``: one recorded slice per piece (``public``)."""
+    entry(name=name, forward=forward, vjps=(None,), inputs=("x",),
+          params=(("indices_or_sections", None), ("axis", 0)), kind="multi", doc=doc,
+          derivative="each piece is a slice of x (gradients flow through getitem)",
+          sympy=_numpy_sympy(lambda x, indices_or_sections, axis=0:
+                             tuple(numpy_split(x, indices_or_sections, axis=axis))),
+          batch=_split_batch, api=_pieces(public))
+
+
+_splitting(name="split", forward=_SPLIT, public=_split_public, numpy_split=np.split,
+           doc="x cut into equal pieces (a count) or at indices: a tuple of tensors")
+_splitting(name="array_split", forward=_ARRAY_SPLIT, public=_array_split_public,
+           numpy_split=np.array_split,
+           doc="x cut into pieces (a count need not divide the length): a tuple of tensors")
 # (The language picks one piece by index, ``split(x, 2)[1]``; the sympy form returns the
 # pieces as a tuple.)
 entry(name="take", forward=_take, vjps=(_take_vjp, None), inputs=("x", "indices"),
