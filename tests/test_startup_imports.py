@@ -120,7 +120,8 @@ def test_heavy_modules_come_only_with_typer_or_numpy(module, json_run, baseline)
 
 # gradcli's own modules a --json run of the seed does not use, imported on first use.
 LAZY = ("gradcli.engine.core.forward", "gradcli.linalg", "gradcli.engine.rules.linalg",
-        "gradcli.engine.rules.more_ops", "gradcli.testing")
+        "gradcli.engine.rules.statistics", "gradcli.engine.rules.elementwise_extra",
+        "gradcli.engine.rules.shape_extra", "gradcli.testing")
 
 
 def test_the_gradcli_modules_of_a_json_run_are_the_ones_it_uses(json_run):

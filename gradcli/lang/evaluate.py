@@ -474,8 +474,8 @@ class _Plan:
         apply, out = self.ops.apply, self.register()
         check = _check_linalg_sizes if op.kind == "linalg" else _check_sizes
         regs_in = [i for i in inputs if isinstance(i, int)]
-        # (only more_ops's entries have one: not loaded, none of them is used; issue 14)
-        more = sys.modules.get("gradcli.engine.rules.more_ops")
+        # (only shape_extra's entries have one: not loaded, none of them is used; issue 14)
+        more = sys.modules.get("gradcli.engine.rules.shape_extra")
         result_size = more.RESULT_SIZE.get(op.name) if more is not None else None
         if result_size is not None:  # repeat, tile, pad...: the result may dwarf the inputs
             def step(r, env, used, out=out):

@@ -663,7 +663,7 @@ def custom_gradient_call(wrap, f, xs, kwargs):
 
 
 # ---------------------------------------------------------------------------------------
-# Helpers for the rules of single entries (rules/more_ops.py, rules/linalg.py)
+# Helpers for the rules of single entries (rules/shape_extra.py, rules/linalg.py, ...)
 # ---------------------------------------------------------------------------------------
 def example_params(op: Op, params: dict, rank: int) -> dict:
     """All of ``op``'s parameters, defaults filled in, with the axes normalised for one

@@ -20,7 +20,7 @@ from . import elementwise, reductions, matmul, shape, constructors  # noqa: F401
 
 publish()
 
-# Loaded on demand, in this order (more_ops imports linalg first, so the table's order
-# does not depend on which is needed first).
-for _module in ("linalg", "more_ops"):
+# Loaded on demand, in this order (each imports the one before it first, so the table's
+# order does not depend on which is needed first).
+for _module in ("linalg", "statistics", "elementwise_extra", "shape_extra"):
     on_demand(f"{__name__}.{_module}", os.path.join(os.path.dirname(__file__), f"{_module}.py"))

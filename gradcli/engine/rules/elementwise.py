@@ -168,7 +168,8 @@ def _times(m, g, other):
 
 
 MULTIPLY = entry(name="multiply", forward=operator.mul,
-                 vjps=(lambda m, g, ans, x, y: _times(m, g, y), lambda m, g, ans, x, y: _times(m, g, x)),
+                 vjps=(lambda m, g, ans, x, y: _times(m, g, y),
+                        lambda m, g, ans, x, y: _times(m, g, x)),
                  inputs=("x", "y"), elementwise=True, kind="arithmetic", saves="inputs",
                  doc="x * y", derivative="y, x", sympy=lambda sp, x, y: x * y,
                  inplace=(lambda g, ans, x, y, spare=None: _scale_in_place(g, y),

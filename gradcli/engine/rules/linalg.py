@@ -307,7 +307,8 @@ def _solve_batch(op, values, batched, params):
 
 
 entry(name="solve", forward=_solve,
-      vjps=_refusing_all("solve", (_solve_vjp_a, lambda m, g, ans, a, b: _solve_grad_b(m, g, a, b))),
+      vjps=_refusing_all("solve", (_solve_vjp_a,
+                                   lambda m, g, ans, a, b: _solve_grad_b(m, g, a, b))),
       inputs=("a", "b"), kind="linalg",
       doc="x with a @ x = b (b a vector or a stack of matrices, as numpy 2)",
       derivative="-solve(a^T, g) x^T, solve(a^T, g)", domain="invertible a",
@@ -1120,7 +1121,8 @@ def _pair_samples(*cases):
     return samples
 
 
-_contraction(name="inner", subscripts_of=_inner_subscripts, doc="inner product over the last axes (numpy's inner)",
+_contraction(name="inner", subscripts_of=_inner_subscripts,
+             doc="inner product over the last axes (numpy's inner)",
              derivative="as einsum", sympy=lambda sp, a, b: np.inner(a, b),
              samples=_pair_samples(("vectors", ((3,), (3,)), {}),
                                    ("matrices", ((2, 3), (4, 3)), {}),

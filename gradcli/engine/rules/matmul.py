@@ -36,7 +36,8 @@ def _matmul_vjp_y(m, g, ans, x, y):
         col = m.matmul(swap_last(m, x), m.reshape(g, shape=shape_of(g) + (1,)))
         return m.reshape(col, shape=shape_of(col)[:-1])
     if len(xs) == 1:
-        return m.reshape(x, shape=(xs[0], 1)) * m.reshape(g, shape=shape_of(g)[:-1] + (1,) + shape_of(g)[-1:])
+        gs = shape_of(g)
+        return m.reshape(x, shape=(xs[0], 1)) * m.reshape(g, shape=gs[:-1] + (1,) + gs[-1:])
     return m.matmul(swap_last(m, x), g)
 
 

@@ -61,7 +61,8 @@ def _prod_vjp(m, g, ans, x, axis=None, keepdims=False):
     product = ans._value if isinstance(ans, Tensor) else ans
     if not np.any(raw == 0) and ordinary(np.abs(product), (TINY.get(raw.dtype, 0.0),
                                                                      math.inf)):
-        return ge * m.broadcast_to(keep_reduced_axes(m, ans, shape, axis, keepdims), shape=shape) / x
+        kept = keep_reduced_axes(m, ans, shape, axis, keepdims)
+        return ge * m.broadcast_to(kept, shape=shape) / x
     # With zeros, ans / x is 0/0 (and with a product that underflowed or overflowed,
     # 0/x or inf/x where the others' product is a number: [1e-200, 1e-200, 1e200]): the
     # product of the others is the product of the elements before times the product of
@@ -203,7 +204,8 @@ entry(name="sum", forward=_sum,
       derivative="1 for each element", sympy=sympy_reduce(lambda sp, xs: sp.Add(*xs)))
 entry(name="mean", forward=np.mean,
       vjps=(lambda m, g, ans, x, axis=None, keepdims=False:
-           expand_reduced(m, g, shape_of(x), axis, keepdims) / float(reduced_count(shape_of(x), axis)),),
+           expand_reduced(m, g, shape_of(x), axis, keepdims)
+           / float(reduced_count(shape_of(x), axis)),),
       jvps=(lambda m, t, ans, x, axis=None, keepdims=False:
            m.mean(t, axis=axis, keepdims=keepdims),),
       inputs=("x",), params=AXIS_PARAMS, kind="reduction", saves="none", doc="mean of elements",

@@ -57,7 +57,8 @@ def _getitem(x, index):
 def _scatter(g, index, shape):
     """Zeros of ``shape`` with ``g`` added at ``index`` (the adjoint of indexing)."""
     out = np.zeros(shape, dtype=np.result_type(g, np.float32))
-    if any(isinstance(i, (np.ndarray, list)) for i in (index if isinstance(index, tuple) else (index,))):
+    parts = index if isinstance(index, tuple) else (index,)
+    if any(isinstance(i, (np.ndarray, list)) for i in parts):
         np.add.at(out, index, g)  # repeated integer indices must accumulate
     else:
         out[index] = g
