@@ -54,11 +54,11 @@ class InPlace:
         self.gradient = gradient
 
 
-def upstream(node, g, ans, args, receiving, spent: bool, kept: bool):
+def upstream(node, g, ans, args, trace, spent: bool, kept: bool):
     """``(g, full)``: the upstream gradient as the rules should see it, and the output's
     shape when ``g`` became a scalar standing for a broadcast one (else None).
 
-    ``receiving``: the indices of the inputs that get a gradient. With ``spent`` (the
+    ``trace``: the tape's recording, which tells the inputs that get a gradient. With ``spent`` (the
     node is released after this), its output and first input may serve as the twin's
     output when nobody else holds them. ``kept``: g is also a result (a source's
     gradient), so it is never written over."""
@@ -72,7 +72,11 @@ def upstream(node, g, ans, args, receiving, spent: bool, kept: bool):
         # brings the result to the input's shape.
         full = g.shape
         g = g[(0,) * g.ndim]
-    if not op.twins or kept or len(receiving) != 1 or op.variadic:
+    if not op.twins or kept or op.variadic:
+        return g, full
+    receiving = [i for i, p in enumerate(node.parents)
+                 if p is not None and (trace in p.tapes or id(p) in trace.watched)]
+    if len(receiving) != 1:
         return g, full
     rule = op.twins[receiving[0]]
     # holders of g: the backward pass's local and this parameter. A twin reads only what

@@ -203,45 +203,45 @@ class GradientTape:
         return pack(sources, iter(grads))
 
     def _backward(self, targets, seeds, sources, release: bool = False) -> list:
-        """The reverse pass: one gradient (or None) per source. Nodes leave a heap in reverse
-        recording order (a node's consumers were recorded after it), iteratively. With
-        ``release`` (a spent tape) each node drops its saved values once processed, as
-        TensorFlow frees a tape during the pass. The speed tricks: ``fast``, one call each."""
-        # an outer tape records, or an accumulator wants a tangent: compute in engine ops
-        differentiable = bool(_recording) or bool(state.forward)
-        m = ENGINE if differentiable else NP
-        speed = fast.ENABLED and not differentiable  # the tricks work on raw arrays
-        trace, release = self._trace, release and not differentiable
+        """The reverse pass: one gradient (or None) per source; speed tricks: ``fast``."""
+        differentiable = bool(_recording) or bool(state.forward)  # then rules use engine ops
+        m, speed, in_place = (ENGINE, False, None) if differentiable else (
+            NP, fast.ENABLED, fast.InPlace)
+        trace, watched, release = self._trace, self._trace.watched, release and not differentiable
         grads, frontier, keep, ends = self._seeded(targets, seeds, sources, differentiable)
         while frontier:
             node = heappop(frontier)[1]
-            g = grads.get(id(node)) if id(node) in keep else grads.pop(id(node))
-            args, ans = _saved(node, differentiable)
-            spent = release and node.tapes is trace.alone  # recorded by this tape alone
-            receiving = [i for i, p in enumerate(node.parents)  # recorded or watched parents
-                         if p is not None and (trace in p.tapes or id(p) in trace.watched)]
-            full = None  # the output's shape, when g is a scalar standing for a broadcast
-            if speed and g.__class__ is np.ndarray:
-                g, full = fast.upstream(node, g, ans, args, receiving, spent, id(node) in keep)
-            for i in receiving:
-                gx = g.gradient if g.__class__ is fast.InPlace else _rule(m, node, i, g, ans, args)
-                if gx is None:  # the rule gives this input no gradient
+            key, op, params = id(node), node.op, node.params
+            g = grads.get(key) if key in keep else grads.pop(key)
+            args, ans = _rebuilt(node) if differentiable else (node.values, node.ans)
+            spent = release and node.tapes is trace.alone  # recorded by this tape alone: freed
+            g, full = (fast.upstream(node, g, ans, args, trace, spent, key in keep)  # (full: g
+                       if speed and g.__class__ is np.ndarray else (g, None))  # as a scalar)
+            for i, parent in enumerate(node.parents):
+                recorded = parent is not None and trace in parent.tapes
+                if not (recorded or parent is not None and id(parent) in watched):
+                    continue  # the gradient does not flow there
+                if g.__class__ is in_place:  # a twin computed the one input's gradient
+                    gx = g.gradient
+                elif op.variadic:  # one rule for all the inputs
+                    gx = op.vjps[0](m, g, ans, *args, index=i, **params)
+                else:  # (a None rule: no gradient for that input)
+                    gx = (rule := op.vjps[i]) and rule(m, g, ans, *args, **params)
+                if gx is None:
                     continue
                 if gx.shape != args[i].shape or full is not None:
                     gx = unbroadcast(m, gx, args[i].shape, full)
-                parent = node.parents[i]
-                prev = grads.get(id(parent))
+                prev = grads.get(k := id(parent))
                 if prev is None:  # a recorded node enters the heap with its first gradient
-                    grads[id(parent)] = gx
-                    if trace in parent.tapes:
+                    grads[k] = gx
+                    if recorded:
                         heappush(frontier, (-parent.seq, parent))
                 else:
-                    grads[id(parent)] = fast.add_into(prev, gx) if speed else prev + gx
+                    grads[k] = fast.add_into(prev, gx) if speed else prev + gx
             g = gx = prev = None  # (so the next node's reference counts are exact)
             if spent:
                 node.values = node.ans = None
-        return [_source_gradient(None if n is None else grads.get(id(n)), n, s, targets,
-                                 differentiable) for n, s in ends]
+        return [_source_gradient(grads, n, s, targets, differentiable) for n, s in ends]
 
     def _seeded(self, targets, seeds, sources, differentiable: bool):
         """The start of the reverse pass: the targets' seeds in a gradients dict, the
@@ -379,28 +379,17 @@ class _Paused:
 
 
 
-def _saved(node, differentiable: bool):
-    """The node's saved inputs and output as its rules read them. Differentiable: tensors
-    rebuilt around the saved values, on the same nodes, so an outer tape that recorded
-    them sees the rules' operations as connected."""
-    if not differentiable:
-        return node.values, node.ans
+def _rebuilt(node):
+    """The node's saved inputs and output as tensors, on the same nodes, so that an outer
+    tape that recorded them sees the rules' operations as connected."""
     args = [_make(v, p) if p is not None and v.__class__ is not Shape else v
             for v, p in zip(node.values, node.parents)]
     return args, _make(node.ans, node)
 
 
-def _rule(m, node, i, g, ans, args):
-    """Input ``i``'s gradient by the entry's VJP rule (None: no gradient for it)."""
-    op = node.op
-    if op.variadic:  # one rule for all the inputs (None: a custom_gradient gave none)
-        return op.vjps[0](m, g, ans, *args, index=i, **node.params)
-    rule = op.vjps[i]
-    return None if rule is None else rule(m, g, ans, *args, **node.params)
-
-
-def _source_gradient(g, n, source, targets, differentiable: bool):
-    """What ``gradient`` returns for one source, from its summed gradient ``g``.
+def _source_gradient(grads: dict, n, source, targets, differentiable: bool):
+    """What ``gradient`` returns for one source (its node ``n``), from its summed gradient
+    in ``grads``.
 
     A boolean or integer source has no gradient (None), as in TensorFlow, whose tapes do
     not watch them: the SPEC's "booleans are never differentiable" and "an integer dtype
@@ -409,6 +398,7 @@ def _source_gradient(g, n, source, targets, differentiable: bool):
     True). A gradient has its source's dtype (a float32 source mixed with float64
     constants gets a float32 gradient), as in TensorFlow and PyTorch."""
     dtype = source._value.dtype
+    g = None if n is None else grads.get(id(n))
     if g is None or (dtype.kind not in "fc" and not any(
             t._node is n for t in targets if isinstance(t, Tensor))):
         return None
