@@ -5,6 +5,14 @@ Importing this package registers the entries every start needs and publishes the
 theirs the first time one of their names is needed (their names are read from their
 source: see ``core.table``). A new rule module is imported here or given to
 ``on_demand``; a new entry needs neither.
+
+A module loaded on demand registers its entries like any other and publishes them in the
+namespaces ``NP`` and ``ENGINE``, so every entry there is an ordinary entry: ``gc.NAME``,
+the language, ``gradcli functions``, the sympy check and the table-wide tests all read
+it. All rules are written against the namespace ``m`` (so second derivatives work
+through nested tapes), take axes with numpy's semantics under the parameter names
+``axis``/``axes``, and give a zero local derivative as a hard zero
+(``elementwise.gate``: never ``0 * inf``, but nan stays nan).
 """
 from __future__ import annotations
 

@@ -4,13 +4,7 @@
 ones every start needs are ``shape.py``'s), and the result sizes the language checks
 before running those whose result may be much larger than their inputs.
 
-Loaded when one of its names is first needed (``core.table.on_demand``, issue 14), then
-published in the namespaces ``NP`` and ``ENGINE``, so every entry here is an ordinary
-entry: ``gc.NAME``, the language, ``gradcli functions``, the sympy check and the
-table-wide tests all read it. The rules follow the other rule modules: written against
-the namespace ``m`` (so second derivatives work through nested tapes), axes with numpy's
-semantics under the parameter names ``axis``/``axes``, and a zero local derivative as a
-hard zero (``gate``: never ``0 * inf``, but nan stays nan).
+Loaded on demand (see the package's docstring).
 
 Conventions decided here (where numpy or TensorFlow leave a choice):
 - ``split``/``array_split`` return a tuple of tensors (numpy returns a list): each piece

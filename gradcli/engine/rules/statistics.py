@@ -2,13 +2,7 @@
 ``median``, ``sort``, ``argmax``, ``argmin``, ``cumsum``, ``cumprod``, ``diff``,
 ``log_softmax``, and TensorFlow's names of the reductions (``reduce_sum``, ...).
 
-Loaded when one of its names is first needed (``core.table.on_demand``, issue 14), then
-published in the namespaces ``NP`` and ``ENGINE``, so every entry here is an ordinary
-entry: ``gc.NAME``, the language, ``gradcli functions``, the sympy check and the
-table-wide tests all read it. The rules follow the other rule modules: written against
-the namespace ``m`` (so second derivatives work through nested tapes), axes with numpy's
-semantics under the parameter names ``axis``/``axes``, and a zero local derivative as a
-hard zero (``gate``: never ``0 * inf``, but nan stays nan).
+Loaded on demand (see the package's docstring).
 
 Conventions decided here (where numpy or TensorFlow leave a choice):
 - ``sort``, ``median``: the gradient flows through the permutation that sorts the input
