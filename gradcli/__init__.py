@@ -59,14 +59,14 @@ try:
                          custom_gradient, gradients_function, hessian_vector_product,
                          implicit_gradients, implicit_value_and_gradients, jvp,
                          stop_gradient, value_and_gradients_function)
-    from .engine.table import REGISTRY as _REGISTRY
+    from .engine.core.table import REGISTRY as _REGISTRY
 finally:
     _resume_collector(_collecting)
 
 __version__ = "0.1.0"
 
 # Every table entry (and alias) as a module function: gc.sin, gc.sum, gc.asin, ...: those
-# loaded now, the ones loaded on demand (engine/table.py) by __getattr__ when asked for.
+# loaded now, the ones loaded on demand (engine/core/table.py) by __getattr__ when asked for.
 globals().update({name: dict.__getitem__(FUNCTIONS, name) for name in dict.__iter__(_REGISTRY)
                   if dict.__contains__(FUNCTIONS, name)})
 # zeros_like/ones_like are Python API only (the language has no use for them).
@@ -93,11 +93,11 @@ def __getattr__(name: str):
         import importlib
         return importlib.import_module(f"{__name__}.{name}")
     if name == "ForwardAccumulator":
-        from .engine.forward import ForwardAccumulator
+        from .engine.core.forward import ForwardAccumulator
         globals()[name] = ForwardAccumulator
         return ForwardAccumulator
     if name == "vectorized_map":  # issue 12: the batching transform
-        from .engine.batching import vectorized_map
+        from .engine.core.batching import vectorized_map
         globals()[name] = vectorized_map
         return vectorized_map
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")

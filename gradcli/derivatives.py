@@ -290,7 +290,7 @@ def hessian(model, wrt: list[str] | None = None) -> HessianResult:
     """The Hessian of a scalar target over the flattened sources, by nested reverse
     mode (an outer tape records the gradient the inner one computes, then takes its
     Jacobian), with the gradient, the value and the verdict at the point."""
-    from .engine.tensor import Batched
+    from .engine.core.tensor import Batched
     from .modes import result_array
     chosen = choose_sources(model, wrt, "hessian")
     names = chosen.names

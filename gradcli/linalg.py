@@ -16,7 +16,7 @@ axes 0 and 1).
 """
 from __future__ import annotations
 
-from .engine.ops import FUNCTIONS as _F
+from .engine.core.recording import FUNCTIONS as _F
 
 __all__ = ["inv", "solve", "det", "slogdet", "cholesky", "eigh", "svd", "pinv", "norm",
            "trace", "diagonal", "outer", "cross", "tensordot", "matmul", "einsum"]

@@ -17,8 +17,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import engine as gc
-from .engine.api import NO_VARIABLES
-from .engine.tensor import Batched
+from .engine.core.api import NO_VARIABLES
+from .engine.core.tensor import Batched
 from .errors import InputError, ModeError, UnknownNameError, did_you_mean
 
 MODES = ("tape", "grad", "implicit", "value-grad")

@@ -190,7 +190,7 @@ class _Points:
                 out[i] = value
 
     def _batched(self, lo: int, hi: int) -> list:
-        from .engine.batching import vectorized_map
+        from .engine.core.batching import vectorized_map
         model, dtype = self.model, self.model.dtype
         elems = {name: gc.constant(v[lo:hi], dtype=dtype) for name, v in self.elems.items()}
 

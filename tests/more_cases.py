@@ -140,7 +140,7 @@ def numpy_namespace():
     from types import SimpleNamespace
 
     from gradcli.engine import ops
-    from gradcli.engine.table import REGISTRY
+    from gradcli.engine.core.table import REGISTRY
 
     def plain(op):
         forward = getattr(ops.NP, op.name)

@@ -14,8 +14,8 @@ import math
 import numpy as np
 
 import gradcli as gc
-from gradcli.engine.linalg import several_outputs
-from gradcli.engine.table import REGISTRY
+from gradcli.engine.rules.linalg import several_outputs
+from gradcli.engine.core.table import REGISTRY
 
 
 def literal(value) -> str | None:

@@ -14,8 +14,9 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gradcli as gc
-from gradcli.engine import ops, state
-from gradcli.engine.table import ORDER, REGISTRY
+from gradcli.engine import ops
+from gradcli.engine.core import state
+from gradcli.engine.core.table import ORDER, REGISTRY
 from gradcli.errors import ArgumentError, ShapeError
 
 EXAMPLES = int(os.environ.get("GRADCLI_PROPERTY_EXAMPLES", "60"))

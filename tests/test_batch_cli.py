@@ -384,7 +384,7 @@ def test_check_looks_at_a_seeded_sample_of_rows(tmp_path):
 
 
 def test_check_with_a_wrong_rule_is_a_mismatch_and_exit_1(monkeypatch, tmp_path):
-    from gradcli.engine import table
+    from gradcli.engine.core import table
     wrong = table.REGISTRY["sin"].replace(vjps=(lambda m, g, ans, x: g * m.sin(x),))
     monkeypatch.setitem(table.REGISTRY, "sin", wrong)
     source = write(tmp_path / "w.csv", "w\n0.5\n1.0\n1.5\n")

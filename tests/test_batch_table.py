@@ -22,7 +22,7 @@ from test_lang_sympy_agreement import TABLE_PROGRAMS, sample_point
 from typer.testing import CliRunner
 
 from gradcli.cli.app import app
-from gradcli.engine.table import ORDER
+from gradcli.engine.core.table import ORDER
 from gradcli.points import element_labels
 
 ROWS = 2

@@ -9,7 +9,7 @@ import numpy as np
 import pytest
 
 import gradcli as gc
-from gradcli.engine.tensor import Batched
+from gradcli.engine.core.tensor import Batched
 from gradcli.lang import Declarations, build, parse_program
 from gradcli.modes import MODES, ModeOptions, run_mode
 

@@ -9,8 +9,8 @@ from test_forward_table import CASES, IDS
 
 import gradcli as gc
 from gradcli.engine import ops
-from gradcli.engine.batching import RULES
-from gradcli.engine.table import ORDER, REGISTRY
+from gradcli.engine.core.batching import RULES
+from gradcli.engine.core.table import ORDER, REGISTRY
 from gradcli.errors import ShapeError
 
 BATCH = 3
@@ -335,7 +335,7 @@ def test_split_entry_applied_to_a_batch_cuts_every_example():
     """gc.split cuts by getitem; the entry itself, applied to a batched value, gives
     every piece with the batch on axis 0."""
     from gradcli.engine import ops
-    from gradcli.engine.batching import Batched
+    from gradcli.engine.core.batching import Batched
     x = np.arange(24.0).reshape(2, 3, 4)
     for name, params in (("split", {"indices_or_sections": 2, "axis": -1}),
                          ("array_split", {"indices_or_sections": 2, "axis": 0})):
@@ -351,7 +351,7 @@ def test_split_entry_applied_to_a_batch_cuts_every_example():
 def loop_rule_recorded(monkeypatch):
     """The names of the entries the generic loop rule runs (directly, or called by a rule
     for an input numpy refuses), while the fixture is active."""
-    from gradcli.engine import batching
+    from gradcli.engine.core import batching
     names = []
     original = batching.loop
 

@@ -22,7 +22,7 @@ from gradcli.check.numeric import NumericGradient
 from gradcli.check.symbolic import SymbolicGradient
 from gradcli.engine import ops
 from gradcli.lang import parse_program
-from gradcli.engine.table import ORDER, REGISTRY
+from gradcli.engine.core.table import ORDER, REGISTRY
 from gradcli.lang.tree import (
     ArrayLit,
     Binary,

@@ -17,7 +17,7 @@ from gradcli.check.symbolic import (
 )
 from gradcli.engine import ops
 from gradcli.lang import parse_program
-from gradcli.engine.table import ORDER, REGISTRY, Op
+from gradcli.engine.core.table import ORDER, REGISTRY, Op
 from gradcli.lang.tree import (
     ArrayLit,
     Assign,

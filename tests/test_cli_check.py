@@ -32,7 +32,7 @@ import more_cases
 import numpy as np
 import pytest
 
-from gradcli.engine.table import ORDER
+from gradcli.engine.core.table import ORDER
 
 from cli_process import COMMAND
 
@@ -165,7 +165,7 @@ def corpus_results():
 
 
 def test_the_corpus_calls_every_function_of_the_table():
-    from gradcli.engine.table import REGISTRY
+    from gradcli.engine.core.table import REGISTRY
     text = " ".join(args[1] for _, args in CORPUS_CASES)
     operators = {"add": "+", "subtract": " - ", "multiply": "*", "divide": "/", "power": "**",
                  "matmul": "@", "negative": "-", "less": None, "less_equal": None,
@@ -265,7 +265,7 @@ def test_hundred_deep_sin_chain_is_skipped_and_finite_differences_decide():
 WRONG_SIN = textwrap.dedent("""
     import sys
     from gradcli.engine import ops  # fills the table
-    from gradcli.engine.table import REGISTRY
+    from gradcli.engine.core.table import REGISTRY
     if sys.argv[1] == "wrong":
         # d/dx sin(x) is cos(x); this rule says sin(x). The language looks entries up in
         # REGISTRY when it builds a program, the sympy side reads the unchanged .sympy.
@@ -306,7 +306,7 @@ def test_wrong_backward_rule_in_process_with_clirunner(monkeypatch):
     from typer.testing import CliRunner
 
     from gradcli.cli.app import app
-    from gradcli.engine import table
+    from gradcli.engine.core import table
     wrong = table.REGISTRY["sin"].replace(vjps=(lambda m, g, ans, x: g * m.sin(x),))
     monkeypatch.setitem(table.REGISTRY, "sin", wrong)
     result = CliRunner().invoke(app, ["tape", "sum(sin(w) * x)", "--var", "w=[0.5, 1.0]",

@@ -285,8 +285,8 @@ def test_json_of_a_large_array_is_linear_and_complete():
 
 
 def test_functions_table_keeps_brackets():
-    from gradcli.engine.ops import CONSTANTS
-    from gradcli.engine.table import ORDER, REGISTRY
+    from gradcli.engine.core.recording import CONSTANTS
+    from gradcli.engine.core.table import ORDER, REGISTRY
     for width in (40, 80, 200):
         buffer = io.StringIO()
         render.print_functions_human([REGISTRY[n] for n in ORDER], CONSTANTS,

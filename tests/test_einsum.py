@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 import gradcli as gc
-from gradcli.engine.linalg import _canonical
+from gradcli.engine.rules.linalg import _canonical
 from gradcli.errors import ArgumentError, ParseError, ShapeError
 from gradcli.lang import Declarations, build, parse_program
 from gradcli.testing import check_grads
@@ -225,7 +225,7 @@ def test_subscripts_given_twice_are_refused_not_one_silently_dropped(text):
 
 
 def test_subscripts_accept_exactly_letters_commas_arrow_ellipsis_and_spaces():
-    from gradcli.engine.linalg import SubscriptError, check_subscripts
+    from gradcli.engine.rules.linalg import SubscriptError, check_subscripts
     allowed = set(string.ascii_letters) | set(",->. ")
     for code in range(32, 127):
         ch = chr(code)

@@ -96,3 +96,74 @@ def test_fast_paths_give_the_plain_paths_gradients(expr, reduce, seed, dtype):
             np.testing.assert_allclose(got.numpy(), want.numpy(), err_msg=name, **tol)
     for name in names:  # nothing was written over the caller's arrays
         np.testing.assert_array_equal(point[name], _inputs(seed, dtype)[name])
+
+
+# --- the switch: GRADCLI_FAST=0 runs the plain algorithm ---------------------------------
+import pytest  # noqa: E402
+
+from gradcli.engine import fast  # noqa: E402
+from gradcli.engine.core.table import ORDER, REGISTRY  # noqa: E402
+
+ELEMENTWISE = [n for n in ORDER if REGISTRY[n].elementwise and REGISTRY[n].differentiable
+               and not REGISTRY[n].variadic and not REGISTRY[n].params]
+
+
+def _large_gradients(name):
+    """Gradients of sum(f(inputs) * w) on 5000-element inputs: the upstream gradient is a
+    large unshared array, what the in-place twins and in-place sums look for."""
+    op = REGISTRY[name]
+    rng = np.random.default_rng(7)
+    lo, hi = op.sample
+    inputs = [rng.uniform(lo, hi, size=5000) for _ in op.inputs]
+    w = rng.standard_normal(5000)
+    f = gc.FUNCTIONS[name]
+    return gc.value_and_gradients_function(lambda *xs: gc.sum(f(*xs) * w + f(*xs)))(*inputs)
+
+
+@pytest.mark.parametrize("name", ELEMENTWISE)
+def test_fast_paths_off_give_the_same_gradients(name, monkeypatch):
+    value, fast_grads = _large_gradients(name)
+    monkeypatch.setattr(fast, "ENABLED", False)
+    plain_value, plain_grads = _large_gradients(name)
+    np.testing.assert_array_equal(value.numpy(), plain_value.numpy())
+    for got, want in zip(fast_grads, plain_grads):
+        assert (got is None) == (want is None), name
+        if got is None:  # (where's condition)
+            continue
+        np.testing.assert_allclose(got.numpy(), want.numpy(), rtol=1e-13, atol=1e-300,
+                                   err_msg=name)
+
+
+def test_the_switch_turns_the_in_place_twins_off(monkeypatch):
+    """The comparison above compares something: with the switch on, twins run; off,
+    none does."""
+    made = []
+
+    class Counted(fast.InPlace):
+        __slots__ = ()
+
+        def __init__(self, gradient):
+            made.append(1)
+            super().__init__(gradient)
+
+    monkeypatch.setattr(fast, "InPlace", Counted)
+    for name in ("tanh", "sigmoid", "cos"):
+        _large_gradients(name)
+    assert made
+    del made[:]
+    monkeypatch.setattr(fast, "ENABLED", False)
+    for name in ("tanh", "sigmoid", "cos"):
+        _large_gradients(name)
+    assert not made
+
+
+def test_gradcli_fast_0_in_the_environment_sets_the_switch_off():
+    import os
+    import subprocess
+    import sys
+    code = "from gradcli.engine import fast; print(fast.ENABLED)"
+    for setting, expected in (("0", "False"), ("1", "True")):
+        env = {**os.environ, "GRADCLI_FAST": setting}
+        out = subprocess.run([sys.executable, "-c", code], env=env, capture_output=True,
+                             text=True, check=True).stdout.strip()
+        assert out == expected

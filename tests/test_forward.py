@@ -6,7 +6,7 @@ import pytest
 import sympy as sp
 
 import gradcli as gc
-from gradcli.engine import state
+from gradcli.engine.core import state
 
 
 def test_jvp_of_a_product_is_the_directional_derivative():

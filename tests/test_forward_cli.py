@@ -9,7 +9,7 @@ from test_cli import run, run_json
 
 from gradcli.check.directional import check_jvp
 from gradcli.directional import parse_tangents, run_jvp
-from gradcli.engine.table import REGISTRY
+from gradcli.engine.core.table import REGISTRY
 from gradcli.lang import Declarations, build, parse_program
 
 

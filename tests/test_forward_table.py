@@ -9,7 +9,8 @@ from test_ops_table import cases as table_cases  # the table's cases, kept in on
 
 import gradcli as gc
 from gradcli.engine import ops
-from gradcli.engine.table import ORDER, REGISTRY
+from gradcli.engine.core import derive
+from gradcli.engine.core.table import ORDER, REGISTRY
 
 F = gc.FUNCTIONS
 INTERNAL = ops.INTERNAL
@@ -152,7 +153,7 @@ def every_rule_transposed():
     the duration of a test."""
     saved = {name: op.jvps for name, op in ENTRIES.items()}
     for op in ENTRIES.values():
-        object.__setattr__(op, "jvps", ops.transposed_rules(op.vjps, op.variadic))
+        object.__setattr__(op, "jvps", derive.transposed_rules(op.vjps, op.variadic))
     yield
     for name, op in ENTRIES.items():
         object.__setattr__(op, "jvps", saved[name])

@@ -66,9 +66,9 @@ import pytest
 
 import gradcli as gc
 from fuzz_reference import ALIGNED, REFERENCES
-from gradcli.engine.linalg import several_outputs
-from gradcli.engine.ops import INTERNAL
-from gradcli.engine.table import ORDER, REGISTRY
+from gradcli.engine.rules.linalg import several_outputs
+from gradcli.engine.core.table import INTERNAL
+from gradcli.engine.core.table import ORDER, REGISTRY
 from gradcli.errors import GradcliError
 from gradcli.lang import Declarations, build, parse_program
 

@@ -133,7 +133,7 @@ def test_check_passes_and_compares_every_entry():
 
 
 def test_check_finds_a_wrong_rule_in_one_output(monkeypatch):
-    from gradcli.engine import table
+    from gradcli.engine.core import table
     wrong = table.REGISTRY["sin"].replace(vjps=(lambda m, g, ans, x: g * m.sin(x),))
     monkeypatch.setitem(table.REGISTRY, "sin", wrong)
     result = CliRunner().invoke(app, ["jacobian", "[x*y, sin(x)]", "--arg", "x=0.5", "--arg",

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 import gradcli as gc
-from gradcli.engine.table import ORDER, REGISTRY
+from gradcli.engine.core.table import ORDER, REGISTRY
 from gradcli.errors import (
     ArgumentError,
     InputError,

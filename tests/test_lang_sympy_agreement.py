@@ -26,7 +26,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gradcli.check.symbolic import to_sympy
-from gradcli.engine.table import ORDER, REGISTRY
+from gradcli.engine.core.table import ORDER, REGISTRY
 from gradcli.lang import Declarations, build, parse_program
 
 RTOL, ATOL = 1e-9, 1e-12

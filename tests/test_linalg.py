@@ -21,7 +21,7 @@ import pytest
 from central_differences import numpy_gradient
 
 import gradcli as gc
-from gradcli.engine.table import ORDER, REGISTRY
+from gradcli.engine.core.table import ORDER, REGISTRY
 from gradcli.lang import Declarations, build, parse_program
 
 EPS = np.finfo(np.float64).eps
@@ -499,7 +499,7 @@ def test_norm_without_ord_keeps_its_earlier_behaviour():
 def test_symbolic_norms_agree_with_numpy():
     import sympy as sp
 
-    from gradcli.engine.linalg import sympy_norm
+    from gradcli.engine.rules.linalg import sympy_norm
     x = np.array([[0.5, -2.0, 0.25], [1.5, 0.75, -3.0]])
     for ord_, axis in ((1, None), (np.inf, None), (-np.inf, None), ("fro", None),
                        (1, 1), (3, 0), (np.inf, 1), (-1, (1, 0))):

@@ -11,7 +11,7 @@ from central_differences import numpy_gradient
 
 import gradcli as gc
 from gradcli.engine import ops
-from gradcli.engine.table import ORDER, REGISTRY
+from gradcli.engine.core.table import ORDER, REGISTRY
 
 F = gc.FUNCTIONS
 

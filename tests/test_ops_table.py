@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 
 import gradcli as gc
-from gradcli.engine.table import ORDER, REGISTRY
+from gradcli.engine.core.table import ORDER, REGISTRY
 from gradcli.testing import check_grads
 
 SHAPES = [(), (3,), (2, 3)]
@@ -233,10 +233,11 @@ def test_check_grads_catches_a_wrong_second_derivative():
 def test_in_place_twins_agree_with_their_rules():
     """Each in-place twin (used on large arrays) computes exactly what its rule does."""
     from gradcli.engine import ops
+    from gradcli.engine.core.table import INPLACE
     rng = np.random.default_rng(3)
     owners = {rule: (op, i) for op in REGISTRY.values() for i, rule in enumerate(op.vjps)}
-    assert ops.INPLACE, "the table registers in-place twins"
-    for rule, twin in ops.INPLACE.items():
+    assert INPLACE, "the table registers in-place twins"
+    for rule, twin in INPLACE.items():
         op, i = owners[rule]
         lo, hi = op.sample
         values = [rng.uniform(lo, hi, size=5000) for _ in op.inputs]
@@ -262,9 +263,10 @@ def test_in_place_twins_with_spare_buffers_and_scalar_upstream():
     """The twins also run with a scalar upstream gradient (from a sum) and write into the
     node's own spent arrays: the results must equal the rules' on every path."""
     from gradcli.engine import ops
+    from gradcli.engine.core.table import INPLACE
     rng = np.random.default_rng(4)
     owners = {rule: (op, i) for op in REGISTRY.values() for i, rule in enumerate(op.vjps)}
-    for rule, twin in ops.INPLACE.items():
+    for rule, twin in INPLACE.items():
         op, i = owners[rule]
         lo, hi = op.sample
         for upstream in (rng.standard_normal(5000), np.float64(0.7)):
@@ -323,8 +325,9 @@ def test_an_entry_made_with_other_rules_loses_its_twins():
     """Twins are found by rule: an entry copied with a different rule (how the tests swap
     a wrong rule in) must use that rule on large arrays too, not the old twin."""
     from gradcli.engine import ops
+    from gradcli.engine.core.table import INPLACE
     tanh = REGISTRY["tanh"]
-    assert tanh.twins and tanh.twins[0] is ops.INPLACE[tanh.vjps[0]]
+    assert tanh.twins and tanh.twins[0] is INPLACE[tanh.vjps[0]]
     wrong = tanh.replace(vjps=(lambda m, g, ans, x: g * 3.0,))
     assert wrong.twins == ()
     x = np.linspace(-1.0, 1.0, 10_000)

@@ -119,15 +119,16 @@ def test_heavy_modules_come_only_with_typer_or_numpy(module, json_run, baseline)
 
 
 # gradcli's own modules a --json run of the seed does not use, imported on first use.
-LAZY = ("gradcli.engine.forward", "gradcli.linalg", "gradcli.engine.linalg",
-        "gradcli.engine.more_ops", "gradcli.testing")
+LAZY = ("gradcli.engine.core.forward", "gradcli.linalg", "gradcli.engine.rules.linalg",
+        "gradcli.engine.rules.statistics", "gradcli.engine.rules.elementwise_extra",
+        "gradcli.engine.rules.shape_extra", "gradcli.testing")
 
 
 def test_the_gradcli_modules_of_a_json_run_are_the_ones_it_uses(json_run):
     ours = {m for m in json_run if m.startswith("gradcli")}
     assert not {m for m in ours if m.startswith("gradcli.check")}
     assert not set(LAZY) & ours
-    assert {"gradcli.engine.ops", "gradcli.lang.parser", "gradcli.cli.app",
+    assert {"gradcli.engine.core.recording", "gradcli.lang.parser", "gradcli.cli.app",
             "gradcli.cli.render", "gradcli.jsonvalue", "gradcli.modes"} <= ours
 
 
@@ -251,7 +252,7 @@ def test_what_is_imported_on_first_use_is_there_when_used():
     code = textwrap.dedent("""
         import sys
         import gradcli as gc
-        before = [m for m in ("gradcli.engine.forward", "gradcli.linalg", "gradcli.testing")
+        before = [m for m in ("gradcli.engine.core.forward", "gradcli.linalg", "gradcli.testing")
                   if m in sys.modules]
         x = gc.constant(2.0)
         with gc.ForwardAccumulator(x, 1.0) as acc:

@@ -6,7 +6,7 @@ import numpy as np
 import pytest
 
 from gradcli.engine import ops
-from gradcli.engine.table import INPLACE, REGISTRY, Op
+from gradcli.engine.core.table import INPLACE, REGISTRY, Op
 
 
 def _rule(m, g, ans, x):

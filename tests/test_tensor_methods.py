@@ -155,7 +155,7 @@ def test_numpy_functions_that_would_lose_a_gradient_refuse_with_the_name_to_use(
 def test_operators_on_tensors_are_the_entries_not_the_numpy_protocol(monkeypatch):
     """Tensor-first operators go straight to their entry: the numpy protocol is only met
     when numpy holds the left operand."""
-    from gradcli.engine import methods
+    from gradcli.engine.core import methods
     calls = []
     original = methods._array_ufunc
     monkeypatch.setattr(gc.Tensor, "__array_ufunc__",
@@ -268,7 +268,7 @@ CASES = _cases()
 
 def _ufunc_cases():
     """Every ufunc numpy dispatches to the table: numpy's own ufunc of an entry's name."""
-    from gradcli.engine.table import REGISTRY
+    from gradcli.engine.core.table import REGISTRY
     rng = np.random.default_rng(8)
     out = {}
     for name in list(gc.FUNCTIONS):
@@ -392,7 +392,7 @@ def test_numpy_function_on_tensors_computes_numpys_value_and_gradient(case):
 
 
 def test_every_numpy_function_dispatch_accepts_has_a_case_above():
-    from gradcli.engine import numpy_api
+    from gradcli.engine.core import numpy_api
     assert set(numpy_api.functions()) == {func for func, _, _ in CASES}
     assert len(UFUNC_CASES) > 40
 

@@ -949,7 +949,7 @@ def _evaluator(model: Any, program: Program, decls, inputs: dict,
             raise RuntimeError(f"the program could not be rebuilt in float64 ({failure})")
         return broken
 
-    from ..engine.ops import hold_stop_gradients
+    from ..engine.rules.elementwise import hold_stop_gradients
 
     def evaluate(values: dict) -> float:
         given = inputs if pin is not None else values

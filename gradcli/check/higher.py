@@ -204,7 +204,7 @@ def _evaluator(model: Any, point: dict, out):
     point, as the tape holds it). Results are kept by point, so that the rows of a
     Jacobian, which nudge the same points, evaluate each point once."""
     from .. import engine as gc
-    from ..engine.ops import hold_stop_gradients
+    from ..engine.rules.elementwise import hold_stop_gradients
     from ..lang.evaluate import build
     copy = build(model.program, _outside_declarations(model), dtype="float64",
                  target=model.target_name)
@@ -287,9 +287,9 @@ def _symbolic(model: Any, point: dict, keys: list[str], job: dict,
         return {key: SymbolicGradient(key, skipped=reason) for key in keys}
     import sympy  # noqa: F401 - here, on the check path only; before fork, as symbolic.py
 
-    from ..engine import ops
+    from ..engine.core.table import lookup
     job = {**job, "program": program, "point": point, "target": model.target_name,
-           "keys": keys, "lookup": ops.lookup}
+           "keys": keys, "lookup": lookup}
     return _run_worker(job, keys, timeout)
 
 

@@ -197,12 +197,12 @@ def input_elements(program: Program, point: Mapping[str, Any], wrt: Sequence[str
 # The translation
 # ---------------------------------------------------------------------------------------
 def _default_lookup() -> Callable[[str], Any]:
-    from ..engine import ops  # importing the table fills the registry
-    return ops.lookup
+    from ..engine.core.table import lookup  # (importing the engine fills the registry)
+    return lookup
 
 
 def _constants() -> dict[str, float]:
-    from ..engine.ops import CONSTANTS
+    from ..engine.core.recording import CONSTANTS
     return dict(CONSTANTS)
 
 

@@ -629,8 +629,8 @@ _command("grad", GRAD + ORDER + CHECK + BATCH, _grad_or_order)
 
 def functions(json_out: Annotated[bool, typer.Option("--json", help="Print JSON.")] = False
               ) -> None:
-    from ..engine.ops import CONSTANTS
-    from ..engine.table import ORDER, REGISTRY
+    from ..engine.core.recording import CONSTANTS
+    from ..engine.core.table import ORDER, REGISTRY
     from . import render
     entries = [REGISTRY[name] for name in ORDER]
 

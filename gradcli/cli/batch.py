@@ -312,8 +312,8 @@ class Evaluator:
         return self.kind.run(self.model)
 
     def __call__(self, values: dict):
-        from ..engine.batching import vectorized_map
-        from ..engine.tensor import Batched, NotBatchable, constant
+        from ..engine.core.batching import vectorized_map
+        from ..engine.core.tensor import Batched, NotBatchable, constant
         dtype = self.model.dtype
         elems = {name: constant(v, dtype=dtype) for name, v in values.items()}
 

@@ -1,22 +1,54 @@
 """The engine: values, the function table, tapes and the gradient APIs. It knows nothing
-of text, sympy or terminals."""
+of text, sympy or terminals.
+
+Three parts, importing one way (tests/test_engine_layers.py holds it, counting the
+imports inside functions too):
+
+- ``core/``: what a newcomer reads. ``tensor`` (values), ``table`` (what an entry is, the
+  registry the rules fill in), ``recording`` (``apply``: run an entry, record it on the
+  tapes; the entries published as functions), ``tape`` (``GradientTape`` and the
+  backward pass), ``forward`` (forward mode), ``batching`` (``vectorized_map``), ``api``
+  (the gradient APIs), ``derive`` (forward rules derived from an entry's kind), ``nest``
+  (nested structures), ``methods``/``numpy_api`` (tensors as numpy arrays). The core
+  imports no rule module: it finds entries by name in the registry, as JAX's
+  ``primitive_jvps`` dicts are filled by the modules that define primitives. The two
+  places ``apply`` hands over to a higher module (a batched input, an active forward
+  accumulator) go through hooks that module sets in ``core.state`` when imported.
+- ``rules/``: the function table, one module per kind of operation; each entry states its
+  VJP, JVP and batching rule where it is defined.
+- ``fast.py``: the speed tricks beside the algorithm (in-place twins, buffer reuse,
+  reference counts), each called at one place, all off with ``GRADCLI_FAST=0``.
+
+``gradcli.engine.ops`` (a public name since the table lived in ops.py) is
+``core.recording``: ``apply``, ``FUNCTIONS``, ``NP``, ``ENGINE``, ``CONSTANTS``.
+"""
 from __future__ import annotations
 
-from . import methods, ops, table
-from .api import (custom_gradient, gradients_function, hessian_vector_product,
-                  hessians_function, implicit_gradients, implicit_value_and_gradients, jvp,
-                  stop_gradient, value_and_gradients_function)
-from .ops import CONSTANTS, FUNCTIONS, apply
-from .tape import GradientTape
-from .tensor import Tensor, Variable, as_value, constant
+from . import rules  # noqa: F401  (fills the table)
+from .core import methods, table
+from .core import recording as ops
+from .core.api import (
+    custom_gradient,
+    gradients_function,
+    hessian_vector_product,
+    hessians_function,
+    implicit_gradients,
+    implicit_value_and_gradients,
+    jvp,
+    stop_gradient,
+    value_and_gradients_function,
+)
+from .core.recording import CONSTANTS, FUNCTIONS, apply
+from .core.tape import GradientTape
+from .core.tensor import Tensor, Variable, as_value, constant
 
 
 def _install_operators() -> None:
     """Python operators on tensors, each one table entry."""
-    reg = ops.REGISTRY
+    reg = table.REGISTRY
 
     # frames=1: the lambda lies between the user's expression and apply (see
-    # ops._reusable_buffer).
+    # fast.reusable_buffer).
     empty = ops.EMPTY
 
     def binary(op):
@@ -32,7 +64,7 @@ def _install_operators() -> None:
     for name, entry in (("lt", "less"), ("le", "less_equal"), ("gt", "greater"),
                         ("ge", "greater_equal"), ("eq", "equal"), ("ne", "not_equal")):
         setattr(Tensor, f"__{name}__", binary(reg[entry]))
-    negative, absolute, getitem = reg["negative"], reg["abs"], ops.INTERNAL["getitem"]
+    negative, absolute, getitem = reg["negative"], reg["abs"], table.INTERNAL["getitem"]
     Tensor.__neg__ = lambda self: apply(negative, (self,), empty, 1)
     Tensor.__pos__ = lambda self: self
     Tensor.__abs__ = lambda self: apply(absolute, (self,))
@@ -53,21 +85,6 @@ def _index(index):
 _install_operators()
 
 
-def _install_multi_output() -> None:
-    """Entries returning several tensors (``split``) run as one recorded slice per piece:
-    their public function replaces the generic one (see ``more_ops.MULTI_OUTPUT``)."""
-    for name, fn in ops.more_ops.MULTI_OUTPUT.items():
-        fn.__doc__ = FUNCTIONS[name].__doc__
-        FUNCTIONS[name] = fn
-        setattr(ops.ENGINE, name, fn)
-        setattr(ops, name, fn)
-
-
-# after more_ops.py is loaded (on demand: table.LOADERS), or now if it already is
-if table.LOADERS:
-    table.LOADERS.append(_install_multi_output)
-else:
-    _install_multi_output()
 methods.install()  # array methods, % and //, numpy's functions on tensors
 
 
@@ -75,7 +92,7 @@ def __getattr__(name: str):
     """Forward mode (forward.py) is imported when first used: ``ForwardAccumulator`` and
     ``jvp`` are the way in, and a command-line start needs neither (issue 14)."""
     if name == "ForwardAccumulator":
-        from .forward import ForwardAccumulator
+        from .core.forward import ForwardAccumulator
         return ForwardAccumulator
     raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 

@@ -233,8 +233,8 @@ def _not_built(*args, **kwargs):  # pragma: no cover - replaced by build
 
 def _engine():
     """The engine modules, imported when first needed (the parser does not need them)."""
-    from ..engine import ops, tensor
-    return ops, tensor
+    from ..engine.core import recording, tensor
+    return recording, tensor
 
 
 # ---------------------------------------------------------------------------------------
@@ -403,7 +403,7 @@ class _Plan:
             return True
         if not resolved.op.outputs:  # (linalg.py, loaded on demand, has the others)
             return False
-        from ..engine.linalg import several_outputs
+        from ..engine.rules.linalg import several_outputs
         return several_outputs(resolved.op, resolved.params)
 
     def _output_names(self, op, params) -> list:
@@ -425,7 +425,7 @@ class _Plan:
                                             f"index, e.g. {node.func}(...)[0]", node)
         params, out = resolved.params, self.register()
         multi = op.kind == "multi"
-        api = self.ops.more_ops.MULTI_OUTPUT[op.name] if multi else self.ops.FUNCTIONS[op.name]
+        api = self.ops.FUNCTIONS[op.name]
 
         def step(r, env, used, out=out):
             values = [r[i] if isinstance(i, int) else i for i in inputs]
@@ -474,8 +474,8 @@ class _Plan:
         apply, out = self.ops.apply, self.register()
         check = _check_linalg_sizes if op.kind == "linalg" else _check_sizes
         regs_in = [i for i in inputs if isinstance(i, int)]
-        # (only more_ops's entries have one: not loaded, none of them is used; issue 14)
-        more = sys.modules.get("gradcli.engine.more_ops")
+        # (only shape_extra's entries have one: not loaded, none of them is used; issue 14)
+        more = sys.modules.get("gradcli.engine.rules.shape_extra")
         result_size = more.RESULT_SIZE.get(op.name) if more is not None else None
         if result_size is not None:  # repeat, tile, pad...: the result may dwarf the inputs
             def step(r, env, used, out=out):
@@ -536,7 +536,7 @@ def _check_linalg_sizes(op, values, variadic: bool = False, params=None) -> None
     full SVDs grow beyond their inputs' sizes, so the result is counted from the shapes."""
     if op.name in ("matmul", "dot"):
         return _check_sizes(op, values, variadic, params)
-    from ..engine.linalg import result_count
+    from ..engine.rules.linalg import result_count
     count = result_count(op.name, [np.shape(v) for v in values], params or {})
     if count is not None and count > limits.array_limit():
         limits.check_elements(count, op.name)

@@ -80,6 +80,6 @@ def _batching() -> list:
     """``engine.state.batching`` (the list itself, which the engine changes in place),
     found once: the language's parser does not load the engine (start-up, issue 14)."""
     if not _BATCHING:
-        from ..engine import state
+        from ..engine.core import state
         _BATCHING.append(state.batching)
     return _BATCHING[0]

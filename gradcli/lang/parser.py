@@ -84,7 +84,7 @@ _COMPARISONS = {"<": "less", "<=": "less_equal", ">": "greater", ">=": "greater_
 # ---------------------------------------------------------------------------------------
 def registry() -> dict:
     """The function table (name or alias -> ``Op``), with the engine's entries loaded."""
-    from ..engine import table
+    from ..engine.core import table
     if not table.REGISTRY:
         try:
             from ..engine import ops  # noqa: F401  (importing registers the entries)
@@ -395,7 +395,7 @@ NORM_ORD_STRINGS = ("fro", "nuc")
 
 
 def _check_subscripts(subscripts: str, fail, col: int, n_operands: int | None = None) -> None:
-    from ..engine.linalg import SubscriptError, check_subscripts
+    from ..engine.rules.linalg import SubscriptError, check_subscripts
     try:
         check_subscripts(subscripts, n_operands)
     except SubscriptError as err:

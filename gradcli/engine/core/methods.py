@@ -22,8 +22,8 @@ from __future__ import annotations
 import numpy as np
 
 from . import state
-from .ops import FUNCTIONS, INTERNAL, apply
-from .table import REGISTRY
+from .recording import FUNCTIONS, apply
+from .table import INTERNAL, REGISTRY
 from .tensor import Batched, Tensor, Variable, _make
 
 
@@ -189,7 +189,7 @@ def install() -> None:
     Tensor.flatten = Tensor.ravel = flatten
     Tensor.astype = astype
     Tensor.__index__ = _index
-    # (entries of more_ops.py, read at the call: loaded on first use, issue 14)
+    # (entries of rules/elementwise_extra.py, read at the call: loaded on first use, issue 14)
     Tensor.__mod__ = lambda self, other: apply(reg["mod"], (self, other))
     Tensor.__rmod__ = lambda self, other: apply(reg["mod"], (other, self))
     Tensor.__floordiv__ = lambda self, other: apply(reg["floor_divide"], (self, other))

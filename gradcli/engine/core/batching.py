@@ -36,10 +36,11 @@ from typing import Any, Callable
 
 import numpy as np
 
-from ..errors import ShapeError
+from ...errors import ShapeError
 from . import state
-from .ops import EMPTY, FUNCTIONS, INTERNAL, MATMUL, REGISTRY, apply
-from .table import Op, normalise_axes
+from .nest import flatten, pack, pair
+from .recording import EMPTY, FUNCTIONS, apply
+from .table import INTERNAL, REGISTRY, Op, normalise_axes
 from .tensor import Batched, NotBatchable, Tensor, _make, as_value, constant
 
 __all__ = ["vectorized_map", "Batched", "NotBatchable", "apply_batched", "RULES"]
@@ -49,9 +50,9 @@ __all__ = ["vectorized_map", "Batched", "NotBatchable", "apply_batched", "RULES"
 # Running an entry on batched inputs
 # ---------------------------------------------------------------------------------------
 def apply_batched(op: Op, inputs, params) -> Batched:
-    """Run ``op`` on inputs of which some are ``Batched`` (``ops.apply`` comes here when
+    """Run ``op`` on inputs of which some are ``Batched`` (``recording.apply`` comes here when
     one is): its batching rule, on the underlying tensors."""
-    # A list or tuple holding batched values is packed first, as ops.apply packs one
+    # A list or tuple holding batched values is packed first, as recording.apply packs one
     # holding tensors (a variadic entry's inputs are its sequence of tensors).
     items = [_pack(x) for x in inputs]
     batched = [isinstance(x, Batched) for x in items]
@@ -249,7 +250,7 @@ def matmul(op: Op, values, batched, params) -> Tensor:
         x = lift(x, rank)
     if by:
         y = lift(y, rank)
-    out = apply(MATMUL, (x, y), EMPTY)
+    out = apply(REGISTRY["matmul"], (x, y), EMPTY)
     if len(xs) == 1 or len(ys) == 1:
         shape = np.shape(out._value)
         keep = shape[:-2] + (shape[-2:-1] if len(xs) > 1 else ()) + (
@@ -466,31 +467,15 @@ def _loop(fn, tensors, rebuild, size: int):
     return rebuild_out(stacked)
 
 
-def _flatten(nest):
-    """The leaves of a nest of lists, tuples and dicts, and the function that rebuilds
-    the nest from new leaves."""
-    if isinstance(nest, (list, tuple)):
-        parts = [_flatten(x) for x in nest]
-        counts = [len(p[0]) for p in parts]
-        kind = type(nest)
-
-        def rebuild(leaves):
-            out, i = [], 0
-            for (_, again), n in zip(parts, counts):
-                out.append(again(leaves[i:i + n]))
-                i += n
-            return kind(out) if kind in (list, tuple) else kind(*out)
-        return [leaf for p in parts for leaf in p[0]], rebuild
-    if isinstance(nest, dict):
-        keys = list(nest)
-        leaves, again = _flatten([nest[k] for k in keys])
-        return leaves, lambda new: dict(zip(keys, again(new)))
-    return [nest], lambda leaves: leaves[0]
+def _flatten(structure):
+    """The leaves of a nest (``nest.flatten``) and the function that rebuilds it from new
+    leaves."""
+    return flatten(structure), lambda leaves: pack(structure, iter(leaves))
 
 
 def _install() -> None:
     """Batched values take the operators and methods of tensors: each goes through
-    ``ops.apply`` (so to the batching rules), except what reads a value."""
+    ``recording.apply`` (so to the batching rules), except what reads a value."""
     own = set(Batched.__dict__) | {"__init__", "__slots__", "__dict__", "__weakref__",
                                    "__module__", "__doc__", "_value", "_node", "__index__",
                                    "__array_function__"}
@@ -624,14 +609,13 @@ def custom_gradient_call(wrap, f, xs, kwargs):
     underlying tensors. A gradient for an input shared by every example is summed over
     the examples (what that input receives from the whole batch). Keyword arguments,
     batched or not, reach ``f`` as given (they are not differentiated)."""
-    from .api import _pair  # the check outside the map (api loads this module lazily)
     batched = [isinstance(x, Batched) for x in xs]
     batched_keys = {k for k, v in kwargs.items() if isinstance(v, Batched)}
     size = next(x._tensor.shape[0] for x in (*xs, *kwargs.values()) if isinstance(x, Batched))
     leaves_of = {}
 
     def under_f(*values, **plain_kwargs):
-        ys, grad_fn = _pair(f, f(*[Batched(v) if b else v for v, b in zip(values, batched)],
+        ys, grad_fn = pair(f, f(*[Batched(v) if b else v for v, b in zip(values, batched)],
                                  **{k: Batched(v) if k in batched_keys else v
                                     for k, v in plain_kwargs.items()}))
         leaves, rebuild = _flatten(ys)
@@ -679,7 +663,7 @@ def custom_gradient_call(wrap, f, xs, kwargs):
 
 
 # ---------------------------------------------------------------------------------------
-# Helpers for the rules of single entries (more_ops.py, linalg.py)
+# Helpers for the rules of single entries (rules/shape_extra.py, rules/linalg.py, ...)
 # ---------------------------------------------------------------------------------------
 def example_params(op: Op, params: dict, rank: int) -> dict:
     """All of ``op``'s parameters, defaults filled in, with the axes normalised for one
@@ -706,3 +690,5 @@ def flat_examples(value) -> Tensor:
     axis=None means "of the flattened array" (cumsum, sort, argmax, repeat, roll, take)."""
     shape = np.shape(value._value)
     return reshaped(value, (shape[0], int(np.prod(shape[1:], dtype=np.int64))))
+
+state.apply_batched = apply_batched  # (apply hands batched inputs here: see core.state)

@@ -2,9 +2,9 @@
 
 The backward pass walks the recorded graph iteratively (no recursion: chains of 10^5
 operations work), in reverse topological order, calling each entry's rule and summing
-each gradient back to its input's shape in one place (``_unbroadcast``).
+each gradient back to its input's shape in one place (``unbroadcast``).
 
->>> from gradcli.engine.tensor import constant
+>>> from gradcli.engine.core.tensor import constant
 >>> x = constant(3.0)
 >>> with GradientTape() as tape:
 ...     tape.watch(x)
@@ -14,73 +14,19 @@ np.float64(6.0)
 """
 from __future__ import annotations
 
-import sys
 from heapq import heapify, heappop, heappush
 from operator import attrgetter
 
 import numpy as np
 
-from . import ops, state
-from .state import REFCOUNTS_EXACT
+from .. import fast
+from . import state
+from .nest import flatten, pack
+from .recording import ENGINE, FUNCTIONS, NP
 from .tensor import BATCHED_VARIABLES, Batched, Node, Shape, Tensor, Variable, _make, as_value
 
 _recording = state.recording
 _creation_order = attrgetter("_order")
-
-
-def _keys(d: dict) -> list:
-    """A dict's keys in TensorFlow's ``nest`` order: sorted, so that two dicts with the same
-    keys pair their entries by key whatever order they were built in (targets with
-    ``output_gradients``, outputs with ``dy``)."""
-    try:
-        return sorted(d)
-    except TypeError:
-        raise TypeError("nested structures take dicts with sortable keys (as TensorFlow's "
-                        f"nest), got keys {list(d)!r}") from None
-
-
-def _flatten(structure, out: list) -> list:
-    """Leaves of a nested list/tuple/dict, in order, a dict's by sorted key (TensorFlow's
-    ``nest.flatten``; iteratively: no recursion limits)."""
-    if isinstance(structure, Tensor):
-        out.append(structure)
-        return out
-    if structure.__class__ is list or structure.__class__ is tuple:  # the usual: flat
-        for item in structure:
-            if not isinstance(item, Tensor):
-                break
-        else:
-            out.extend(structure)
-            return out
-    stack = [structure]
-    while stack:
-        item = stack.pop()
-        if isinstance(item, dict):
-            stack.extend([item[k] for k in reversed(_keys(item))])
-        elif isinstance(item, (list, tuple)):
-            stack.extend(reversed(item))
-        else:
-            out.append(item)
-    return out
-
-
-def _pack(structure, leaves):
-    """Rebuild ``structure`` with ``leaves`` (an iterator) in place of its leaves."""
-    if structure.__class__ is list:
-        for item in structure:
-            if not isinstance(item, Tensor):
-                break
-        else:
-            return [next(leaves) for _ in structure]
-    if isinstance(structure, dict):  # leaves by sorted key (as _flatten), keys as given
-        packed = {k: _pack(structure[k], leaves) for k in _keys(structure)}
-        return {k: packed[k] for k in structure}
-    if isinstance(structure, (list, tuple)):
-        items = [_pack(v, leaves) for v in structure]
-        if hasattr(structure, "_fields"):  # a namedtuple: its fields, positionally
-            return type(structure)(*items)
-        return type(structure)(items)
-    return next(leaves)
 
 
 def _check_unconnected(unconnected_gradients) -> None:
@@ -115,7 +61,7 @@ class _Trace:
 class GradientTape:
     """Record operations to differentiate them, as ``tf.GradientTape`` in TensorFlow 2.
 
-    >>> from gradcli.engine.tensor import Variable
+    >>> from gradcli.engine.core.tensor import Variable
     >>> w = Variable(2.0)
     >>> with GradientTape() as tape:
     ...     y = w * 5.0
@@ -178,7 +124,7 @@ class GradientTape:
 
     def watch(self, tensor) -> None:
         """Trace a tensor or variable (or a nested list/tuple/dict of them)."""
-        for item in _flatten(tensor, []):
+        for item in flatten(tensor, []):
             if isinstance(item, Batched):  # inside vectorized_map: its examples' tensor
                 item = item._tensor
             if not isinstance(item, Tensor):
@@ -234,16 +180,16 @@ class GradientTape:
             self._pop()  # as in TensorFlow: stop recording, the tape is spent
         self._used = True
 
-        targets = _flatten(target, [])
+        targets = flatten(target, [])
         if output_gradients is None:
             seeds = [None] * len(targets)
         else:
-            seeds = _flatten(output_gradients, []) if isinstance(
+            seeds = flatten(output_gradients, []) if isinstance(
                 output_gradients, (list, tuple, dict)) else [output_gradients]
             if len(seeds) != len(targets):
                 raise ValueError(f"output_gradients has {len(seeds)} entries for "
                                  f"{len(targets)} targets")
-        flat_sources = _flatten(sources, [])
+        flat_sources = flatten(sources, [])
         if state.batching:  # inside vectorized_map: batched values are unwrapped there
             from .batching import gradient
             grads = gradient(self, targets, seeds, flat_sources)
@@ -254,133 +200,70 @@ class GradientTape:
         if unconnected_gradients == "zero":
             grads = [g if g is not None else _zeros_like(s)
                      for g, s in zip(grads, flat_sources)]
-        return _pack(sources, iter(grads))
+        return pack(sources, iter(grads))
 
     def _backward(self, targets, seeds, sources, release: bool = False) -> list:
-        """The reverse pass: one gradient (or None) per source.
+        """The reverse pass: one gradient (or None) per source; speed tricks: ``fast``."""
+        differentiable = bool(_recording) or bool(state.forward)  # then rules use engine ops
+        m, speed, in_place = (ENGINE, False, None) if differentiable else (
+            NP, fast.ENABLED, fast.InPlace)
+        trace, watched, release = self._trace, self._trace.watched, release and not differentiable
+        grads, frontier, keep, ends = self._seeded(targets, seeds, sources, differentiable)
+        while frontier:
+            node = heappop(frontier)[1]
+            key, op, params = id(node), node.op, node.params
+            g = grads.get(key) if key in keep else grads.pop(key)
+            args, ans = _rebuilt(node) if differentiable else (node.values, node.ans)
+            spent = release and node.tapes is trace.alone  # recorded by this tape alone: freed
+            g, full = (fast.upstream(node, g, ans, args, trace, spent, key in keep)  # (full: g
+                       if speed and g.__class__ is np.ndarray else (g, None))  # as a scalar)
+            for i, parent in enumerate(node.parents):
+                recorded = parent is not None and trace in parent.tapes
+                if not (recorded or parent is not None and id(parent) in watched):
+                    continue  # the gradient does not flow there
+                if g.__class__ is in_place:  # a twin computed the one input's gradient
+                    gx = g.gradient
+                elif op.variadic:  # one rule for all the inputs
+                    gx = op.vjps[0](m, g, ans, *args, index=i, **params)
+                else:  # (a None rule: no gradient for that input)
+                    gx = (rule := op.vjps[i]) and rule(m, g, ans, *args, **params)
+                if gx is None:
+                    continue
+                if gx.shape != args[i].shape or full is not None:
+                    gx = unbroadcast(m, gx, args[i].shape, full)
+                prev = grads.get(k := id(parent))
+                if prev is None:  # a recorded node enters the heap with its first gradient
+                    grads[k] = gx
+                    if recorded:
+                        heappush(frontier, (-parent.seq, parent))
+                else:
+                    grads[k] = fast.add_into(prev, gx) if speed else prev + gx
+            g = gx = prev = None  # (so the next node's reference counts are exact)
+            if spent:
+                node.values = node.ans = None
+        return [_source_gradient(grads, n, s, targets, differentiable) for n, s in ends]
 
-        Nodes are taken in reverse recording order from a heap (a chain keeps it at one
-        entry): a node's consumers were recorded after it, so popping the latest first
-        processes a node once every consumer on the way from the targets has passed its
-        gradient down. Iterative, so a chain of 10^5 operations needs no recursion.
-
-        With ``release`` (a spent non-persistent tape) each node drops its saved values
-        once processed, as TensorFlow frees a tape's resources: memory is returned during
-        the pass, not when the caller drops the result."""
-        # An outer tape records, or an accumulator wants the gradient's tangent
-        # (forward-over-reverse): compute in engine ops.
-        differentiable = bool(_recording) or bool(state.forward)
-        m = ops.ENGINE if differentiable else ops.NP
+    def _seeded(self, targets, seeds, sources, differentiable: bool):
+        """The start of the reverse pass: the targets' seeds in a gradients dict, the
+        heap of recorded nodes to visit, the ids of the sources' nodes (whose gradients
+        stay in the dict as results) and each source's (node, source)."""
         trace = self._trace
-        watched = trace.watched
-        grads: dict[int, object] = {}
-        frontier = []
         for s in sources:
             if s._node is None and any(s is t for t in targets):
                 s._node = Node()  # a target that is a source: its gradient is the seed
-        source_nodes = [s._node for s in sources]
-        keep = {id(n) for n in source_nodes if n is not None}
+        ends = [(s._node, s) for s in sources]
+        keep = {id(n) for n, _ in ends if n is not None}
+        grads: dict[int, object] = {}
+        frontier = []
         for t, seed in zip(targets, seeds):
             node = t._node if isinstance(t, Tensor) else None
-            if node is not None and (trace in node.tapes or id(node) in watched
+            if node is not None and (trace in node.tapes or id(node) in trace.watched
                                      or id(node) in keep):
                 if id(node) not in grads and trace in node.tapes:
                     frontier.append((-node.seq, node))
                 _accumulate(grads, node, _seed(t, seed, differentiable))
         heapify(frontier)
-        release = release and not differentiable
-        # A recorded node enters the heap with its first gradient: nodes no gradient
-        # reaches are never visited.
-        while frontier:
-            node = heappop(frontier)[1]
-            key = id(node)
-            g = grads.get(key) if key in keep else grads.pop(key)
-            op = node.op
-            if differentiable:
-                # Rebuild tensors around the saved values: the same nodes, so an outer
-                # tape that recorded them sees the rules' operations as connected.
-                args = [_make(v, p) if p is not None and v.__class__ is not Shape else v
-                        for v, p in zip(node.values, node.parents)]
-                ans = _make(node.ans, node)
-            else:
-                args, ans = node.values, node.ans
-            spent = release and node.tapes is trace.alone  # recorded by this tape alone
-            full = None  # the output's shape, when g is a scalar standing for a broadcast
-            if not differentiable and g.__class__ is np.ndarray and g.size >= _IN_PLACE_SIZE:
-                if op.elementwise and not any(g.strides):
-                    # A broadcast scalar (what a sum sends back): elementwise rules compute
-                    # with the scalar, making one array instead of two; the result is
-                    # brought to the input's shape by the un-broadcasting below.
-                    full = g.shape
-                    g = g[(0,) * g.ndim]
-                if op.twins and key not in keep:
-                    g = _in_place(op, g, ans, args, node.parents, trace, watched, spent)
-            i = -1
-            for parent in node.parents:
-                i += 1
-                if parent is None:
-                    continue
-                recorded = trace in parent.tapes
-                if not (recorded or id(parent) in watched):
-                    continue
-                if g.__class__ is _InPlace:  # the node's only gradient, already computed
-                    gx = g.gradient
-                elif op.variadic:
-                    gx = op.vjps[0](m, g, ans, *args, index=i, **node.params)
-                    if gx is None:  # a custom_gradient's grad_fn gave this input none
-                        continue
-                else:
-                    rule = op.vjps[i]
-                    if rule is None:
-                        continue
-                    gx = rule(m, g, ans, *args, **node.params)
-                shape = args[i].shape
-                if gx.shape != shape or (full is not None and full != shape):
-                    gx = _unbroadcast(m, gx, shape, full)
-                k = id(parent)
-                prev = grads.get(k)
-                if prev is None:
-                    grads[k] = gx
-                    if recorded:
-                        heappush(frontier, (-parent.seq, parent))
-                elif not differentiable and _exclusive(prev, 2) and prev.dtype == gx.dtype:
-                    prev += gx  # nobody else holds this sum: add in place
-                else:
-                    grads[k] = prev + gx
-            # Drop this node's references to gradients, so the next node can tell by
-            # reference counts whether its upstream gradient is shared.
-            g = gx = prev = None
-            if spent:
-                node.values = node.ans = None
-        out = []
-        for n, source in zip(source_nodes, sources):
-            g = None if n is None else grads.get(id(n))
-            dtype = source._value.dtype
-            # A boolean or integer source has no gradient (None), as in TensorFlow, whose
-            # tapes do not watch them: the SPEC's "booleans are never differentiable" and
-            # "an integer dtype gives a tensor with no gradient". Except as its own target:
-            # then, as TensorFlow, the target's seed in the source's dtype
-            # (tape.gradient(s, s) of a boolean s is all True).
-            if g is None or (dtype.kind not in "fc" and not any(
-                    t._node is n for t in targets if isinstance(t, Tensor))):
-                out.append(None)
-                continue
-            # A gradient has its source's dtype (a float32 source mixed with float64
-            # constants gets a float32 gradient), as in TensorFlow and PyTorch.
-            if g.dtype != dtype and dtype.kind != "c":
-                if differentiable:
-                    g = ops.FUNCTIONS["cast"](g, dtype=dtype)
-                else:
-                    g = np.asarray(g).astype(dtype)
-                    g = g[()] if g.ndim == 0 else g
-            if not differentiable:
-                # A gradient may be a forward value or a broadcast view (see ops._times and
-                # the reductions' rules); what the user receives is an array of its own.
-                # (holders of g: the grads dict and this local)
-                g = _make(g if g.__class__ is not np.ndarray or _exclusive(g, 2) else g.copy())
-            out.append(g)
-        grads.clear()
-        return out
+        return grads, frontier, keep, ends
 
     # --- jacobians -------------------------------------------------------------------
     def jacobian(self, target, sources, unconnected_gradients="none",
@@ -400,11 +283,11 @@ class GradientTape:
         if self._recording and not self._persistent:
             self._pop()
         self._used = True
-        flat_sources = _flatten(sources, [])
+        flat_sources = flatten(sources, [])
         if state.batching and (isinstance(target, Batched)
                                or any(isinstance(s, Batched) for s in flat_sources)):
             from .batching import jacobian  # per example, inside vectorized_map
-            return _pack(sources, iter(jacobian(self, target, flat_sources,
+            return pack(sources, iter(jacobian(self, target, flat_sources,
                                                 unconnected_gradients)))
         _check_sources(flat_sources)
         tshape = target.shape
@@ -415,7 +298,7 @@ class GradientTape:
             # for every source an (empty) seed reaches.
             grads = self._backward([target], [np.zeros(tshape, dtype=target.dtype)],
                                    flat_sources)
-            return _pack(sources, iter(
+            return pack(sources, iter(
                 None if g is None and unconnected_gradients == "none"
                 else _make(np.zeros(tshape + src.shape, dtype=src.dtype))
                 for g, src in zip(grads, flat_sources)))
@@ -434,12 +317,12 @@ class GradientTape:
                 continue
             parts = [g if g is not None else _zeros_like(src) for g in row]
             if bool(_recording):
-                stacked = ops.FUNCTIONS["stack"](parts)
-                results.append(ops.FUNCTIONS["reshape"](stacked, tshape + src.shape))
+                stacked = FUNCTIONS["stack"](parts)
+                results.append(FUNCTIONS["reshape"](stacked, tshape + src.shape))
             else:
                 values = [p._value for p in parts]
                 results.append(_make(np.reshape(np.stack(values), tshape + src.shape)))
-        return _pack(sources, iter(results))
+        return pack(sources, iter(results))
 
     def batch_jacobian(self, target, source, unconnected_gradients="none",
                        parallel_iterations=None, experimental_use_pfor=True):
@@ -464,7 +347,7 @@ class GradientTape:
         ny = int(np.prod(tshape[1:], dtype=np.int64))
         nx = int(np.prod(sshape[1:], dtype=np.int64))
         if isinstance(full, Batched):  # inside vectorized_map: the same, by operations
-            reshape = ops.FUNCTIONS["reshape"]
+            reshape = FUNCTIONS["reshape"]
             diag = reshape(full, (b, ny, b, nx))[np.arange(b), :, np.arange(b), :]
             return reshape(diag, tshape + sshape[1:])
         value = full._value.reshape((b, ny, b, nx))
@@ -495,50 +378,36 @@ class _Paused:
 
 
 
-def _exclusive(array, holders: int) -> bool:
-    """True when ``array`` owns its memory and only the caller's ``holders`` references
-    hold it, so changing it or handing it out cannot be observed elsewhere."""
-    return (REFCOUNTS_EXACT and array.__class__ is np.ndarray and array.base is None
-            and array.flags.writeable
-            and sys.getrefcount(array) <= holders + 2)  # + this call's argument and getrefcount's
+
+def _rebuilt(node):
+    """The node's saved inputs and output as tensors, on the same nodes, so that an outer
+    tape that recorded them sees the rules' operations as connected."""
+    args = [_make(v, p) if p is not None and v.__class__ is not Shape else v
+            for v, p in zip(node.values, node.parents)]
+    return args, _make(node.ans, node)
 
 
-class _InPlace:
-    """Marks a gradient an in-place rule already computed from the upstream gradient."""
-    __slots__ = ("gradient",)
+def _source_gradient(grads: dict, n, source, targets, differentiable: bool):
+    """What ``gradient`` returns for one source (its node ``n``), from its summed gradient
+    in ``grads``.
 
-    def __init__(self, gradient):
-        self.gradient = gradient
-
-
-# Below this many elements a new array is cheap: in-place rules are not worth a look-up.
-_IN_PLACE_SIZE = 4096
-
-
-def _in_place(op, g, ans, args, parents, trace, watched, spent: bool):
-    """Apply the in-place twin of the rule (``op.twins``) when exactly one input receives
-    a gradient and nobody else holds g (a scalar g is never shared); otherwise return g
-    unchanged. With ``spent`` (the node is released after this), the node's output and
-    first input may serve as the twin's output when nobody else holds them."""
-    receiving = [i for i, p in enumerate(parents)
-                 if p is not None and (trace in p.tapes or id(p) in watched)]
-    if len(receiving) != 1 or op.variadic:
-        return g
-    i = receiving[0]
-    rule = op.twins[i]
-    # holders of g: _backward's local and this function's parameter. A twin reads only
-    # what its rule reads, which the node kept (see Op.saves).
-    if rule is None or (g.__class__ is np.ndarray and not _exclusive(g, 2)):
-        return g
-    spare = (None, None)
-    if spent:
-        first = args[0]
-        # holders: node.ans, _backward's local, this parameter / the node's list, this local
-        spare = (ans if _exclusive(ans, 3) else None,
-                 first if _exclusive(first, 2) else None)
-        del first
-    out = rule(g, ans, *args, spare=spare)
-    return g if out is None else _InPlace(out)
+    A boolean or integer source has no gradient (None), as in TensorFlow, whose tapes do
+    not watch them: the SPEC's "booleans are never differentiable" and "an integer dtype
+    gives a tensor with no gradient". Except as its own target: then, as TensorFlow, the
+    target's seed in the source's dtype (tape.gradient(s, s) of a boolean s is all
+    True). A gradient has its source's dtype (a float32 source mixed with float64
+    constants gets a float32 gradient), as in TensorFlow and PyTorch."""
+    dtype = source._value.dtype
+    g = None if n is None else grads.get(id(n))
+    if g is None or (dtype.kind not in "fc" and not any(
+            t._node is n for t in targets if isinstance(t, Tensor))):
+        return None
+    if g.dtype != dtype and dtype.kind != "c":
+        if differentiable:
+            return FUNCTIONS["cast"](g, dtype=dtype)
+        g = np.asarray(g).astype(dtype)
+        g = g[()] if g.ndim == 0 else g
+    return g if differentiable else _make(fast.owned(g))
 
 
 def _accumulate(grads: dict, x, g) -> None:
@@ -547,7 +416,7 @@ def _accumulate(grads: dict, x, g) -> None:
     grads[key] = g if prev is None else prev + g
 
 
-def _unbroadcast(m, g, shape, full=None):
+def unbroadcast(m, g, shape, full=None):
     """Sum a gradient back to its input's shape: the one place broadcasting is undone.
     ``full``: the shape ``g`` stands for when the rule computed with a scalar in place of
     a broadcast upstream gradient (the output's shape); g is summed as that shape."""

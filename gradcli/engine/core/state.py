@@ -23,3 +23,10 @@ batching: list = []
 # rely on it). CPython 3.14 and free-threaded builds may leave references uncounted:
 # there those paths stay off.
 REFCOUNTS_EXACT = sys.version_info < (3, 14) and getattr(sys, "_is_gil_enabled", lambda: True)()
+
+# Hooks the higher modules set when imported, so that ``apply`` reaches them without
+# importing them (the engine's modules import one way: see tests/test_engine_layers.py).
+# batching.py: runs an entry's batching rule on a batched input (only batching makes one).
+apply_batched = None
+# forward.py: forward mode's bookkeeping (only forward.py makes an accumulator).
+propagate = None

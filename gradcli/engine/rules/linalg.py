@@ -1,6 +1,6 @@
 """Linear algebra and einsum entries of the function table (kind ``linalg``).
 
-Each entry is one ``register(Op(...))`` as in ``ops.py``, with rules written against the
+Each entry is one ``entry(...)`` (``core.derive``), with rules written against the
 namespace ``m`` (numpy on the fast path, the engine under an outer tape, so second
 derivatives are exact). The rules follow Giles, "Collected matrix derivative results for
 forward and reverse mode algorithmic differentiation" (2008), and the rules of HIPS
@@ -27,10 +27,21 @@ from functools import lru_cache
 
 import numpy as np
 
-from . import ops as _ops
-from .ops import _expand, _reduced, _shape, _swap_last, apply, register
-from .table import Op
-from .tensor import Tensor
+from ..core.derive import entry, reduction_jvp
+from ..core.recording import ENGINE, FUNCTIONS, NP, apply
+from ..core.table import INTERNAL, REGISTRY
+from ..core.tensor import Tensor, shape_of
+from .elementwise import gate
+from .matmul import swap_last
+from .reductions import (
+    AXIS_PARAMS,
+    expand_reduced,
+    keep_reduced_axes,
+    norm_bounds,
+    ordinary,
+    rescaled,
+    sympy_reduce,
+)
 
 # ---------------------------------------------------------------------------------------
 # Helpers
@@ -42,7 +53,7 @@ _LETTERS = "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ"
 
 
 def _T(m, a):
-    return _swap_last(m, a)
+    return swap_last(m, a)
 
 
 def _raw(x):
@@ -67,12 +78,12 @@ def _eye(n, like):
 
 def _col(m, v):
     """(..., n) -> (..., n, 1)."""
-    return m.reshape(v, shape=_shape(v) + (1,))
+    return m.reshape(v, shape=shape_of(v) + (1,))
 
 
 def _row(m, v):
     """(..., n) -> (..., 1, n)."""
-    s = _shape(v)
+    s = shape_of(v)
     return m.reshape(v, shape=s[:-1] + (1,) + s[-1:])
 
 
@@ -137,26 +148,15 @@ def _refusing(name, vjp):
     return rule
 
 
+def _refusing_all(name, vjps) -> tuple:
+    """``_refusing`` for each rule of an entry."""
+    return tuple(_refusing(name, vjp) for vjp in vjps)
+
+
 def _not_defined(name, detail, inputs):
-    from ..errors import ShapeError
-    shapes = ", ".join(str(_shape(x)) for x in inputs)
+    from ...errors import ShapeError
+    shapes = ", ".join(str(shape_of(x)) for x in inputs)
     return ShapeError(f"{name}: {detail} ({shapes})")
-
-
-def _linalg(name, forward, vjps, inputs, doc, derivative, *, sympy=None, params=(),
-            saves="all", domain="all real matrices", samples=None, outputs=(), api=None,
-            variadic=False, aliases=(), own_axes=False, jvps=None, batch=None):
-    vjps = tuple(_refusing(name, vjp) for vjp in vjps)
-    # Forward mode: linear and bilinear entries give their own JVPs (the entry applied to
-    # the tangent); the factorisations and multi-output entries take the transposition of
-    # their VJP (ops.transposed), exact and held to finite differences by the tests.
-    if jvps is None:
-        jvps = _ops.transposed_rules(vjps, variadic)
-    return register(Op(name=name, forward=forward, vjps=vjps, inputs=inputs, doc=doc,
-                       derivative=derivative, params=params, sympy=sympy, kind=_LINALG,
-                       saves=saves, domain=domain, samples=samples, outputs=outputs, api=api,
-                       variadic=variadic, aliases=aliases, own_axes=own_axes, jvps=jvps,
-                       batch=batch))
 
 
 def _applied(name):
@@ -198,11 +198,11 @@ def several_outputs(op, params) -> bool:
 def _pick(t, index):
     if index[0] is Ellipsis and len(t.shape) == len(index) - 1:
         index = index[1:]  # a single result: a numpy scalar for shape (), not a 0-d array
-    return apply(_ops.INTERNAL["getitem"], (t,), {"index": index})
+    return apply(INTERNAL["getitem"], (t,), {"index": index})
 
 
 def _reshape_t(t, shape):
-    return apply(_ops.REGISTRY["reshape"], (t,), {"shape": shape})
+    return apply(REGISTRY["reshape"], (t,), {"shape": shape})
 
 
 # Batching rules (inside vectorized_map; see gradcli.engine.batching): the result for
@@ -212,7 +212,7 @@ def _reshape_t(t, shape):
 def _batching():
     """The batching module, imported on first use (it imports the table, which this
     module is still filling when it is imported)."""
-    from . import batching
+    from ..core import batching
     return batching
 
 
@@ -248,10 +248,11 @@ def _samples_square(*extra):
     return samples
 
 
-_linalg("inv", _inv, (_inv_vjp,), ("a",), "matrix inverse (batched)", "-inv(a)^T g inv(a)^T",
-        jvps=(lambda m, t, ans, a: -m.matmul(m.matmul(ans, t), ans),),  # d inv = -inv da inv
-        sympy=_sympy_matrices(lambda sp, a: a.inv()), saves="ans",
-        domain="invertible square matrices", samples=_samples_square(), batch=_stacked_batch)
+entry(name="inv", forward=_inv, vjps=_refusing_all("inv", (_inv_vjp,)),
+      jvps=(lambda m, t, ans, a: -m.matmul(m.matmul(ans, t), ans),), inputs=("a",), kind="linalg",
+      saves="ans", doc="matrix inverse (batched)", derivative="-inv(a)^T g inv(a)^T",
+      domain="invertible square matrices", sympy=_sympy_matrices(lambda sp, a: a.inv()),
+      samples=_samples_square(), batch=_stacked_batch)
 
 
 def _solve(a, b):
@@ -267,15 +268,15 @@ def _solve(a, b):
 
 
 def _solve_grad_b(m, g, a, b):
-    if len(_shape(b)) == 1:  # numpy 2: a 1-D b is one vector, the others stacks of matrices
+    if len(shape_of(b)) == 1:  # numpy 2: a 1-D b is one vector, the others stacks of matrices
         col = m.solve(_T(m, a), _col(m, g))
-        return m.reshape(col, shape=_shape(col)[:-1])
+        return m.reshape(col, shape=shape_of(col)[:-1])
     return m.solve(_T(m, a), g)
 
 
 def _solve_vjp_a(m, g, ans, a, b):
     gb = _solve_grad_b(m, g, a, b)
-    if len(_shape(b)) == 1:
+    if len(shape_of(b)) == 1:
         return -(_col(m, gb) * _row(m, ans))
     return -m.matmul(gb, _T(m, ans))
 
@@ -305,11 +306,14 @@ def _solve_batch(op, values, batched, params):
     return apply(op, tuple(b.lift_batched(values, batched)), {})
 
 
-_linalg("solve", _solve, (_solve_vjp_a, lambda m, g, ans, a, b: _solve_grad_b(m, g, a, b)),
-        ("a", "b"), "x with a @ x = b (b a vector or a stack of matrices, as numpy 2)",
-        "-solve(a^T, g) x^T, solve(a^T, g)",
-        sympy=lambda sp, a, b: np.matmul(_sympy_matrices(lambda sp, m: m.inv())(sp, a), b),
-        domain="invertible a", samples=_solve_samples, batch=_solve_batch)
+entry(name="solve", forward=_solve,
+      vjps=_refusing_all("solve", (_solve_vjp_a,
+                                   lambda m, g, ans, a, b: _solve_grad_b(m, g, a, b))),
+      inputs=("a", "b"), kind="linalg",
+      doc="x with a @ x = b (b a vector or a stack of matrices, as numpy 2)",
+      derivative="-solve(a^T, g) x^T, solve(a^T, g)", domain="invertible a",
+      sympy=lambda sp, a, b: np.matmul(_sympy_matrices(lambda sp, m: m.inv())(sp, a), b),
+      samples=_solve_samples, batch=_solve_batch)
 
 
 def _det(a):
@@ -322,10 +326,10 @@ def _det_vjp(m, g, ans, a):
     if np.all(np.isfinite(det) & (np.abs(det) >= np.finfo(_dtype(a)).tiny)):
         # an ordinary determinant: the cofactors are det(a) inv(a)^T (Giles)
         ga = g * ans
-        return m.reshape(ga, shape=_shape(ga) + (1, 1)) * _T(m, m.inv(a))
+        return m.reshape(ga, shape=shape_of(ga) + (1, 1)) * _T(m, m.inv(a))
     # singular, or a determinant beyond the float range (det(1e120 I) overflows, where its
     # cofactors 1e240 I do not; det(1e-120 I) underflows to 0): the cofactors themselves
-    return m.reshape(g, shape=_shape(g) + (1, 1)) * _cofactors(m, a)
+    return m.reshape(g, shape=shape_of(g) + (1, 1)) * _cofactors(m, a)
 
 
 def _cofactors(m, a):
@@ -339,7 +343,7 @@ def _cofactors(m, a):
     if np.any(bad):
         ok = _cofactors(m, m.where(bad, _eye(n, a), a))
         return m.where(bad, np.nan, ok)
-    if m is _ops.NP:
+    if m is NP:
         return _cofactors_svd(raw)
     scale = np.max(np.abs(raw), axis=(-2, -1), keepdims=True)
     scale = np.where(scale == 0, 1.0, scale).astype(_dtype(a))
@@ -347,7 +351,7 @@ def _cofactors(m, a):
         # cofactors are homogeneous of degree n - 1, and scale a constant
         b = a / scale
         d = m.det(b)
-        return scale ** (n - 1) * m.reshape(d, shape=_shape(d) + (1, 1)) * _T(m, m.inv(b))
+        return scale ** (n - 1) * m.reshape(d, shape=shape_of(d) + (1, 1)) * _T(m, m.inv(b))
     if n == 1:
         return m.ones_like(a)
     if raw.size * (n - 1) ** 2 > _MINORS_LIMIT:
@@ -384,9 +388,10 @@ def _cofactors_svd(a):
     return ((u * others[..., None, :]) @ vh * sign[..., None, None]).astype(_dtype(a))
 
 
-_linalg("det", _det, (_det_vjp,), ("a",), "determinant (batched)", "det(a) inv(a)^T",
-        sympy=_sympy_matrices(lambda sp, a: a.det()), domain="square matrices",
-        samples=_samples_square(), batch=_stacked_batch)
+entry(name="det", forward=_det, vjps=_refusing_all("det", (_det_vjp,)), inputs=("a",),
+      kind="linalg", doc="determinant (batched)", derivative="det(a) inv(a)^T",
+      domain="square matrices", sympy=_sympy_matrices(lambda sp, a: a.det()),
+      samples=_samples_square(), batch=_stacked_batch)
 
 
 def _slogdet(a):
@@ -405,8 +410,8 @@ def _slogdet_vjp(m, g, ans, a):
             raise _not_defined("slogdet", "the gradient of logabsdet is not defined at a "
                                "singular matrix (logabsdet is -inf there)", (a,))
         # only the sign of those is read, whose gradient is 0: invert I in their place
-        a = m.where(singular[..., None, None], _eye(_shape(a)[-1], a), a)
-    return m.reshape(gl, shape=_shape(gl) + (1, 1)) * _T(m, m.inv(a))
+        a = m.where(singular[..., None, None], _eye(shape_of(a)[-1], a), a)
+    return m.reshape(gl, shape=shape_of(gl) + (1, 1)) * _T(m, m.inv(a))
 
 
 def _sympy_slogdet(sp, a):
@@ -415,12 +420,14 @@ def _sympy_slogdet(sp, a):
     return sign, np.vectorize(lambda d: sp.log(sp.Abs(d)), otypes=[object])(det)
 
 
-_linalg("slogdet", _slogdet, (_slogdet_vjp,), ("a",),
-        "sign and log|det| of a, as a tuple (sign, logabsdet); in the language pick one: "
-        "slogdet(a)[1]", "0 for the sign; inv(a)^T for logabsdet",
-        sympy=_sympy_slogdet, domain="square matrices (the gradient needs an invertible a)",
-        samples=_samples_square(), outputs=("sign", "logabsdet"), batch=_stacked_batch,
-        api=_unpacking(lambda p, a: (_pick(p, (Ellipsis, 0)), _pick(p, (Ellipsis, 1)))))
+entry(name="slogdet", forward=_slogdet, vjps=_refusing_all("slogdet", (_slogdet_vjp,)),
+      inputs=("a",), kind="linalg",
+      doc="sign and log|det| of a, as a tuple (sign, logabsdet); in the language pick one: "
+        "slogdet(a)[1]",
+      derivative="0 for the sign; inv(a)^T for logabsdet",
+      domain="square matrices (the gradient needs an invertible a)", sympy=_sympy_slogdet,
+      samples=_samples_square(), outputs=("sign", "logabsdet"), batch=_stacked_batch,
+      api=_unpacking(lambda p, a: (_pick(p, (Ellipsis, 0)), _pick(p, (Ellipsis, 1)))))
 
 
 # ---------------------------------------------------------------------------------------
@@ -434,7 +441,7 @@ def _cholesky(a):
 def _cholesky_vjp(m, g, ans, a):
     # Murray, "Differentiation of the Cholesky decomposition" (2016), as autograd:
     # S = L^-T phi(L^T g) L^-1 with phi the lower triangle, diagonal halved; symmetrised.
-    n = _shape(ans)[-1]
+    n = shape_of(ans)[-1]
     phi = (np.tril(np.ones((n, n))) - 0.5 * np.eye(n)).astype(_dtype(ans))
     inv_l = m.inv(ans)
     s = m.matmul(m.matmul(_T(m, inv_l), m.matmul(_T(m, ans), g) * phi), inv_l)
@@ -446,12 +453,13 @@ def _spd_samples(rng):
             ("1x1", (_rng_spd(rng, (1, 1)),), {})]
 
 
-_linalg("cholesky", _cholesky, (_cholesky_vjp,), ("a",),
-        "lower Cholesky factor L (L L^T = a) of the symmetric part of a (batched)",
-        "L^-T phi(L^T g) L^-1, symmetrised",
-        sympy=_sympy_matrices(lambda sp, a: ((a + a.T) / 2).cholesky(hermitian=False)),
-        saves="ans", domain="symmetric positive definite matrices", samples=_spd_samples,
-        batch=_stacked_batch)
+entry(name="cholesky", forward=_cholesky, vjps=_refusing_all("cholesky", (_cholesky_vjp,)),
+      inputs=("a",), kind="linalg", saves="ans",
+      doc="lower Cholesky factor L (L L^T = a) of the symmetric part of a (batched)",
+      derivative="L^-T phi(L^T g) L^-1, symmetrised",
+      domain="symmetric positive definite matrices",
+      sympy=_sympy_matrices(lambda sp, a: ((a + a.T) / 2).cholesky(hermitian=False)),
+      samples=_spd_samples, batch=_stacked_batch)
 
 
 def _eigh(a):
@@ -463,7 +471,7 @@ def _eigh(a):
 def _off_diagonal_inverse(m, d, name):
     """1/d off the diagonal, 0 on it, for d = (..., n, n) differences of eigen- or
     singular values; repeated values make the gradient undefined: an error."""
-    n = _shape(d)[-1]
+    n = shape_of(d)[-1]
     eye = np.eye(n, dtype=bool)
     raw = np.asarray(_raw(d))
     if np.any((raw == 0) & ~eye):
@@ -475,7 +483,7 @@ def _off_diagonal_inverse(m, d, name):
 
 def _eigh_vjp(m, g, ans, a):
     # Giles 2008, 3.1: a_bar = V (diag(w_bar) + F o (V^T V_bar)) V^T, F_ij = 1/(w_j - w_i)
-    n = _shape(ans)[-2]
+    n = shape_of(ans)[-2]
     w, v = m.getitem(ans, index=(Ellipsis, 0)), m.getitem(ans, index=(Ellipsis, slice(1, None)))
     gw, gv = m.getitem(g, index=(Ellipsis, 0)), m.getitem(g, index=(Ellipsis, slice(1, None)))
     inner = _row(m, gw) * _eye(n, gw)
@@ -491,15 +499,6 @@ def _eigh_samples(rng):
             ("batched", (_rng_matrix(rng, (2, 3, 3)) * 2.0,), {})]
 
 
-def from_triangle(a, upper: bool):
-    """The symmetric matrix that numpy's eigh and cholesky read from one triangle of
-    ``a`` (the other triangle is never read, so its gradient is 0)."""
-    f = _ops.FUNCTIONS
-    if upper:
-        return f["triu"](a) + f["swapaxes"](f["triu"](a, 1), -1, -2)
-    return f["tril"](a) + f["swapaxes"](f["tril"](a, -1), -1, -2)
-
-
 def _eigh_api(op, plain):
     """``eigh(a, UPLO=None)``: numpy.linalg.eigh's signature. Given ``UPLO`` ('L' or 'U',
     either case, as numpy), one triangle of ``a`` is read, as numpy reads it; without it,
@@ -513,6 +512,9 @@ def _eigh_api(op, plain):
             side = UPLO.upper() if isinstance(UPLO, str) else None
             if side not in ("L", "U"):
                 raise ValueError(f"eigh: UPLO must be 'L' or 'U', got {UPLO!r}")
+            from ..core.numpy_api import (
+                from_triangle,  # (numpy's reading of one triangle)
+            )
             a = from_triangle(a, side == "U")
         return unpacked(a)
     eigh.__doc__ = (f"{plain.__doc__}\n\neigh(a, UPLO=None): with UPLO 'L' or 'U', one "
@@ -520,13 +522,15 @@ def _eigh_api(op, plain):
     return eigh
 
 
-_linalg("eigh", _eigh, (_eigh_vjp,), ("a",),
-        "eigenvalues (ascending) and eigenvectors of the symmetric part of a: (w, v), "
+entry(name="eigh", forward=_eigh, vjps=_refusing_all("eigh", (_eigh_vjp,)), inputs=("a",),
+      kind="linalg", saves="ans",
+      doc="eigenvalues (ascending) and eigenvectors of the symmetric part of a: (w, v), "
         "a = v diag(w) v^T; in the language pick one: eigh(a)[0]",
-        "v (diag(g_w) + F o v^T g_v) v^T, F_ij = 1/(w_j - w_i); the eigenvector part needs "
-        "distinct eigenvalues", domain="symmetric matrices (eigenvector gradients: distinct "
-        "eigenvalues)", saves="ans", samples=_eigh_samples, outputs=("w", "v"),
-        batch=_stacked_batch, api=_eigh_api)
+      derivative="v (diag(g_w) + F o v^T g_v) v^T, F_ij = 1/(w_j - w_i); the eigenvector part needs "
+        "distinct eigenvalues",
+      domain="symmetric matrices (eigenvector gradients: distinct "
+        "eigenvalues)",
+      samples=_eigh_samples, outputs=("w", "v"), batch=_stacked_batch, api=_eigh_api)
 
 
 def _svd_sizes(shape, full_matrices):
@@ -559,12 +563,12 @@ def _svd_split(m, packed, shape, full_matrices):
 def _svd_unpack(packed, a, full_matrices=True, compute_uv=True):
     if not compute_uv:
         return packed
-    return _svd_split(_ops.ENGINE, packed, _shape(a), full_matrices)
+    return _svd_split(ENGINE, packed, shape_of(a), full_matrices)
 
 
 def _svd_parts(m, a, name="svd"):
     """The reduced (U, s, Vh) of a in namespace m (differentiable under an outer tape)."""
-    if m is _ops.NP:
+    if m is NP:
         try:
             return np.linalg.svd(a, full_matrices=False)
         except np.linalg.LinAlgError as err:  # (norm's rule calls this too)
@@ -573,7 +577,7 @@ def _svd_parts(m, a, name="svd"):
 
 
 def _svd_vjp(m, g, ans, a, full_matrices=True, compute_uv=True):
-    shape = _shape(a)
+    shape = shape_of(a)
     rows, cols, k, _, _ = _svd_sizes(shape, full_matrices)
     if not compute_uv:
         u, _, vh = _svd_parts(m, a)
@@ -620,14 +624,14 @@ def _svd_samples(rng):
     return out
 
 
-_linalg("svd", _svd, (_svd_vjp,), ("a",),
-        "singular value decomposition a = U diag(S) Vh, as a tuple (U, S, Vh) (S "
+entry(name="svd", forward=_svd, vjps=_refusing_all("svd", (_svd_vjp,)), inputs=("a",),
+      params=(("full_matrices", True), ("compute_uv", True)), kind="linalg",
+      doc="singular value decomposition a = U diag(S) Vh, as a tuple (U, S, Vh) (S "
         "descending); compute_uv=False gives S alone; in the language pick one: svd(a)[1]",
-        "U diag(g_S) Vh, plus Townsend's terms for g_U, g_Vh (distinct singular values)",
-        params=(("full_matrices", True), ("compute_uv", True)),
-        domain="all matrices (U, Vh gradients: distinct nonzero singular values)",
-        samples=_svd_samples, outputs=("U", "S", "Vh"), api=_unpacking(_svd_unpack),
-        batch=_stacked_batch)
+      derivative="U diag(g_S) Vh, plus Townsend's terms for g_U, g_Vh (distinct singular values)",
+      domain="all matrices (U, Vh gradients: distinct nonzero singular values)",
+      samples=_svd_samples, outputs=("U", "S", "Vh"), api=_unpacking(_svd_unpack),
+      batch=_stacked_batch)
 
 
 def _pinv(a):
@@ -639,7 +643,7 @@ def _pinv_vjp(m, g, ans, a):
     # Golub & Pereyra (1973), for a of constant rank:
     # a_bar = -X^T g X^T + (I - a X) g^T X X^T + X^T X g^T (I - X a), X = pinv(a)
     x, xt, gt = ans, _T(m, ans), _T(m, g)
-    rows, cols = _shape(a)[-2], _shape(a)[-1]
+    rows, cols = shape_of(a)[-2], shape_of(a)[-1]
     left = _eye(rows, x) - m.matmul(a, x)
     right = _eye(cols, x) - m.matmul(x, a)
     return (-m.matmul(m.matmul(xt, g), xt) + m.matmul(m.matmul(left, gt), m.matmul(x, xt))
@@ -652,11 +656,11 @@ def _pinv_samples(rng):
             ("batched", (_rng_matrix(rng, (2, 3, 2)),), {})]
 
 
-_linalg("pinv", _pinv, (_pinv_vjp,), ("a",), "Moore-Penrose pseudo-inverse (batched)",
-        "Golub-Pereyra: -X^T g X^T + (I - aX) g^T X X^T + X^T X g^T (I - Xa)",
-        sympy=_sympy_matrices(lambda sp, a: a.pinv()),
-        domain="matrices of full rank (the gradient assumes the rank does not change)",
-        samples=_pinv_samples, batch=_stacked_batch)
+entry(name="pinv", forward=_pinv, vjps=_refusing_all("pinv", (_pinv_vjp,)), inputs=("a",),
+      kind="linalg", doc="Moore-Penrose pseudo-inverse (batched)",
+      derivative="Golub-Pereyra: -X^T g X^T + (I - aX) g^T X X^T + X^T X g^T (I - Xa)",
+      domain="matrices of full rank (the gradient assumes the rank does not change)",
+      sympy=_sympy_matrices(lambda sp, a: a.pinv()), samples=_pinv_samples, batch=_stacked_batch)
 
 
 # ---------------------------------------------------------------------------------------
@@ -701,18 +705,19 @@ def _diagonal(x, offset=0, axis1=0, axis2=1):
     return np.diagonal(x, offset, axis1, axis2).copy()
 
 
-_linalg("diagonal", _diagonal,
-        (lambda m, g, ans, x, offset=0, axis1=0, axis2=1:
-         _diag_embed(m, g, _shape(x), offset, axis1, axis2),),
-        ("x",), "the diagonal of x over axis1, axis2 (as the last axis), as numpy",
-        "g on the diagonal, 0 elsewhere", params=(("offset", 0), ("axis1", 0), ("axis2", 1)),
-        sympy=lambda sp, x, offset=0, axis1=0, axis2=1: np.diagonal(x, offset, axis1, axis2),
-        saves="none", domain="arrays of 2 or more dimensions",
-        samples=lambda rng: [("3x3", (rng.uniform(-1, 1, (3, 3)),), {}),
+entry(name="diagonal", forward=_diagonal,
+      vjps=_refusing_all("diagonal", (lambda m, g, ans, x, offset=0, axis1=0, axis2=1:
+         _diag_embed(m, g, shape_of(x), offset, axis1, axis2),)),
+      jvps=(_applied("diagonal"),), inputs=("x",),
+      params=(("offset", 0), ("axis1", 0), ("axis2", 1)), kind="linalg", saves="none",
+      doc="the diagonal of x over axis1, axis2 (as the last axis), as numpy",
+      derivative="g on the diagonal, 0 elsewhere", domain="arrays of 2 or more dimensions",
+      sympy=lambda sp, x, offset=0, axis1=0, axis2=1: np.diagonal(x, offset, axis1, axis2),
+      samples=lambda rng: [("3x3", (rng.uniform(-1, 1, (3, 3)),), {}),
                              ("offset", (rng.uniform(-1, 1, (3, 4)),), {"offset": 1}),
                              ("axes", (rng.uniform(-1, 1, (2, 3, 3)),),
                               {"offset": -1, "axis1": -1, "axis2": 0})],
-        jvps=(_applied("diagonal"),), batch=_diagonal_batch)
+      batch=_diagonal_batch)
 
 
 def _trace(x, offset=0, axis1=0, axis2=1):
@@ -720,25 +725,25 @@ def _trace(x, offset=0, axis1=0, axis2=1):
 
 
 def _trace_vjp(m, g, ans, x, offset=0, axis1=0, axis2=1):
-    shape = _shape(x)
+    shape = shape_of(x)
     nd = len(shape)
     a1, a2 = axis1 % nd, axis2 % nd
     rows, _ = _diagonal_index(shape[a1], shape[a2], offset)
-    gcol = m.reshape(g, shape=_shape(g) + (1,))
-    gd = m.broadcast_to(gcol, shape=_shape(g) + (len(rows),))
+    gcol = m.reshape(g, shape=shape_of(g) + (1,))
+    gd = m.broadcast_to(gcol, shape=shape_of(g) + (len(rows),))
     return _diag_embed(m, gd, shape, offset, a1, a2)
 
 
-_linalg("trace", _trace, (_trace_vjp,), ("x",),
-        "sum of the diagonal over axis1, axis2 (numpy's trace)", "1 on the diagonal",
-        params=(("offset", 0), ("axis1", 0), ("axis2", 1)),
-        sympy=lambda sp, x, offset=0, axis1=0, axis2=1: np.trace(x, offset, axis1, axis2),
-        saves="none", domain="arrays of 2 or more dimensions",
-        samples=lambda rng: [("3x3", (rng.uniform(-1, 1, (3, 3)),), {}),
+entry(name="trace", forward=_trace, vjps=_refusing_all("trace", (_trace_vjp,)),
+      jvps=(_applied("trace"),), inputs=("x",), params=(("offset", 0), ("axis1", 0), ("axis2", 1)),
+      kind="linalg", saves="none", doc="sum of the diagonal over axis1, axis2 (numpy's trace)",
+      derivative="1 on the diagonal", domain="arrays of 2 or more dimensions",
+      sympy=lambda sp, x, offset=0, axis1=0, axis2=1: np.trace(x, offset, axis1, axis2),
+      samples=lambda rng: [("3x3", (rng.uniform(-1, 1, (3, 3)),), {}),
                              ("offset", (rng.uniform(-1, 1, (3, 4)),), {"offset": -1}),
                              ("batched", (rng.uniform(-1, 1, (2, 3, 3)),),
                               {"axis1": 1, "axis2": 2})],
-        jvps=(_applied("trace"),), batch=_diagonal_batch)
+      batch=_diagonal_batch)
 
 
 def _diag(v, k=0):
@@ -755,31 +760,31 @@ def _diag_batch(op, values, batched, params):
     shape = b.example_shape(v, True)
     k = params.get("k", 0)
     if len(shape) == 2:
-        return apply(_ops.REGISTRY["diagonal"], (v,), {"offset": k, "axis1": 1, "axis2": 2})
+        return apply(REGISTRY["diagonal"], (v,), {"offset": k, "axis1": 1, "axis2": 2})
     if len(shape) != 1:
         return b.loop(op, values, batched, params)  # the entry's error
     size = shape[0] + abs(int(k))
     rows, cols = _diagonal_index(size, size, int(k))
-    return apply(_ops.INTERNAL["scatter"], (v,), {"index": (slice(None), rows, cols),
+    return apply(INTERNAL["scatter"], (v,), {"index": (slice(None), rows, cols),
                                                   "shape": (np.shape(v._value)[0], size, size)})
 
 
 def _diag_vjp(m, g, ans, v, k=0):
-    shape = _shape(v)
+    shape = shape_of(v)
     if len(shape) == 1:
         return m.diagonal(g, offset=k)
     return _diag_embed(m, g, shape, k, 0, 1)
 
 
-_linalg("diag", _diag, (_diag_vjp,), ("v",),
-        "a vector on the k-th diagonal of a matrix, or a matrix's k-th diagonal (numpy)",
-        "the diagonal of g, or g on the diagonal", params=(("k", 0),),
-        sympy=lambda sp, v, k=0: np.diag(v, k), saves="none",
-        domain="vectors and matrices",
-        samples=lambda rng: [("vector", (rng.uniform(-1, 1, 3),), {}),
+entry(name="diag", forward=_diag, vjps=_refusing_all("diag", (_diag_vjp,)),
+      jvps=(_applied("diag"),), inputs=("v",), params=(("k", 0),), kind="linalg", saves="none",
+      doc="a vector on the k-th diagonal of a matrix, or a matrix's k-th diagonal (numpy)",
+      derivative="the diagonal of g, or g on the diagonal", domain="vectors and matrices",
+      sympy=lambda sp, v, k=0: np.diag(v, k),
+      samples=lambda rng: [("vector", (rng.uniform(-1, 1, 3),), {}),
                              ("vector-k", (rng.uniform(-1, 1, 3),), {"k": -1}),
                              ("matrix", (rng.uniform(-1, 1, (3, 4)),), {"k": 1})],
-        jvps=(_applied("diag"),), batch=_diag_batch)
+      batch=_diag_batch)
 
 
 def _triangle_batch(op, values, batched, params):
@@ -792,26 +797,26 @@ def _triangle_batch(op, values, batched, params):
         return b.loop(op, values, batched, params)  # numpy's error
     if len(shape) == 1:
         n = np.shape(x._value)[0]
-        x = apply(_ops.INTERNAL["broadcast_to"], (b.reshaped(x, (n, 1, shape[0])),),
+        x = apply(INTERNAL["broadcast_to"], (b.reshaped(x, (n, 1, shape[0])),),
                   {"shape": (n, shape[0], shape[0])})
     return apply(op, (x,), params)
 
 
 def _triangle(name, fn):
-    _linalg(name, lambda x, k=0: fn(x, k),
-            (lambda m, g, ans, x, k=0: getattr(m, name)(g, k=k),), ("x",),
-            f"{'upper' if name == 'triu' else 'lower'} triangle of the last two axes from "
-            f"the k-th diagonal, zeros elsewhere", "g on the triangle, 0 elsewhere",
-            params=(("k", 0),), sympy=lambda sp, x, k=0: fn(np.asarray(x, dtype=object), k),
-            jvps=(_applied(name),), batch=_triangle_batch,
-            saves="none", domain="arrays of 2 or more dimensions",
-            samples=lambda rng: [("3x3", (rng.uniform(-1, 1, (3, 3)),), {}),
+    entry(name=name, forward=lambda x, k=0: fn(x, k),
+          vjps=_refusing_all(name, (lambda m, g, ans, x, k=0: getattr(m, name)(g, k=k),)),
+          jvps=(_applied(name),), inputs=("x",), params=(("k", 0),), kind="linalg", saves="none",
+          doc=f"{'upper' if name == 'triu' else 'lower'} triangle of the last two axes from "
+            f"the k-th diagonal, zeros elsewhere",
+          derivative="g on the triangle, 0 elsewhere", domain="arrays of 2 or more dimensions",
+          sympy=lambda sp, x, k=0: fn(np.asarray(x, dtype=object), k), batch=_triangle_batch,
+          samples=lambda rng: [("3x3", (rng.uniform(-1, 1, (3, 3)),), {}),
                                  ("batched-k", (rng.uniform(-1, 1, (2, 3, 4)),), {"k": 1}),
                                  ("k-neg", (rng.uniform(-1, 1, (3, 3)),), {"k": -1})])
 
 
-_triangle("triu", np.triu)
-_triangle("tril", np.tril)
+_triangle(name="triu", fn=np.triu)
+_triangle(name="tril", fn=np.tril)
 
 
 # ---------------------------------------------------------------------------------------
@@ -930,7 +935,7 @@ def _einsum(*xs, subscripts):
 
 def _es(m, subscripts, *xs):
     """einsum in namespace m."""
-    if m is _ops.NP:
+    if m is NP:
         return np.einsum(subscripts, *xs, optimize=len(xs) > 2)
     return apply(EINSUM, xs, {"subscripts": subscripts})
 
@@ -940,13 +945,13 @@ def _einsum_grad(m, g, xs, subscripts, index):
     with the other operands, into the operand's subscripts. A letter only this operand
     has is contracted with ones; a letter it repeats (a diagonal) gets a fresh letter
     and an identity matrix, which places the gradient on that diagonal."""
-    terms, out, sizes = _canonical(subscripts, tuple(tuple(_shape(x)) for x in xs))
+    terms, out, sizes = _canonical(subscripts, tuple(tuple(shape_of(x)) for x in xs))
     mine = terms[index]
     others = [out] + [t for j, t in enumerate(terms) if j != index]
     operands = [g] + [x for j, x in enumerate(xs) if j != index]
     present = set("".join(others))
     free = [c for c in _LETTERS if c not in set("".join(terms) + out)]
-    shape = _shape(xs[index])
+    shape = shape_of(xs[index])
     target = []
     seen = set()
     for c, n in zip(mine, shape):
@@ -1058,15 +1063,16 @@ def _einsum_batch(op, values, batched, params):
     return _batched_einsum(op, values, batched, params, terms, out)
 
 
-EINSUM = _linalg("einsum", _einsum, (lambda m, g, ans, *xs, index, subscripts:
-                                     _einsum_grad(m, g, xs, subscripts, index),),
-                 ("operands",), "Einstein summation, numpy's subscripts: einsum('ij,jk->ik', "
+EINSUM = entry(name="einsum", forward=_einsum,
+               vjps=_refusing_all("einsum", (lambda m, g, ans, *xs, index, subscripts:
+                                     _einsum_grad(m, g, xs, subscripts, index),)),
+               inputs=("operands",), params=(("subscripts", None),), variadic=True, kind="linalg",
+               saves="inputs",
+               doc="Einstein summation, numpy's subscripts: einsum('ij,jk->ik', "
                  "a, b); implicit output, repeated letters (traces, diagonals) and '...'",
-                 "the einsum of g with the other operands (diagonals embedded)",
-                 params=(("subscripts", None),), variadic=True, sympy=_sympy_einsum,
-                 saves="inputs", samples=_einsum_samples, api=_einsum_api,
-                 batch=_einsum_batch,
-                 domain="all reals (sizes as the subscripts say)")
+               derivative="the einsum of g with the other operands (diagonals embedded)",
+               domain="all reals (sizes as the subscripts say)", sympy=_sympy_einsum,
+               samples=_einsum_samples, api=_einsum_api, batch=_einsum_batch)
 
 
 def _contraction(name, subscripts_of, doc, derivative, params=(), samples=None,
@@ -1080,7 +1086,7 @@ def _contraction(name, subscripts_of, doc, derivative, params=(), samples=None,
 
     def vjp(i):
         return lambda m, g, ans, a, b, **p: _einsum_grad(
-            m, g, (a, b), subscripts_of(len(_shape(a)), len(_shape(b)), **p), i)
+            m, g, (a, b), subscripts_of(len(shape_of(a)), len(shape_of(b)), **p), i)
 
     def batch(op, values, batched, params):
         # the einsum of the examples' ranks, with a batch letter (_batched_einsum)
@@ -1092,9 +1098,10 @@ def _contraction(name, subscripts_of, doc, derivative, params=(), samples=None,
             return b.loop(op, values, batched, params)  # the entry's own message
         inputs, out = subscripts.split("->")
         return _batched_einsum(op, values, batched, params, inputs.split(","), out)
-    return _linalg(name, forward, (vjp(0), vjp(1)), ("a", "b"), doc, derivative,
-                   params=params, sympy=sympy, saves="inputs", samples=samples, domain=domain,
-                   own_axes=bool(params), jvps=_bilinear(name), batch=batch)
+    return entry(name=name, forward=forward, vjps=_refusing_all(name, (vjp(0), vjp(1))),
+                 jvps=_bilinear(name), inputs=("a", "b"), params=params, kind="linalg",
+                 saves="inputs", doc=doc, derivative=derivative, domain=domain, sympy=sympy,
+                 samples=samples, own_axes=bool(params), batch=batch)
 
 
 _L = _LETTERS
@@ -1114,8 +1121,9 @@ def _pair_samples(*cases):
     return samples
 
 
-_contraction("inner", _inner_subscripts, "inner product over the last axes (numpy's inner)",
-             "as einsum", sympy=lambda sp, a, b: np.inner(a, b),
+_contraction(name="inner", subscripts_of=_inner_subscripts,
+             doc="inner product over the last axes (numpy's inner)",
+             derivative="as einsum", sympy=lambda sp, a, b: np.inner(a, b),
              samples=_pair_samples(("vectors", ((3,), (3,)), {}),
                                    ("matrices", ((2, 3), (4, 3)), {}),
                                    ("scalar", ((), (2, 3)), {})))
@@ -1149,9 +1157,9 @@ def _tensordot_subscripts(na, nb, axes=2):
     return f"{''.join(a)},{''.join(b)}->{''.join(out)}"
 
 
-_contraction("tensordot", _tensordot_subscripts,
-             "sum of products over the given axes (numpy's tensordot; axes=n: the last n of "
-             "a with the first n of b)", "as einsum", params=(("axes", 2),),
+_contraction(name="tensordot", subscripts_of=_tensordot_subscripts,
+             doc="sum of products over the given axes (numpy's tensordot; axes=n: the last n of "
+             "a with the first n of b)", derivative="as einsum", params=(("axes", 2),),
              sympy=lambda sp, a, b, axes=2: np.einsum(
                  _tensordot_subscripts(np.ndim(a), np.ndim(b), axes), a, b),
              samples=_pair_samples(("default", ((2, 3, 4), (3, 4, 2)), {}),
@@ -1165,12 +1173,12 @@ def _outer_forward(a, b):
 
 def _outer_vjp_a(m, g, ans, a, b):
     flat = m.reshape(b, shape=(-1,))
-    return m.reshape(m.matmul(g, flat), shape=_shape(a))
+    return m.reshape(m.matmul(g, flat), shape=shape_of(a))
 
 
 def _outer_vjp_b(m, g, ans, a, b):
     flat = m.reshape(a, shape=(-1,))
-    return m.reshape(m.matmul(flat, g), shape=_shape(b))
+    return m.reshape(m.matmul(flat, g), shape=shape_of(b))
 
 
 def _outer_batch(op, values, batched, params):
@@ -1182,16 +1190,18 @@ def _outer_batch(op, values, batched, params):
         lead = (np.shape(v._value)[0],) if is_batched else ()
         return b.reshaped(v, lead + ((size, 1) if column else (1, size)))
     (a, c), (a_batched, c_batched) = values, batched
-    return apply(_ops.REGISTRY["multiply"], (flat(a, a_batched, True),
+    return apply(REGISTRY["multiply"], (flat(a, a_batched, True),
                                              flat(c, c_batched, False)))
 
 
-_linalg("outer", _outer_forward, (_outer_vjp_a, _outer_vjp_b), ("a", "b"),
-        "outer product of the flattened inputs", "g @ b, a @ g",
-        sympy=lambda sp, a, b: np.outer(a, b), saves="inputs",
-        samples=_pair_samples(("vectors", ((3,), (2,)), {}), ("flattened", ((2, 2), (3,)), {}),
+entry(name="outer", forward=_outer_forward,
+      vjps=_refusing_all("outer", (_outer_vjp_a, _outer_vjp_b)), jvps=_bilinear("outer"),
+      inputs=("a", "b"), kind="linalg", saves="inputs",
+      doc="outer product of the flattened inputs", derivative="g @ b, a @ g",
+      domain="all real matrices", sympy=lambda sp, a, b: np.outer(a, b),
+      samples=_pair_samples(("vectors", ((3,), (2,)), {}), ("flattened", ((2, 2), (3,)), {}),
                               ("scalar", ((), (3,)), {})),
-        jvps=_bilinear("outer"), batch=_outer_batch)
+      batch=_outer_batch)
 
 
 def _kron_shapes(sa, sb):
@@ -1201,7 +1211,7 @@ def _kron_shapes(sa, sb):
 
 def _kron_vjp(which):
     def vjp(m, g, ans, a, b):
-        sa, sb = _kron_shapes(_shape(a), _shape(b))
+        sa, sb = _kron_shapes(shape_of(a), shape_of(b))
         n = len(sa)
         xs, ys = _L[:n], _L[n:2 * n]
         interleaved = tuple(d for pair in zip(sa, sb) for d in pair)
@@ -1209,9 +1219,9 @@ def _kron_vjp(which):
         gsubs = "".join(x + y for x, y in zip(xs, ys))
         if which == 0:
             out = _es(m, f"{gsubs},{ys}->{xs}", g4, m.reshape(b, shape=sb))
-            return m.reshape(out, shape=_shape(a))
+            return m.reshape(out, shape=shape_of(a))
         out = _es(m, f"{gsubs},{xs}->{ys}", g4, m.reshape(a, shape=sa))
-        return m.reshape(out, shape=_shape(b))
+        return m.reshape(out, shape=shape_of(b))
     return vjp
 
 
@@ -1227,18 +1237,19 @@ def _kron_batch(op, values, batched, params):
     def spread(v, is_batched, shape, first):
         inner = tuple(d for s in shape for d in ((s, 1) if first else (1, s)))
         return b.reshaped(v, ((n,) if is_batched else ()) + inner)
-    product = apply(_ops.REGISTRY["multiply"], (spread(a, a_batched, sa, True),
+    product = apply(REGISTRY["multiply"], (spread(a, a_batched, sa, True),
                                                 spread(c, c_batched, sc, False)))
     return b.reshaped(product, (n,) + tuple(x * y for x, y in zip(sa, sc)))
 
 
-_linalg("kron", np.kron, (_kron_vjp(0), _kron_vjp(1)), ("a", "b"),
-        "Kronecker product (numpy's kron)", "blocks of g contracted with the other input",
-        sympy=lambda sp, a, b: np.kron(np.asarray(a, dtype=object), np.asarray(b, dtype=object)),
-        saves="inputs",
-        samples=_pair_samples(("matrices", ((2, 2), (3, 2)), {}), ("vectors", ((2,), (3,)), {}),
+entry(name="kron", forward=np.kron, vjps=_refusing_all("kron", (_kron_vjp(0), _kron_vjp(1))),
+      jvps=_bilinear("kron"), inputs=("a", "b"), kind="linalg", saves="inputs",
+      doc="Kronecker product (numpy's kron)",
+      derivative="blocks of g contracted with the other input", domain="all real matrices",
+      sympy=lambda sp, a, b: np.kron(np.asarray(a, dtype=object), np.asarray(b, dtype=object)),
+      samples=_pair_samples(("matrices", ((2, 2), (3, 2)), {}), ("vectors", ((2,), (3,)), {}),
                               ("mixed", ((2,), (2, 3)), {})),
-        jvps=_bilinear("kron"), batch=_kron_batch)
+      batch=_kron_batch)
 
 
 def _from_end(axis, a):
@@ -1259,7 +1270,7 @@ def _cross(a, b, axis=-1):
 
 def _cross_vjp(which):
     def vjp(m, g, ans, a, b, axis=-1):
-        axis = axis - len(_shape(a)) if axis >= 0 else axis
+        axis = axis - len(shape_of(a)) if axis >= 0 else axis
         return m.cross(b, g, axis=axis) if which == 0 else m.cross(g, a, axis=axis)
     return vjp
 
@@ -1290,7 +1301,7 @@ def _cross_api(op, plain):
     def cross(a, b, axisa=-1, axisb=-1, axisc=-1, axis=None):
         if axis is not None or axisa == axisb == axisc == -1:
             return plain(a, b, -1 if axis is None else axis)
-        moveaxis = _ops.FUNCTIONS["moveaxis"]
+        moveaxis = FUNCTIONS["moveaxis"]
         a = moveaxis(a, _vector_axis(axisa, a, "axisa"), -1)
         b = moveaxis(b, _vector_axis(axisb, b, "axisb"), -1)
         c = plain(a, b, -1)
@@ -1302,32 +1313,33 @@ def _cross_api(op, plain):
 
 def _vector_axis(axis, x, name: str) -> int:
     """numpy.cross's ``axisa``/``axisb``/``axisc`` for ``x``, or a ShapeError naming it."""
-    from ..errors import ShapeError
-    ndim = len(_shape(x))
+    from ...errors import ShapeError
+    ndim = len(shape_of(x))
     if isinstance(axis, (bool, np.bool_)) or not isinstance(axis, (int, np.integer)) \
             or not -ndim <= axis < ndim:
         raise ShapeError(f"cross: {name}={axis!r} is not an axis of an array of shape "
-                         f"{_shape(x)}")
+                         f"{shape_of(x)}")
     return int(axis) % ndim
 
 
-_linalg("cross", _cross, (_cross_vjp(0), _cross_vjp(1)),
-        ("a", "b"), "cross product of 3-vectors along axis (broadcast; axis counts from the "
-        "end of a)", "b x g, g x a",
-        params=(("axis", -1),),
-        sympy=lambda sp, a, b, axis=-1: np.cross(a, b, axis=_from_end(axis, a)),
-        saves="inputs", domain="vectors of 3 components", own_axes=True,
-        samples=_pair_samples(("vectors", ((3,), (3,)), {}),
+entry(name="cross", forward=_cross, vjps=_refusing_all("cross", (_cross_vjp(0), _cross_vjp(1))),
+      jvps=_bilinear("cross"), inputs=("a", "b"), params=(("axis", -1),), kind="linalg",
+      saves="inputs",
+      doc="cross product of 3-vectors along axis (broadcast; axis counts from the "
+        "end of a)",
+      derivative="b x g, g x a", domain="vectors of 3 components",
+      sympy=lambda sp, a, b, axis=-1: np.cross(a, b, axis=_from_end(axis, a)), own_axes=True,
+      samples=_pair_samples(("vectors", ((3,), (3,)), {}),
                               ("broadcast", ((2, 3), (3,)), {}),
                               ("axis0", ((3, 2), (3, 2)), {"axis": 0}),
                               ("mixed-ranks", ((2, 3, 2), (3, 1)), {"axis": 1})),
-        jvps=_bilinear("cross"), batch=_cross_batch, api=_cross_api)
+      batch=_cross_batch, api=_cross_api)
 
 
 # ---------------------------------------------------------------------------------------
-# norm with ord= (the entry is in ops.py; these serve it when ord is given)
+# norm with ord= (the norm entry, at the end of this module, comes here when ord is given)
 # ---------------------------------------------------------------------------------------
-def _norm_axes(shape, axis):
+def reduced_axes(shape, axis):
     """('vector', (axis,)) or ('matrix', (row, col)) as numpy reads ord with axis."""
     nd = len(shape)
     if axis is None:
@@ -1351,33 +1363,33 @@ def norm_forward(x, axis, keepdims, ord):
 
 def norm_vjp(m, g, ans, x, axis, keepdims, ord):
     """The gradient of ``norm(x, axis, keepdims, ord)`` for a given ord."""
-    shape = _shape(x)
-    kind, axes = _norm_axes(shape, axis)
-    ge = _expand(m, g, shape, axes, keepdims)
+    shape = shape_of(x)
+    kind, axes = reduced_axes(shape, axis)
+    ge = expand_reduced(m, g, shape, axes, keepdims)
     if kind == "vector" or ord == "fro":
         p = 2.0 if ord == "fro" else float(ord)
         if p not in (0.0, 1.0) and not np.isinf(p) \
-                and not _ops.ordinary(_raw(ans), _ops.norm_bounds(x, p)):
+                and not ordinary(_raw(ans), norm_bounds(x, p)):
             # the norm underflowed or overflowed (or lost digits): the gradient, the same
-            # at x and c x, taken at x / max|x| (see ops.rescaled)
-            x, ans = _ops.rescaled(m, x, axes, lambda v: m.norm(
+            # at x and c x, taken at x / max|x| (see reductions.rescaled)
+            x, ans = rescaled(m, x, axes, lambda v: m.norm(
                 v, axis=axis, keepdims=keepdims, ord=ord))
-    top = _reduced(m, ans, shape, axes, keepdims)
+    top = keep_reduced_axes(m, ans, shape, axes, keepdims)
     if kind == "vector" or ord == "fro":
         if p == 0:
             return m.zeros_like(x)
-        if p == 1:  # sign(x); a hard 0 at x = 0 (abs's kink, see ops.gate)
-            return _ops.gate(m, x != 0, ge * m.sign(x), ge)
+        if p == 1:  # sign(x); a hard 0 at x = 0 (abs's kink, see elementwise.gate)
+            return gate(m, x != 0, ge * m.sign(x), ge)
         if np.isinf(p):  # the largest (smallest) |x|: ties split equally, as max does
             mask = m.abs(x) == top
             count = m.sum(mask * _dtype(x).type(1), axis=axes, keepdims=True)
-            return _ops.gate(m, mask, ge * m.sign(x) / count, ge)
+            return gate(m, mask, ge * m.sign(x) / count, ge)
         # sign(x) |x|^(p-1) / norm^(p-1); 0 where x = 0 and where the norm is 0
         zero, empty = x == 0, top == 0
         safe = m.abs(m.where(zero, 1.0, x))
         denom = m.where(empty, 1.0, top)
-        part = _ops.gate(m, x != 0, ge * m.sign(x) * (safe / denom) ** (p - 1.0), ge)
-        return _ops.gate(m, top != 0, part, ge)
+        part = gate(m, x != 0, ge * m.sign(x) * (safe / denom) ** (p - 1.0), ge)
+        return gate(m, top != 0, part, ge)
     rows, cols = axes
     if ord in (1, -1, np.inf, -np.inf):
         over = rows if ord in (1, -1) else cols  # column sums (1) or row sums (inf)
@@ -1385,7 +1397,7 @@ def norm_vjp(m, g, ans, x, axis, keepdims, ord):
         best = sums == top
         count = m.sum(best * _dtype(x).type(1), axis=axes, keepdims=True)  # tied columns
         mask = m.broadcast_to(best, shape=shape)
-        return _ops.gate(m, mask, ge * m.sign(x) / count, ge)
+        return gate(m, mask, ge * m.sign(x) / count, ge)
     # 2, -2, 'nuc': through the singular value decomposition of the moved matrices
     nd = len(shape)
     perm = tuple(i for i in range(nd) if i not in axes) + (rows, cols)
@@ -1403,7 +1415,7 @@ def norm_vjp(m, g, ans, x, axis, keepdims, ord):
 def sympy_norm(sp, x, axis=None, keepdims=False, ord=None):
     """The symbolic norm for a given ord (vector p-norms, matrix 1, inf, 'fro')."""
     arr = np.asarray(x, dtype=object)
-    kind, axes = _norm_axes(arr.shape, axis)
+    kind, axes = reduced_axes(arr.shape, axis)
     rest = [i for i in range(arr.ndim) if i not in axes]
     moved = np.transpose(arr, rest + list(axes))
     lead = moved.shape[:len(rest)]
@@ -1487,3 +1499,38 @@ def result_count(name: str, shapes: list, params: dict) -> int | None:
         return prod(np.broadcast_shapes(*shapes)) if shapes else None
     except (ValueError, TypeError, IndexError, KeyError):
         return None
+
+
+# --- norm: the Euclidean norm, and numpy's vector and matrix norms with ord= ----------
+def _norm(x, axis=None, keepdims=False, ord=None):
+    if ord is not None:  # numpy's vector and matrix norms (above)
+        return norm_forward(x, axis, keepdims, ord)
+    return np.sqrt(np.sum(x * x, axis=axis, keepdims=keepdims))
+
+
+def _norm_vjp(m, g, ans, x, axis=None, keepdims=False, ord=None):
+    if ord is not None:
+        return norm_vjp(m, g, ans, x, axis, keepdims, ord)
+    shape = shape_of(x)
+    if not ordinary(ans._value if isinstance(ans, Tensor) else ans, norm_bounds(x, 2)):
+        # underflowed or overflowed ([1e-200, 1e-200] has norm 0, [1e200, 1e200] inf):
+        # the gradient x / norm(x) taken at x / max|x|, where the norm is representable
+        x, ans = rescaled(m, x, axis, lambda v: m.norm(v, axis=axis, keepdims=keepdims))
+    denom = keep_reduced_axes(m, ans, shape, axis, keepdims)
+    # Zero norm: the subgradient 0, as PyTorch gives (a hard zero, whatever g is).
+    nonzero = denom != 0
+    denom = m.where(nonzero, denom, 1.0)
+    ge = expand_reduced(m, g, shape, axis, keepdims)
+    return gate(m, nonzero, ge * x / denom, ge)
+
+
+_sympy_norm2 = sympy_reduce(lambda sp, xs: sp.sqrt(sp.Add(*[v ** 2 for v in xs])))
+entry(name="norm", forward=_norm, vjps=(_norm_vjp,), jvps=(reduction_jvp(_norm_vjp),),
+      inputs=("x",), params=AXIS_PARAMS + (("ord", None),), kind="reduction", saves="all",
+      doc="Euclidean (Frobenius) norm over axis; with ord=, numpy's vector norms (p, "
+            "inf, -inf, 0) and matrix norms (1, -1, 2, -2, inf, -inf, 'fro', 'nuc')",
+      derivative="x / norm(x); 0 at 0 (with ord: see gradcli.engine.linalg)",
+      sympy=lambda sp, x, axis=None, keepdims=False, ord=None:
+            _sympy_norm2(sp, x, axis, keepdims) if ord is None
+            else sympy_norm(sp, x, axis, keepdims, ord),
+      samples=lambda rng: norm_samples(rng))

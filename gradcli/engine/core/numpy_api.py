@@ -37,7 +37,7 @@ import inspect
 
 import numpy as np
 
-from .ops import FUNCTIONS
+from .recording import FUNCTIONS
 
 #: numpy's marker for a parameter not given (``keepdims=<no value>``)
 NO_VALUE = getattr(np, "_NoValue", object())
@@ -166,6 +166,15 @@ def compute(func, args, kwargs):
 
 
 # --- the counterparts that need more than renaming -------------------------------------
+def from_triangle(a, upper: bool):
+    """The symmetric matrix that numpy's eigh and cholesky read from one triangle of
+    ``a`` (the other triangle is never read, so its gradient is 0)."""
+    f = FUNCTIONS
+    if upper:
+        return f["triu"](a) + f["swapaxes"](f["triu"](a, 1), -1, -2)
+    return f["tril"](a) + f["swapaxes"](f["tril"](a, -1), -1, -2)
+
+
 def _eigh(a, UPLO="L"):  # noqa: N803 (numpy's name)
     if UPLO not in ("L", "U", "l", "u"):
         return UNSUPPORTED
@@ -173,7 +182,6 @@ def _eigh(a, UPLO="L"):  # noqa: N803 (numpy's name)
 
 
 def _cholesky(a, upper=False):
-    from .linalg import from_triangle  # (loaded with the entry, on first use)
     lower = FUNCTIONS["cholesky"](from_triangle(a, bool(upper)))
     return FUNCTIONS["swapaxes"](lower, -1, -2) if upper else lower
 

@@ -35,7 +35,7 @@ def as_value(x, dtype=None):
     try:
         arr = np.asarray(x)
     except ValueError as err:  # a ragged nested list: the library's own shape error
-        from ..errors import ShapeError
+        from ...errors import ShapeError
         raise ShapeError(f"cannot make a tensor from {type(x).__name__}: "
                          f"{str(err).splitlines()[0]}") from None
     if arr.dtype == np.bool_ and dtype is None:
@@ -335,3 +335,9 @@ def constant(value, dtype=None) -> Tensor:
     if isinstance(value, Tensor) and dtype is None:
         return _make(value._value)
     return Tensor(value, dtype)
+
+
+def shape_of(x) -> tuple:
+    """The shape of a tensor, a numpy value, a ``Shape`` or a Python number."""
+    shape = getattr(x, "shape", None)
+    return shape if shape is not None else np.shape(x)

@@ -1,12 +1,16 @@
 """The shape of one entry of the function table, and the registry that holds them.
 
-The table itself lives in ``ops.py``; this module only defines what an entry is, so that
+The table itself is filled by the rule modules (``gradcli.engine.rules``); this module only
+defines what an entry is and holds the registry, so that
 the language (``gradcli.lang``), the symbolic check (``gradcli.check``), the command
 ``gradcli functions`` and the tests can all read the same entries.
 """
 from __future__ import annotations
 
+import importlib
 import operator
+import re
+import sys
 from typing import Any, Callable
 
 # The fields a caller passes, in constructor order, and the ones derived from them.
@@ -60,7 +64,7 @@ class Op(_Slots):
       ``domain`` says the same in words for ``gradcli functions``.
     - ``kind``: arithmetic, elementwise, binary, reduction, linalg, shape or constructor.
     - Parameters named ``axis`` or ``axes`` are axes (``axis_params``, found from the
-      names): ``ops.apply`` normalises them once per call against the first input's rank
+      names): ``recording.apply`` normalises them once per call against the first input's rank
       (plus one with ``new_axis``, for entries such as ``stack`` whose axis indexes a new
       dimension of the result), so forwards, rules and the sympy counterpart see
       non-negative ints or tuples of them; out of range or repeated is a ``ShapeError``
@@ -79,8 +83,9 @@ class Op(_Slots):
 
     Derived when the entry is made: ``differentiable``, ``twins`` (the in-place twins of
     the rules, see ``INPLACE``), ``keeps_inputs`` and ``keeps_ans`` (from ``saves``), and
-    ``reuse`` (None; ops.py sets a ufunc that can write the result into the first input's
-    array, for entries whose rules read no input: see ops._reusable_buffer), and
+    ``reuse`` (None; rules/elementwise.py sets a ufunc that can write the result into the
+    first input's array, for entries whose rules read no input: see
+    ``fast.reusable_buffer``), and
     ``axis_params`` (the names of the parameters that are axes, normalised by apply).
 
     Entries are read-only (assigning an attribute raises ``AttributeError``: the derived
@@ -167,7 +172,7 @@ def normalise_axes(op: Op, ndim: int, params: dict) -> dict:
     it, for a reduction). An axis out of range, repeated, or not an integer is a
     ``ShapeError`` naming the function.
 
-    >>> from gradcli.engine.table import REGISTRY
+    >>> from gradcli.engine.core.table import REGISTRY
     >>> normalise_axes(REGISTRY["transpose"], 2, {"axes": (-1, 0)})
     {'axes': (1, 0)}
     """
@@ -216,7 +221,7 @@ def _one_axis(op: Op, name: str, value, rank: int, ndim: int) -> int:
 
 
 def _shape_error(message: str):
-    from ..errors import ShapeError
+    from ...errors import ShapeError
     return ShapeError(message)
 
 
@@ -234,71 +239,110 @@ def _normalising_sympy(op: Op, sympy: Callable) -> Callable:
 # into g (an unshared array) or into a spare (a kept value no one needs any more), and
 # returns it, or None when it does not apply. A fresh 8 MB array costs more than the
 # arithmetic (page faults). Keyed by the rule itself, and read when an entry is made: an
-# entry made with other rules (Op.replace) has no twins. Filled by ops.py.
+# entry made with other rules (Op.replace) has no twins. Filled by derive.entry (inplace=).
 INPLACE: dict = {}
 
 
 # ---------------------------------------------------------------------------------------
-# Entries loaded on demand (issue 14): engine/linalg.py and engine/more_ops.py register
-# their entries (about 2 ms of bytecode and table building) the first time a name they
-# define is needed, not at every start. The containers below look complete to every
-# reader: a name they do not hold, or a read of the whole (iteration, len, keys, items,
-# ...), first loads what is pending; a hit costs nothing more (dict's own __getitem__;
-# __missing__ runs only on a miss).
+# Rule modules loaded on demand (issue 14): a rule module given to ``on_demand`` (see
+# rules/__init__.py) is imported the first time one of its names is needed, not at every
+# start. Its names are read from its own source, never kept in a list: each entry there is
+# made by a call with ``name="..."`` (``derive.entry``, or a helper passing the name on),
+# its aliases are written ``aliases=(...)``, and tests/test_table_on_demand.py checks that
+# the names read are the ones the module registers. The containers below look complete to
+# every reader: a name they do not hold loads the module that defines it, and a read of
+# the whole (iteration, len, keys, items, ...) loads every pending module first; a hit
+# costs nothing more (dict's own __getitem__; __missing__ runs only on a miss).
 # ---------------------------------------------------------------------------------------
-#: Callables that register the pending entries, run once each, in order (ops.py adds the
-#: import of linalg.py and more_ops.py, engine/__init__.py what it installs after them).
-LOADERS: list = []
-
-#: Every name and alias the pending modules define (checked against them by
-#: tests/test_table_on_demand.py): whether a name is a function name is answered from
-#: here without loading them (the language asks it of every name a program declares).
-ON_DEMAND_NAMES = frozenset("""
-    argmax argmin array_split atleast_1d atleast_2d atleast_3d average broadcast_to
-    cholesky cross cumprod cumsum deg2rad degrees det diag diagonal diff dstack eigh
-    einsum erf erfc exp2 expand_dims fabs fix flatten flip fliplr flipud floor_divide fmax
-    fmin fmod gather hstack inner inv kron log_softmax logaddexp logaddexp2 median mod
-    moveaxis nan_to_num outer pad pinv rad2deg radians ravel reduce_logsumexp reduce_max
-    reduce_mean reduce_min reduce_prod reduce_sum remainder repeat roll rot90 sinc slogdet
-    solve sort split squeeze std svd swapaxes take take_along_axis tensordot tile trace
-    tril triu trunc var vstack
-""".split())
+#: The rule modules not imported yet, in the table's order: module name -> source file.
+PENDING: dict[str, str] = {}
+#: Called after a pending module registered its entries (``core.recording.publish``).
+AFTER_LOADING: list = []
+_SOURCES: dict[str, str] = {}
+_NAME = re.compile(r'name="(\w+)"')
+_ALIASES = re.compile(r"aliases=\(([^)]*)\)")
+_QUOTED = re.compile(r'"(\w+)"')
 
 
-_LOADING: list = []  # not empty while complete() runs: the loaders' own reads wait
+def on_demand(module: str, source: str) -> None:
+    """Have ``module`` (a rule module, its file ``source``) imported on first need."""
+    PENDING[module] = source
+
+
+def defined_names(module: str) -> set[str]:
+    """The names and aliases a pending rule module defines, read from its source."""
+    source = _source(module)
+    names = set(_NAME.findall(source))
+    for group in _ALIASES.findall(source):
+        names.update(_QUOTED.findall(group))
+    return names
+
+
+def _source(module: str) -> str:
+    text = _SOURCES.get(module)
+    if text is None:
+        with open(PENDING[module], encoding="utf-8") as f:
+            text = _SOURCES[module] = f.read()
+    return text
+
+
+def _defines(module: str, name: str) -> bool:
+    """``name in defined_names(module)``, answered with a substring search or two (asked of
+    every name a program declares: a variable's name must cost next to nothing)."""
+    source = _source(module)
+    if f'name="{name}"' in source:
+        return True
+    quoted = f'"{name}"'
+    return quoted in source and any(quoted in group for group in _ALIASES.findall(source))
+
+
+def load_defining(name: str) -> None:
+    """Import the pending rule module that defines ``name``, if any."""
+    for module in list(PENDING):
+        if module in PENDING and _defines(module, name):
+            _load(module)
+            return
 
 
 def complete() -> None:
-    """Register every pending entry (a no-op once done, and while it runs). A loader that
-    returns False cannot run yet (a module it loads is being imported) and stays pending."""
-    if _LOADING:
-        return
-    _LOADING.append(True)
-    try:
-        while LOADERS:
-            if LOADERS[0]() is False:
-                return
-            LOADERS.pop(0)
-    finally:
-        _LOADING.clear()
+    """Import every pending rule module (a no-op once done)."""
+    for module in list(PENDING):
+        if module in PENDING and not _load(module):
+            return
+
+
+def _load(module: str) -> bool:
+    """Import a pending module and publish its entries; False (not yet) while it is being
+    imported (its own reads of the table come here)."""
+    loaded = sys.modules.get(module)
+    if loaded is not None and getattr(loaded.__spec__, "_initializing", False):
+        return False
+    importlib.import_module(module)
+    for name in list(PENDING):  # (a module may import another first: their table order)
+        done = sys.modules.get(name)
+        if done is not None and not getattr(done.__spec__, "_initializing", False):
+            del PENDING[name]
+    for publish in AFTER_LOADING:
+        publish()
+    return True
 
 
 class LazyTable(dict):
-    """A dict of the table (``REGISTRY``, ``ops.FUNCTIONS``, ``ops.INTERNAL``) that
+    """A dict of the table (``REGISTRY``, ``recording.FUNCTIONS``, ``INTERNAL``) that
     completes the table before it answers a miss of a pending name or a read of the
     whole."""
     __slots__ = ()
 
     def __missing__(self, key):
-        if LOADERS:
-            complete()
+        if PENDING and isinstance(key, str):
+            load_defining(key)
             if dict.__contains__(self, key):
                 return dict.__getitem__(self, key)
         raise KeyError(key)
 
     def get(self, key, default=None):
-        if LOADERS and not dict.__contains__(self, key):
-            complete()
+        if PENDING and isinstance(key, str) and not dict.__contains__(self, key):
+            load_defining(key)
         return dict.get(self, key, default)
 
     def __contains__(self, key) -> bool:
@@ -306,8 +350,8 @@ class LazyTable(dict):
         # pending modules define, so that a variable's name loads nothing.
         if dict.__contains__(self, key):
             return True
-        if LOADERS and key in ON_DEMAND_NAMES:
-            complete()
+        if PENDING and isinstance(key, str):
+            load_defining(key)
             return dict.__contains__(self, key)
         return False
 
@@ -407,10 +451,13 @@ class LazyOrder(list):
         return list.__repr__(self)
 
 
-# name or alias -> Op; filled by ops.py at import time.
+# name or alias -> Op; filled by the rule modules when imported.
 REGISTRY: dict[str, Op] = LazyTable()
 # canonical names in table order (what `gradcli functions` lists).
 ORDER: list[str] = LazyOrder()
+# Internal entries serve the backward rules (broadcast_to, sum_to, getitem, scatter, ...);
+# they are differentiable like any entry but are not part of the language.
+INTERNAL: dict[str, Op] = LazyTable()
 
 
 def register(op: Op) -> Op:
@@ -419,6 +466,13 @@ def register(op: Op) -> Op:
             raise RuntimeError(f"function table: {key!r} defined twice")
         REGISTRY[key] = op
     ORDER.append(op.name)
+    return op
+
+
+def register_internal(op: Op) -> Op:
+    """An entry the rules use that the language does not offer (registered again, it
+    replaces the earlier one)."""
+    INTERNAL[op.name] = op
     return op
 
 

@@ -1,7 +1,7 @@
 """The function transformations of ``tf.contrib.eager``, as thin wrappers over one core:
 ``_record_and_differentiate`` runs ``f`` under a tape and then the backward pass.
 
->>> from gradcli.engine.tensor import Variable
+>>> from gradcli.engine.core.tensor import Variable
 >>> w = Variable(3.0)
 >>> value, pairs = implicit_value_and_gradients(lambda x: w * x)(2.0)
 >>> float(value), float(pairs[0][0]), pairs[0][1] is w
@@ -13,13 +13,23 @@ import gc
 
 import numpy as np
 
-from ..errors import ShapeError
-from . import ops, state
-from .table import Op
-from .tape import GradientTape, _flatten, _pack
-from .tape import _recording  # the tapes recording now (state.recording)
-from .tensor import Batched, BatchedVariable, NotBatchable, Tensor, Variable, _make, as_value, \
-    constant
+from ...errors import ShapeError
+from . import state
+from .derive import transposed
+from .nest import flatten, pack, pair
+from .recording import ENGINE, FUNCTIONS, apply, holds_tensor
+from .table import INTERNAL, REGISTRY, Op
+from .tape import GradientTape
+from .tensor import (
+    Batched,
+    BatchedVariable,
+    NotBatchable,
+    Tensor,
+    Variable,
+    _make,
+    as_value,
+    constant,
+)
 
 NO_VARIABLES = "No trainable variables were accessed while the function was being computed."
 
@@ -52,7 +62,7 @@ def _record_and_differentiate(f, args, kwargs, *, argnums=None, dy=None):
             if value is None:
                 raise ValueError(f"the function {_name(f)} returned None; it must return "
                                  "the tensor to differentiate")
-            leaves = _flatten(value, [])
+            leaves = flatten(value, [])
             if not leaves:
                 raise ValueError(f"the function {_name(f)} returned {value!r}, which holds "
                                  "no tensor to differentiate")
@@ -72,8 +82,8 @@ def _record_and_differentiate(f, args, kwargs, *, argnums=None, dy=None):
                 variables = None
                 sources = [args[i] for i in argnums]
             if value.__class__ is list or value.__class__ is tuple or isinstance(value, dict):
-                value = target = _pack(value, iter(targets))
-                seeds = None if dy is None else _flatten(dy, [])  # one per output
+                value = target = pack(value, iter(targets))
+                seeds = None if dy is None else flatten(dy, [])  # one per output
             else:
                 value = target = targets[0]
                 seeds = dy
@@ -100,11 +110,11 @@ def _distinct_sources(args: list, argnums) -> None:
         x = args[i]
         if isinstance(x, Batched):  # inside vectorized_map (its rules copy it)
             if isinstance(x, BatchedVariable) or counts[id(x)] > 1:
-                args[i] = ops.apply(ops.CAST, (x,), {"dtype": x.dtype})
+                args[i] = apply(INTERNAL["cast"], (x,), {"dtype": x.dtype})
         elif not isinstance(x, Tensor):  # a number, an array, or a list holding tensors
-            args[i] = ops.FUNCTIONS["stack"](x) if ops._holds_tensor(x) else constant(x)
+            args[i] = FUNCTIONS["stack"](x) if holds_tensor(x) else constant(x)
         elif isinstance(x, Variable) or counts[id(x)] > 1:
-            args[i] = ops.apply(ops.CAST, (x,), {"dtype": x.dtype})
+            args[i] = apply(INTERNAL["cast"], (x,), {"dtype": x.dtype})
     if state.batching:
         # Inside vectorized_map, called on batched values: per-example gradients for
         # the arguments shared by every example too.
@@ -222,7 +232,7 @@ def hessians_function(f, params=None):
         chosen = _resolve(indices, args)
         _distinct_sources(args, chosen)
         sources = [args[i] for i in chosen]
-        reshape, concatenate = ops.FUNCTIONS["reshape"], ops.FUNCTIONS["concatenate"]
+        reshape, concatenate = FUNCTIONS["reshape"], FUNCTIONS["concatenate"]
         with GradientTape(watch_accessed_variables=False) as outer:
             for source in sources:
                 outer._watch_tensor(source)
@@ -264,7 +274,7 @@ def implicit_value_and_gradients(f):
 
 def stop_gradient(x) -> Tensor:
     """``x``, with no gradient flowing back through it."""
-    return ops.apply(ops.STOP_GRADIENT, (x,))
+    return apply(REGISTRY["stop_gradient"], (x,))
 
 
 def custom_gradient(f):
@@ -296,8 +306,8 @@ def custom_gradient(f):
 
     >>> @custom_gradient
     ... def log1pexp(x):                    # TensorFlow's example
-    ...     e = ops.FUNCTIONS["exp"](x)
-    ...     return ops.FUNCTIONS["log"](1 + e), lambda dy: dy * (1 - 1 / (1 + e))
+    ...     e = FUNCTIONS["exp"](x)
+    ...     return FUNCTIONS["log"](1 + e), lambda dy: dy * (1 - 1 / (1 + e))
     >>> [[d2]] = hessians_function(log1pexp)(0.0)     # sigmoid'(0)
     >>> float(d2)
     0.25
@@ -314,7 +324,7 @@ def custom_gradient(f):
                             f"({', '.join(v.name for v in variables)}), so its grad_fn must "
                             f"accept a keyword argument 'variables' and return (input "
                             f"gradients, variable gradients), as in TensorFlow")
-        leaves = _flatten(y, [])
+        leaves = flatten(y, [])
         if not leaves or any(leaf is None for leaf in leaves):
             raise ValueError(f"custom_gradient: {_name(f)} must return (outputs, grad_fn) "
                              f"with tensors as outputs, got {y!r}")
@@ -329,7 +339,7 @@ def custom_gradient(f):
         def gradients(m, g):
             if cache[0] is g:
                 return cache[1]
-            differentiable = m is ops.ENGINE
+            differentiable = m is ENGINE
             if single:
                 dys = [g if differentiable else _make(g)]
             else:  # the packed outputs' gradient, cut back into one per output
@@ -349,12 +359,12 @@ def custom_gradient(f):
             else:
                 dxs, dvs = grad_fn(*dys), []
             flat = ([dxs] if n == 1 and not isinstance(dxs, (list, tuple, dict))
-                    else _flatten(dxs, []) if dxs is not None else [None] * n)
+                    else flatten(dxs, []) if dxs is not None else [None] * n)
             if len(flat) != n:
                 raise ValueError(f"custom_gradient: the grad_fn of {_name(f)} returned "
                                  f"{len(flat)} gradient(s); expected {n}, one per input "
                                  f"of {_name(f)} (None for an input without one)")
-            flat_vars = _flatten(dvs, []) if dvs is not None else [None] * len(variables)
+            flat_vars = flatten(dvs, []) if dvs is not None else [None] * len(variables)
             if len(flat_vars) != len(variables):
                 raise ValueError(f"custom_gradient: the grad_fn of {_name(f)} returned "
                                  f"{len(flat_vars)} variable gradient(s); expected "
@@ -374,7 +384,7 @@ def custom_gradient(f):
                 raise ShapeError(f"custom_gradient: the grad_fn of {_name(f)} returned a "
                                  f"gradient of shape {dshape} for input {index} of shape "
                                  f"{shape}")
-            if m is ops.ENGINE:
+            if m is ENGINE:
                 return dx if isinstance(dx, Tensor) else constant(dx)
             return dx._value if isinstance(dx, Tensor) else as_value(dx)
 
@@ -383,18 +393,18 @@ def custom_gradient(f):
         # Forward mode, as TensorFlow's accumulators treat a function without a forward
         # rule: the transposition of grad_fn (J t is the gradient in dy of <grad_fn(dy), t>).
         # Only an accumulator active now can ask for it.
-        jvps = (ops.transposed(vjp, variadic=True),) if state.forward else ()
+        jvps = (transposed(vjp, variadic=True),) if state.forward else ()
         op = Op(name=f"custom_gradient({_name(f)})", forward=lambda *_: packed,
                 vjps=(vjp,), inputs=("xs",), variadic=True, jvps=jvps,
                 doc="user-defined gradient", kind="custom")
-        out = ops.apply(op, tuple(xs) + tuple(variables))
+        out = apply(op, tuple(xs) + tuple(variables))
         if single:
             return out
         outputs, start = [], 0
         for shape, size in zip(shapes, sizes):
-            outputs.append(ops.FUNCTIONS["reshape"](out[start:start + size], shape))
+            outputs.append(FUNCTIONS["reshape"](out[start:start + size], shape))
             start += size
-        return _pack(y, iter(outputs))
+        return pack(y, iter(outputs))
     return wrapper
 
 
@@ -413,16 +423,16 @@ def _run(f, xs, kwargs):
     all: what it needs is the one entry that stands for the function, and the variables
     ``f`` read. (Only a tensor made inside ``f`` and kept outside it could tell: on that
     tape it is not connected, where TensorFlow's tape would have recorded it.)"""
-    tapes = _recording
+    tapes = state.recording
     if not tapes:
-        return (*_pair(f, f(*xs, **kwargs)), [])
+        return (*pair(f, f(*xs, **kwargs)), [])
     aside = None
     if len(tapes) == 1 and not tapes[0].persistent and not state.forward:
         aside = tapes[:]
         del tapes[:]
     try:
         with GradientTape() as watcher:  # a tape of its own sees which variables f reads
-            y, grad_fn = _pair(f, f(*xs, **kwargs))
+            y, grad_fn = pair(f, f(*xs, **kwargs))
     finally:
         if aside is not None:
             tapes[:] = aside
@@ -439,31 +449,6 @@ def _run(f, xs, kwargs):
     arguments = (*xs, *kwargs.values())
     variables = [v for v in read if v._trainable and all(v is not a for a in arguments)]
     return y, grad_fn, variables
-
-
-def _pair(f, result) -> tuple:
-    """``f``'s result as ``(outputs, grad_fn)``, or a TypeError saying what it was."""
-    if result.__class__ is tuple and len(result) == 2 and callable(result[1]):
-        return result
-    if isinstance(result, (tuple, list)) and len(result) == 2:
-        if callable(result[1]):
-            return tuple(result)
-        what = f"a pair whose second item is {_describe(result[1])}, not a function"
-    else:
-        what = _describe(result)
-    raise TypeError(f"custom_gradient: {_name(f)} must return a pair (outputs, grad_fn), "
-                    f"grad_fn being the function of the upstream gradients; it returned "
-                    f"{what}")
-
-
-def _describe(value) -> str:
-    if value is None:
-        return "None"
-    if isinstance(value, (Tensor, Batched)):
-        return f"a tensor of shape {value.shape}"
-    if isinstance(value, (tuple, list)):
-        return f"a {type(value).__name__} of {len(value)} item(s)"
-    return f"a {type(value).__name__}"
 
 
 def _takes_variables(grad_fn) -> bool:
@@ -494,8 +479,8 @@ def _own_primals(primals) -> list:
     if isinstance(primals, Tensor) or not isinstance(primals, (list, tuple)):
         raise TypeError("primals must be a list or tuple of arguments, one per parameter "
                         "of f (as jax.jvp takes them)")
-    return [ops.apply(ops.CAST, (p,), {"dtype": p.dtype}) if isinstance(p, (Tensor, Batched))
-            else ops.FUNCTIONS["stack"](p) if ops._holds_tensor(p) else constant(p)
+    return [apply(INTERNAL["cast"], (p,), {"dtype": p.dtype}) if isinstance(p, (Tensor, Batched))
+            else FUNCTIONS["stack"](p) if holds_tensor(p) else constant(p)
             for p in primals]
 
 
@@ -527,8 +512,8 @@ def jvp(f, primals, tangents):
     if value is None:
         raise ValueError(f"the function {_name(f)} returned None; it must return a tensor")
     leaves = [t if isinstance(t, (Tensor, Batched)) else constant(t)
-              for t in _flatten(value, [])]
-    value = _pack(value, iter(leaves))
+              for t in flatten(value, [])]
+    value = pack(value, iter(leaves))
     return value, acc.jvp(value, unconnected_gradients="zero")
 
 

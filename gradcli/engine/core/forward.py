@@ -4,11 +4,11 @@ An accumulator holds one tangent per value it has seen, keyed by the value's ``N
 (the node survives where the tensor object does not: the backward pass rebuilds tensors
 around saved values with their nodes, so a gradient computed inside the accumulator gets
 its tangent too — forward-over-reverse Hessian-vector products). While an accumulator is
-inside its ``with`` block, ``ops.apply`` hands every operation to ``propagate``, which
+inside its ``with`` block, ``apply`` hands every operation to ``propagate``, which
 asks the entry's JVP rules (``Op.jvps``) for the output's tangent. The rules are in the
 table; this module is only the bookkeeping.
 
->>> from gradcli.engine.tensor import constant
+>>> from gradcli.engine.core.tensor import constant
 >>> from gradcli.engine import FUNCTIONS as F
 >>> x = constant(2.0)
 >>> with ForwardAccumulator(x, 1.0) as acc:
@@ -20,8 +20,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import ops, state
-from .tape import _flatten, _pack
+from . import state
+from .nest import flatten, pack
+from .recording import ENGINE, FUNCTIONS, NP
 from .tensor import Batched, Node, Tensor, _make, as_value
 
 _active = state.forward
@@ -40,20 +41,20 @@ class ForwardAccumulator:
     records the tangent computations (reverse-over-forward); of two accumulators, the
     outer one sees the inner one's tangent computations (second directional derivatives).
 
-    >>> from gradcli.engine.tensor import constant
-    >>> from gradcli.engine.tape import GradientTape
+    >>> from gradcli.engine.core.tensor import constant
+    >>> from gradcli.engine.core.tape import GradientTape
     >>> x = constant([1.0, 2.0])
     >>> with ForwardAccumulator(x, constant([1.0, 0.0])) as acc:
     ...     with GradientTape() as tape:
     ...         tape.watch(x)
-    ...         y = ops.FUNCTIONS["sum"](x ** 3.0)
+    ...         y = FUNCTIONS["sum"](x ** 3.0)
     ...     g = tape.gradient(y, x)
     >>> acc.jvp(g).numpy()           # the Hessian diag(6 x) times [1, 0]
     array([6., 0.])
     """
 
     def __init__(self, primals, tangents):
-        flat_primals = _flatten(primals, [])
+        flat_primals = flatten(primals, [])
         _distinct(flat_primals)
         flat_tangents = _flatten_like(primals, tangents)
         self._tangents: dict[int, tuple] = {}  # id(node) -> (node, tangent)
@@ -104,7 +105,7 @@ class ForwardAccumulator:
             raise ValueError(f"unconnected_gradients must be 'none' or 'zero', "
                              f"got {unconnected_gradients!r}")
         out = []
-        for x in _flatten(primals, []):
+        for x in flatten(primals, []):
             if isinstance(x, Batched):  # inside vectorized_map: per example
                 tangent = self._tangent(x._tensor)
                 out.append(None if tangent is None and unconnected == "none" else Batched(
@@ -119,7 +120,7 @@ class ForwardAccumulator:
                 out.append(None if unconnected == "none" else _make(_zeros(x._value)))
             else:
                 out.append(tangent if isinstance(tangent, Tensor) else _make(tangent))
-        return _pack(primals, iter(out))
+        return pack(primals, iter(out))
 
     def _tangent(self, x):
         node = x._node
@@ -193,7 +194,7 @@ def _zeros(value):
 
 def propagate(op, out: Tensor, inputs, values, params) -> None:
     """The tangent of ``out = op(*inputs)`` for every active accumulator that holds a
-    tangent of an input, innermost first. Called by ``ops.apply`` when an accumulator is
+    tangent of an input, innermost first. Called by ``apply`` when an accumulator is
     active.
 
     An accumulator's rules compute on numpy values when nothing else watches (the fast
@@ -219,14 +220,14 @@ def propagate(op, out: Tensor, inputs, values, params) -> None:
         outer = acc._outer_tapes
         if level == 0 and not any(trace in outer for trace in recording):
             # Nothing outside watches: the rules run on numpy values (the fast path).
-            tangent = _output_tangent(ops.NP, op, out._value, values, tangents, params)
+            tangent = _output_tangent(NP, op, out._value, values, tangents, params)
         else:
             inner = _active[level:]
             del _active[level:]
             tapes = recording[:]
             recording[:] = [trace for trace in tapes if trace in outer]
             try:
-                tangent = _output_tangent(ops.ENGINE, op, out, inputs, tangents, params)
+                tangent = _output_tangent(ENGINE, op, out, inputs, tangents, params)
             finally:
                 recording[:] = tapes
                 _active.extend(inner)
@@ -240,8 +241,8 @@ def propagate(op, out: Tensor, inputs, values, params) -> None:
 
 def _output_tangent(m, op, ans, inputs, tangents, params):
     """The sum of the rules' contributions, broadcast to the output's shape and given its
-    dtype (the one place forward mode broadcasts, as ``tape._unbroadcast`` in reverse)."""
-    if m is ops.NP:
+    dtype (the one place forward mode broadcasts, as ``tape.unbroadcast`` in reverse)."""
+    if m is NP:
         tangents = [t._value if isinstance(t, Tensor) else t for t in tangents]
     rules = op.jvps
     if op.variadic:
@@ -272,15 +273,17 @@ def _output_tangent(m, op, ans, inputs, tangents, params):
     if tshape != shape:
         total = m.broadcast_to(total, shape=shape)
     if total.dtype != dtype:
-        if m is ops.NP:
+        if m is NP:
             total = np.asarray(total).astype(dtype)
             total = total[()] if total.ndim == 0 else total
         else:
-            total = ops.FUNCTIONS["cast"](total, dtype=dtype)
+            total = FUNCTIONS["cast"](total, dtype=dtype)
     return total
 
 
 def _no_rule(op, rules):
-    from ..errors import ModeError
+    from ...errors import ModeError
     raise ModeError(f"forward mode: {op.name} has no JVP rule, so no tangent can pass "
                     f"through it (use reverse mode, GradientTape, instead)")
+
+state.propagate = propagate  # (apply hands every operation here while an accumulator is active)
