@@ -297,7 +297,7 @@ BATCH = [
         "--seed", min=0, max=2**63 - 1, metavar="N", show_default=False,
         help="With --at --check: the seed of the random choice of rows.")], None),
 ]
-#: How to read a CSV or TSV source (gradcli/columns.py); minimize takes all but --keep.
+#: How to read a CSV or TSV source (gradcli/io/columns.py); minimize takes all but --keep.
 CSV_SOURCE = [
     _opt("columns", Annotated[Optional[List[str]], typer.Option(
         "--columns", metavar="NAME=COLUMN[,...]", show_default=False,
@@ -404,7 +404,7 @@ def _prepare(s: _Settings):
 
 
 def _mode_options(s: _Settings):
-    from ..modes import ModeOptions
+    from ..run.modes import ModeOptions
     return ModeOptions(wrt=_split(s.wrt), watch=_split(s.watch, "--watch") or [],
                        watch_accessed=not s.no_watch_accessed, unconnected=s.unconnected,
                        params=_split(s.params, "--params"))
@@ -427,7 +427,7 @@ def _guarded(work):
 
 
 def _run_mode(mode: str, s: _Settings) -> None:
-    from ..modes import run_mode
+    from ..run.modes import run_mode
     if s.at is not None:  # many points (issue 12): cli/batch.py, imported only then
         from . import batch
         return batch.run(batch.ModeKind(mode, _guarded(lambda: _mode_options(s))), s,
@@ -474,7 +474,7 @@ def _symbolic(s: _Settings, model, outcome) -> dict:
 def _compare_modes(s: _Settings, model) -> tuple[dict, dict, dict]:
     """The four modes on one model (an error is that mode's message), each checked and
     given its symbolic form when asked: compare's rows, with or without --tangent."""
-    from ..modes import MODES, run_mode
+    from ..run.modes import MODES, run_mode
 
     results, checks, symbolics = {}, {}, {}
     for mode in MODES:

@@ -1,7 +1,7 @@
 """The commands of higher derivatives: ``jacobian``, ``hessian`` and ``grad --order N``.
 
 Each is the usual few steps (parse, evaluate in a mode, check if asked, render); the math
-is in :mod:`gradcli.derivatives`, the check in :mod:`gradcli.check.higher`. Imported only
+is in :mod:`gradcli.run.derivatives`, the check in :mod:`gradcli.check.higher`. Imported only
 when one of these commands runs (app.py registers them without importing this module).
 
 JSON (one object each; numbers as everywhere in gradcli: non-finite ones are strings)::
@@ -19,7 +19,7 @@ JSON (one object each; numbers as everywhere in gradcli: non-finite ones are str
 ``sources_from`` says how the sources were chosen: "wrt" (named by ``--wrt``),
 "variables" (the default when the program reads trainable variables) or "arguments"
 (the default otherwise); the human output says it in words, and ``--plain`` on standard
-error when the default chose (see :func:`gradcli.derivatives.choose_sources`).
+error when the default chose (see :func:`gradcli.run.derivatives.choose_sources`).
     {"mode": "grad", "order": 3, "gradients": [{"name": "x", "gradient": ...}]}
 
 ``--plain``: ``jacobian`` prints the value, then each Jacobian flattened, one line per
@@ -94,7 +94,7 @@ def _emit_sources(out, sources) -> None:
 # ---------------------------------------------------------------------------------------
 def run_jacobian(s) -> None:
     """``gradcli jacobian``."""
-    from ..derivatives import jacobian
+    from ..run.derivatives import jacobian
 
     def compute(s):
         wrt = _split(s.wrt)
@@ -150,7 +150,7 @@ def _jacobian_table(out, result, precision) -> None:
 # ---------------------------------------------------------------------------------------
 def run_hessian(s) -> None:
     """``gradcli hessian``."""
-    from ..derivatives import hessian
+    from ..run.derivatives import hessian
 
     def compute(s):
         wrt = _split(s.wrt)
@@ -192,7 +192,7 @@ _MAX_TABLE = 8  # a labelled matrix up to this many columns; numpy's layout beyo
 def _explain(result) -> str:
     """The verdict in words, with the tolerance that decided it (never "tolerance 0": a
     zero tolerance is a zero Hessian, where only an exact 0 counts)."""
-    from ..derivatives import definiteness
+    from ..run.derivatives import definiteness
     if result.verdict == "undefined":
         return ("the gradient or the Hessian is not finite here (nan or inf): no "
                 "second-derivative test applies")
@@ -278,7 +278,7 @@ def _print_hessian(result, precision, check, target, out=None) -> None:
 # ---------------------------------------------------------------------------------------
 def run_grad_order(s) -> None:
     """``gradcli grad --order N``."""
-    from ..derivatives import order_outcome
+    from ..run.derivatives import order_outcome
     order = s.order
 
     def work():
@@ -339,7 +339,7 @@ class CompareRow:
     watches, or those ``grad`` takes). An error is shown in the row."""
 
     def __init__(self, model):
-        from ..derivatives import jacobian
+        from ..run.derivatives import jacobian
         from ..errors import GradcliError
         self.result = self.error = None
         try:

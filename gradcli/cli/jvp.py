@@ -10,7 +10,7 @@ from .app import _guarded, _prepare, _Settings
 
 
 def _work(s: _Settings):
-    from ..directional import parse_tangents, run_jvp
+    from ..run.directional import parse_tangents, run_jvp
     model = _prepare(s)
     outcome = run_jvp(model, parse_tangents(model, s.tangent))
     return model, outcome
@@ -35,7 +35,7 @@ def plain_lines(outcome, precision: int | None, labelled: bool = False) -> list[
 
 def print_human(outcome, precision: int | None, check: dict | None = None,
                 target: str | None = None) -> None:
-    from ..directional import API_CALL
+    from ..run.directional import API_CALL
     from .render import _emit, _shape, array_text, console, print_check
     out = console()  # literal text only: nothing the user typed is interpreted
     _emit(out, ("jvp", "bold"), "  ", (API_CALL, "dim"))
@@ -77,7 +77,7 @@ def run_compare(s: _Settings) -> None:
     from .app import _compare_modes, _compare_plain, _mode_options
 
     def work():
-        from ..directional import parse_tangents, run_jvp as jvp_mode
+        from ..run.directional import parse_tangents, run_jvp as jvp_mode
         _mode_options(s)  # a malformed option is the command's error, not one mode's
         model = _prepare(s)
         tangents = parse_tangents(model, s.tangent)  # a bad --tangent is a usage error

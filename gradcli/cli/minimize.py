@@ -1,7 +1,7 @@
 """``gradcli minimize``: the training loop the seeds describe, from the command line.
 
 Imported only when ``minimize`` runs (or for the full command listing), so the other
-commands' start-up does not pay for it. The math lives in ``gradcli.optimize``.
+commands' start-up does not pay for it. The math lives in ``gradcli.run.optimize``.
 """
 from __future__ import annotations
 
@@ -138,7 +138,7 @@ def save_variables(directory: str, values: dict) -> list[str]:
 
     import numpy as np
 
-    from .outfile import OutputFile
+    from ..io.outfile import OutputFile
     try:
         os.makedirs(directory, exist_ok=True)
         paths = []
@@ -169,7 +169,7 @@ def save_loss_plot(path: str, history) -> None:
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     try:
-        from .outfile import OutputFile
+        from ..io.outfile import OutputFile
         with OutputFile(path, binary=True, option="--plot") as f:  # renamed once complete
             fig.savefig(f, format=extension[1:])
     except OSError as err:
@@ -183,7 +183,7 @@ def run(s: _Settings) -> None:
     non-finite loss, divergence, or a run to convergence that did not converge; 0 for a
     converged run or a training run (--steps, --epochs, mini-batches: a warning when the
     gradient is not small); 130 after Ctrl-C (the point so far is still printed)."""
-    from ..optimize import DEFAULT_LR, DEFAULT_MAX_STEPS, default_tol, minimize
+    from ..run.optimize import DEFAULT_LR, DEFAULT_MAX_STEPS, default_tol, minimize
     if s.tol is None:
         s.tol = default_tol(s.dtype)
 
@@ -196,7 +196,7 @@ def run(s: _Settings) -> None:
         model = _prepare(s)
         # Known from the tree, before any file is read (as the implicit modes do).
         if not any(model.trainable[name] for name in model.read_variables):
-            from ..modes import _NO_VARIABLES
+            from ..run.modes import _NO_VARIABLES
             raise ModeError(_NO_VARIABLES)
         if s.at is not None:
             return _train_on_rows(s, model, optimizer)
@@ -247,7 +247,7 @@ def run(s: _Settings) -> None:
 
 def _optimizer(s: _Settings) -> str:
     """The optimizer of the run (the given one, or the default), its settings checked."""
-    from ..optimize import LINE_SEARCH, check_numbers, check_settings, default_optimizer
+    from ..run.optimize import LINE_SEARCH, check_numbers, check_settings, default_optimizer
     check_numbers(lr=s.lr, tol=s.tol, momentum=s.momentum)
     mini_batches = s.at is not None and (s.batch_size is not None or s.epochs is not None)
     optimizer = s.optimizer or default_optimizer(mini_batches)
@@ -274,7 +274,7 @@ def _optimizer_text(result, s: _Settings) -> str:
 def _failure_message(result) -> str:
     """The error of a run stopped by a non-finite loss or divergence, naming the point
     the output holds."""
-    from ..optimize import FLOAT_EDGE, LINE_SEARCH
+    from ..run.optimize import FLOAT_EDGE, LINE_SEARCH
     from . import render
     n = render.number_text
     step, last = result.history[-1][0], result.history[-1][1]
@@ -343,7 +343,7 @@ _DATA_OPTIONS = (("--batch-size", "batch_size"), ("--epochs", "epochs"),
 def _check_data_options(s: _Settings, optimizer: str) -> None:
     """The options of training on data rows need --at, and go together (before the rows
     are read)."""
-    from ..optimize import check_rows_options
+    from ..run.optimize import check_rows_options
     from .batch import csv_options
     # --columns, --delimiter, --no-header: checked before any file is read
     csv_options(s, keep=False, what="training on data rows")
@@ -360,8 +360,8 @@ def _check_data_options(s: _Settings, optimizer: str) -> None:
 
 def _train_on_rows(s: _Settings, model, optimizer: str):
     """``minimize --at``: read the rows, train on them (``optimize.minimize_rows``)."""
-    from ..optimize import LINE_SEARCH, MAX_DATA_NUMBERS, ProgramRows, minimize_rows, run_length
-    from ..points import Slot, read_all
+    from ..run.optimize import LINE_SEARCH, MAX_DATA_NUMBERS, ProgramRows, minimize_rows, run_length
+    from ..io.points import Slot, read_all
     trainable = [name for name in model.read_variables if model.trainable[name]]
     slots = {}
     for decl in model.declarations:

@@ -1,7 +1,7 @@
 """``gradcli plot``: f and its derivatives over a range, in the terminal or as an image.
 
 Imported only when ``plot`` runs (or for the full command listing). The sampling lives in
-``gradcli.plotting``; drawing needs the optional extra ``gradcli[plot]``: uniplot for the
+``gradcli.run.plotting``; drawing needs the optional extra ``gradcli[plot]``: uniplot for the
 terminal (small, numpy only, returns the plot as a string with frame and legend, which is
 what a test can hold at a fixed width), matplotlib for ``--output``.
 """
@@ -15,7 +15,7 @@ import numpy as np
 import typer
 
 from ..errors import InputError
-from ..optimize import MissingExtra
+from ..run.optimize import MissingExtra
 from .app import PROGRAM, _guarded, _opt, _Settings
 
 FORMATS = (".png", ".svg", ".pdf")
@@ -97,7 +97,7 @@ def _find_ranges(s: _Settings):
     """([(name, points), ...] for the one or two ranged declarations, the declarations by
     kind with None where a ranged one was, to keep the arguments' order)."""
     from ..lang.values import parse_declaration
-    from ..plotting import parse_range
+    from ..run.plotting import parse_range
     texts = [(kind, text) for kind in ("var", "frozen", "arg") for text in getattr(s, kind) or ()]
     ranged = []
     for kind, text in texts:
@@ -144,7 +144,7 @@ def compute(s: _Settings) -> Plot:
     from ..lang.parser import parse_program
     from ..lang.source import read_program
     from ..lang.values import Declarations
-    from .. import plotting
+    from ..run import plotting
     if sum((s.csv, s.json_out, s.output is not None)) > 1:
         raise InputError("--csv, --json and --output cannot be used together")
     if s.output is not None:
@@ -189,7 +189,7 @@ def compute(s: _Settings) -> Plot:
                     notes)
     name, xs = names[0], axes[0]
     if s.mode is not None:
-        from ..modes import MODES
+        from ..run.modes import MODES
         if s.mode not in MODES:
             raise InputError(f"unknown mode {s.mode!r}; choose one of {', '.join(MODES)}")
         table, sources, how = plotting.sample_mode(model, name, xs, s.mode)
@@ -436,7 +436,7 @@ def _save(plt, fig, ax, path, extension, scale=(1.0, 1.0)) -> None:
                 "x0": box.x0, "y0": box.y0, "x1": box.x1, "y1": box.y1,
                 "xlim": list(ax.get_xlim()), "ylim": list(ax.get_ylim()),
                 "xscale": scale[0], "yscale": scale[1], "height": fig.bbox.height})}
-        from .outfile import OutputFile
+        from ..io.outfile import OutputFile
         with OutputFile(path, binary=True) as f:  # renamed into place once complete
             fig.savefig(f, format=extension[1:], dpi=100, metadata=metadata)
     except OSError as err:

@@ -27,8 +27,8 @@ from contextlib import ExitStack
 
 import numpy as np
 
-from . import engine as gc
-from .errors import ChunkTooLarge, GradcliError, InputError, LimitError
+from .. import engine as gc
+from ..errors import ChunkTooLarge, GradcliError, InputError, LimitError
 
 __all__ = ["critical_points", "parse_range", "marked_points", "sample", "sample_grid",
            "sample_mode", "check_size", "MAX_CURVE_POINTS", "MAX_GRID_POINTS",
@@ -59,7 +59,7 @@ def parse_range(text: str, points: int):
     """``a:b`` -> ``points`` evenly spaced values from a to b; ``linspace(a, b, n)`` -> its
     values; anything else -> None (an ordinary value). The ends are constant expressions
     of the language (``-pi:pi``), evaluated by its safe parser."""
-    from .lang.values import load_value
+    from ..lang.values import load_value
     stripped = text.strip()
     if stripped.startswith("linspace("):
         values = np.asarray(load_value(stripped), dtype=float).ravel()
@@ -190,7 +190,7 @@ class _Points:
                 out[i] = value
 
     def _batched(self, lo: int, hi: int) -> list:
-        from .engine.batching import vectorized_map
+        from ..engine.batching import vectorized_map
         model, dtype = self.model, self.model.dtype
         elems = {name: gc.constant(v[lo:hi], dtype=dtype) for name, v in self.elems.items()}
 

@@ -16,10 +16,10 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import engine as gc
-from .engine.api import NO_VARIABLES
-from .engine.tensor import Batched
-from .errors import InputError, ModeError, UnknownNameError, did_you_mean
+from .. import engine as gc
+from ..engine.api import NO_VARIABLES
+from ..engine.tensor import Batched
+from ..errors import InputError, ModeError, UnknownNameError, did_you_mean
 
 MODES = ("tape", "grad", "implicit", "value-grad")
 _NO_VARIABLES = (NO_VARIABLES + " (declare one with --var NAME=VALUE, or Variable(...) in "

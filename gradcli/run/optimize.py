@@ -49,9 +49,9 @@ import time
 
 import numpy as np
 
-from . import engine as gc
-from .engine.api import NO_VARIABLES
-from .errors import ChunkTooLarge, GradcliError, InputError, LimitError, ModeError
+from .. import engine as gc
+from ..engine.api import NO_VARIABLES
+from ..errors import ChunkTooLarge, GradcliError, InputError, LimitError, ModeError
 
 __all__ = ["OPTIMIZERS", "LINE_SEARCH", "SGD", "Adam", "Result", "minimize", "DEFAULT_LR",
            "DEFAULT_TOL", "DEFAULT_MAX_STEPS", "default_optimizer", "default_tol",
@@ -639,7 +639,7 @@ class ProgramRows:
     """
 
     def __init__(self, model, data: dict, trainable: list):
-        from .engine.tensor import Variable
+        from ..engine.tensor import Variable
         self.model, self.data = model, data
         self.n = len(next(iter(data.values())))
         # The starting values: the declared ones (bound with the first row's data, as
@@ -683,8 +683,8 @@ class ProgramRows:
         """(the piece's share of the batch's mean, [(name, gradient)])."""
         import warnings
 
-        from .engine.batching import vectorized_map
-        from .engine.tensor import Variable, constant
+        from ..engine.batching import vectorized_map
+        from ..engine.tensor import Variable, constant
         model, dtype = self.model, self.model.dtype
         current = {name: p.numpy() for name, p in self.parameters.items()}
         made: dict = {}   # id(variable made by bind) -> (name, variable)
