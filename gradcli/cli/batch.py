@@ -48,8 +48,9 @@ import typer
 
 from ..errors import (ChunkTooLarge, GradcliError, InputError, LimitError, ModeError,
                       UnknownNameError)
-from ..run.modes import Gradient, Outcome, run_mode
 from ..io.points import BadRow, Chunk, Slot, element_labels, open_source
+from ..run.modes import Gradient, Outcome, run_mode
+from .common import guarded
 
 #: Rows whose output text is made at once (a chunk's rows are written in such pieces).
 WRITE_ROWS = 8192
@@ -1226,10 +1227,9 @@ def csv_options(s, keep: bool = True, what: str = "many points"):
 def run(kind, s, prepare) -> None:
     """``gradcli COMMAND PROGRAM --at SOURCE`` for the command ``kind`` (a ModeKind,
     JacobianKind or JvpKind): see the module doc."""
-    from .app import _guarded
 
     if getattr(s, "symbolic", False):
-        _guarded(lambda: _raise(InputError("--symbolic shows one point's derivative; it "
+        guarded(lambda: _raise(InputError("--symbolic shows one point's derivative; it "
                                            "does not work with --at")))
     to_file = s.output not in (None, "-")   # (--output -: standard output, as without it)
 
@@ -1250,7 +1250,7 @@ def run(kind, s, prepare) -> None:
             if fmt == "npz" else _open_output(s.output if to_file else None, fmt)
         return fmt, model, source, out
 
-    fmt, model, source, out = _guarded(setup)
+    fmt, model, source, out = guarded(setup)
     try:
         _run(kind, s, fmt, model, source, out, to_file)
     finally:
@@ -1259,7 +1259,6 @@ def run(kind, s, prepare) -> None:
 
 
 def _run(kind, s, fmt: str, model, source, out, to_file: bool) -> None:
-    from .app import _guarded
     evaluate = Evaluator(model, kind)
     writer_class = {"json": JsonLinesWriter, "plain": PlainWriter, "csv": CsvWriter,
                     "human": HumanWriter, "npz": NpzWriter}[fmt]
@@ -1308,7 +1307,7 @@ def _run(kind, s, fmt: str, model, source, out, to_file: bool) -> None:
         target.write("".join(f"note: {note}\n" for note in notes))
     report = None
     if sample is not None:
-        report = _guarded(lambda: _check_rows(evaluate, sample, s))
+        report = guarded(lambda: _check_rows(evaluate, sample, s))
         if fmt == "json":
             writer.check(report)
         elif fmt == "plain":
