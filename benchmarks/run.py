@@ -1027,8 +1027,8 @@ def run_batch(results, quick: bool) -> None:
         if gc is not None:
             from gradcli.cli.batch import Evaluator, ModeKind
             from gradcli.lang import Declarations, build, parse_program
-            from gradcli.modes import ModeOptions
-            from gradcli.points import Slot, open_source
+            from gradcli.run.modes import ModeOptions
+            from gradcli.io.points import Slot, open_source
             model = build(parse_program(BATCH_PROGRAM), Declarations.from_options(var=["p"]))
             evaluate = Evaluator(model, ModeKind("value-grad", ModeOptions()))
             t0 = time.perf_counter()
@@ -1057,7 +1057,7 @@ def run_batch(results, quick: bool) -> None:
         if t is not None:
             entry["median"]["csv"] = t
         if gc is not None:
-            from gradcli.points import Slot, open_source
+            from gradcli.io.points import Slot, open_source
             t0 = time.perf_counter()
             source = open_source(f"@{tmp / 'p.csv'}", {"x": Slot("var", None),
                                                       "y": Slot("var", None)})

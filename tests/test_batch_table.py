@@ -23,7 +23,7 @@ from typer.testing import CliRunner
 
 from gradcli.cli.app import app
 from gradcli.engine.core.table import ORDER
-from gradcli.points import element_labels
+from gradcli.io.points import element_labels
 
 ROWS = 2
 # Entries whose batched kernel may round the last bit differently from one example's:

@@ -11,7 +11,7 @@ import pytest
 import gradcli as gc
 from gradcli.engine.core.tensor import Batched
 from gradcli.lang import Declarations, build, parse_program
-from gradcli.modes import MODES, ModeOptions, run_mode
+from gradcli.run.modes import MODES, ModeOptions, run_mode
 
 XS = np.array([[1.0, 2.0], [3.0, -4.0], [0.5, -1.5]])
 

@@ -374,7 +374,7 @@ def _checked(text, mode, **options):
     from gradcli.check.compare import check_outcome
     from gradcli.lang import Declarations, parse_program
     from gradcli.lang.evaluate import build
-    from gradcli.modes import ModeOptions, run_mode
+    from gradcli.run.modes import ModeOptions, run_mode
     decls = Declarations.from_options(var=options.pop("var", ()), frozen=options.pop("frozen", ()),
                                       arg=options.pop("arg", ()))
     model = build(parse_program(text), decls, dtype=options.pop("dtype", "float64"))
@@ -430,7 +430,7 @@ def test_symbolic_texts_for_the_command_line():
     from gradcli.check.compare import symbolic_texts
     from gradcli.lang import Declarations, parse_program
     from gradcli.lang.evaluate import build
-    from gradcli.modes import run_mode
+    from gradcli.run.modes import run_mode
     model = build(parse_program("w1 * x1 + w2 * x2"),
                   Declarations.from_options(var=["w1=2", "w2=3"], arg=["x1=5", "x2=7"]))
     assert symbolic_texts(model, run_mode("value-grad", model)) == {"w1": "x1", "w2": "x2"}

@@ -30,7 +30,7 @@ from gradcli.errors import InputError
 from gradcli.lang import Declarations, parse_program
 from gradcli.lang.evaluate import build
 from gradcli.lang.tree import Call, ExprStatement, Name, Program
-from gradcli.modes import ModeOptions, run_mode
+from gradcli.run.modes import ModeOptions, run_mode
 
 
 def one_call(func: str) -> Program:

@@ -22,8 +22,8 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gradcli.cli import render
-from gradcli.jsonvalue import json_value
-from gradcli.modes import MODES, Gradient, Outcome
+from gradcli.io.jsonvalue import json_value
+from gradcli.run.modes import MODES, Gradient, Outcome
 
 EXAMPLES = int(os.environ.get("GRADCLI_PROPERTY_EXAMPLES", "60"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None,

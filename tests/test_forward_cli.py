@@ -8,7 +8,7 @@ import sympy as sp
 from test_cli import run, run_json
 
 from gradcli.check.directional import check_jvp
-from gradcli.directional import parse_tangents, run_jvp
+from gradcli.run.directional import parse_tangents, run_jvp
 from gradcli.engine.core.table import REGISTRY
 from gradcli.lang import Declarations, build, parse_program
 

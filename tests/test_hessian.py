@@ -21,7 +21,7 @@ from cli_process import run
 
 import gradcli as gc
 from gradcli.cli.app import app
-from gradcli.derivatives import classify
+from gradcli.run.derivatives import classify
 
 
 def hessian_json(*args) -> dict:
@@ -311,7 +311,7 @@ SMOOTH = [  # (program text, the same in sympy's syntax: test text, never user t
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(st.sampled_from(SMOOTH), st.floats(-2, 2), st.floats(-2, 2))
 def test_hessian_of_smooth_programs_equals_sympy(program, x, y):
-    from gradcli.derivatives import hessian
+    from gradcli.run.derivatives import hessian
     from gradcli.lang import Declarations, build, parse_program
     if abs(x) + abs(y) < 1e-3:  # hypot's second derivative is unbounded at the origin
         return
@@ -502,7 +502,7 @@ def test_human_verdict_states_tolerance_and_condition_number_and_never_a_zero_on
 @settings(max_examples=EXAMPLES, deadline=None)
 @given(quadratic_forms())
 def test_tape_hessian_of_a_quadratic_form_has_the_verdict_of_its_eigenvalues(form):
-    from gradcli.derivatives import hessian
+    from gradcli.run.derivatives import hessian
     from gradcli.lang import Declarations, build, parse_program
     eigenvalues, matrix = form
     n = len(eigenvalues)

@@ -27,8 +27,8 @@ from typer.testing import CliRunner
 
 from gradcli.cli import higher, render
 from gradcli.cli.app import app
-from gradcli.derivatives import HessianResult, Jacobian, JacobianResult, classify, labels
-from gradcli.modes import Gradient, Outcome
+from gradcli.run.derivatives import HessianResult, Jacobian, JacobianResult, classify, labels
+from gradcli.run.modes import Gradient, Outcome
 
 # What rich markup would have printed (or eaten): none of it may appear as a tag.
 TAGS = ("[bold", "[/bold", "[dim", "[/dim", "[red", "[/red", "[yellow", "[/yellow", "[/]")

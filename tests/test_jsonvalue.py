@@ -1,4 +1,4 @@
-"""gradcli.jsonvalue.dumps writes what json.dumps writes, byte for byte: the --json output
+"""gradcli.io.jsonvalue.dumps writes what json.dumps writes, byte for byte: the --json output
 stopped importing json for it (issue 14), so json.dumps itself is the truth here."""
 from __future__ import annotations
 
@@ -11,7 +11,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from gradcli.jsonvalue import dumps, json_value
+from gradcli.io.jsonvalue import dumps, json_value
 
 # More examples on demand: GRADCLI_PROPERTY_EXAMPLES=5000 pytest tests/test_jsonvalue.py
 EXAMPLES = int(os.environ.get("GRADCLI_PROPERTY_EXAMPLES", "300"))

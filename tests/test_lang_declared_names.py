@@ -10,7 +10,7 @@ import pytest
 
 from gradcli.errors import InputError, ModeError, UnknownNameError
 from gradcli.lang import Declarations, build, parse_program
-from gradcli.modes import ModeOptions, run_mode
+from gradcli.run.modes import ModeOptions, run_mode
 
 
 def outcome(text, mode, options=None, **decls):

@@ -22,7 +22,7 @@ from hypothesis import strategies as st
 
 from gradcli.errors import ModeError
 from gradcli.lang import Declarations, build, parse_program
-from gradcli.modes import ModeOptions, run_mode
+from gradcli.run.modes import ModeOptions, run_mode
 
 EXAMPLES = int(os.environ.get("GRADCLI_PROPERTY_EXAMPLES", "0")) or None
 ARGS, VARIABLES = ("x", "y"), ("w", "v")

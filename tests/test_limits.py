@@ -70,7 +70,7 @@ def model_of(text, **options):
 
 @pytest.mark.parametrize("mode", ["rev", "fwd", "auto"])
 def test_a_jacobian_over_the_array_size_limit_is_refused_before_its_passes(mode):
-    from gradcli.derivatives import jacobian
+    from gradcli.run.derivatives import jacobian
     model = model_of("x * 2", var=["x=linspace(0, 1, 100000)"])  # 10^10 elements
     message = refused_quickly(lambda: jacobian(model, mode=mode))
     assert message == ("the Jacobian (100,000 x 100,000) would make 10,000,000,000 "
@@ -78,7 +78,7 @@ def test_a_jacobian_over_the_array_size_limit_is_refused_before_its_passes(mode)
 
 
 def test_a_hessian_over_the_array_size_limit_is_refused_before_its_passes():
-    from gradcli.derivatives import hessian
+    from gradcli.run.derivatives import hessian
     model = model_of("sum(x ** 2)", var=["x=linspace(0, 1, 10000)"])  # 10^8 elements
     message = refused_quickly(lambda: hessian(model))
     assert message.startswith("the Hessian (10,000 x 10,000) would make 100,000,000 elements")
@@ -88,7 +88,7 @@ def test_a_hessian_over_the_array_size_limit_is_refused_before_its_passes():
                                                         ("fwd", 200_000, "rev", 1)])
 def test_a_jacobian_mode_of_too_many_passes_is_refused_and_names_the_other(mode, passes,
                                                                            other, fewer):
-    from gradcli.derivatives import jacobian
+    from gradcli.run.derivatives import jacobian
     program = "x * y" if mode == "rev" else "sum(x * y)"  # one side 200,000, the other 1
     model = model_of(program, var=["x=linspace(0, 1, 200000)", "y=2"])
     wrt = ["y"] if mode == "rev" else ["x"]
@@ -99,7 +99,7 @@ def test_a_jacobian_mode_of_too_many_passes_is_refused_and_names_the_other(mode,
 
 
 def test_auto_takes_the_one_pass_where_rev_would_take_200000():
-    from gradcli.derivatives import jacobian
+    from gradcli.run.derivatives import jacobian
     import numpy as np
     x = np.linspace(0, 1, 200000)
     result = jacobian(model_of("x * y", var=["x=linspace(0, 1, 200000)", "y=2"]),

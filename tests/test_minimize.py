@@ -1,4 +1,4 @@
-"""gradcli minimize and gradcli.optimize: optimisers on the engine against independent
+"""gradcli minimize and gradcli.run.optimize: optimisers on the engine against independent
 truths (the known minimum, numpy.linalg.lstsq, the Keras update rules written out by hand
 in numpy)."""
 import json
@@ -12,7 +12,7 @@ import numpy as np
 import pytest
 
 from gradcli.engine import Variable
-from gradcli.optimize import minimize
+from gradcli.run.optimize import minimize
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROSENBROCK = "(1 - x)^2 + 100*(y - x^2)^2"

@@ -18,7 +18,7 @@ import scipy.optimize
 from cli_process import COMMAND
 from cli_process import run as gradcli
 from gradcli.engine import Variable
-from gradcli.optimize import minimize
+from gradcli.run.optimize import minimize
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 ROSENBROCK = "(1 - x)^2 + 100*(y - x^2)^2"

@@ -15,7 +15,7 @@ import pytest
 from gradcli.lang.evaluate import build
 from gradcli.lang.parser import parse_program
 from gradcli.lang.values import Declarations
-from gradcli.optimize import ProgramRows, batch_order, minimize_rows
+from gradcli.run.optimize import ProgramRows, batch_order, minimize_rows
 
 ROOT = os.path.dirname(os.path.dirname(os.path.abspath(__file__)))
 LOSS = "(w*x + b - y)^2"
@@ -410,7 +410,7 @@ def test_data_above_the_memory_limit_is_refused_before_training():
     import io
 
     from gradcli.errors import InputError
-    from gradcli.points import Slot, read_all
+    from gradcli.io.points import Slot, read_all
     slots = {"x": Slot("arg", None), "y": Slot("arg", None)}
     text = "x,y\n" + "1,2\n" * 5
     _, values = read_all("-", slots, 10, stdin=io.StringIO(text))
@@ -446,7 +446,7 @@ def test_epochs_times_batches_over_the_update_limit_is_refused_before_training()
 
 def test_update_limit_counts_the_short_last_batch_of_an_epoch():
     from gradcli.errors import LimitError
-    from gradcli.optimize import MAX_UPDATES, total_updates
+    from gradcli.run.optimize import MAX_UPDATES, total_updates
     # 200 rows in batches of 64: 64, 64, 64, 8 -> 4 batches per epoch
     assert total_updates(200, 64, None, 25_000_000) == MAX_UPDATES == 10**8
     with pytest.raises(LimitError, match="is 100,000,004 updates"):

@@ -8,7 +8,7 @@ import pytest
 import gradcli as gc
 from gradcli.errors import InputError, UnknownNameError
 from gradcli.lang import Declarations, build, parse_program
-from gradcli.modes import run_mode
+from gradcli.run.modes import run_mode
 
 
 def model_of(text, **options):

@@ -18,8 +18,8 @@ from hypothesis.extra import numpy as hnp
 
 from gradcli.check.compare import to_json_value
 from gradcli.cli import render
-from gradcli.jsonvalue import NumberList, dumps, json_value, number_list, write_line
-from gradcli.modes import Gradient, Outcome
+from gradcli.io.jsonvalue import NumberList, dumps, json_value, number_list, write_line
+from gradcli.run.modes import Gradient, Outcome
 
 # More examples on demand: GRADCLI_PROPERTY_EXAMPLES=5000 pytest tests/test_output_at_c_speed.py
 EXAMPLES = int(os.environ.get("GRADCLI_PROPERTY_EXAMPLES", "200"))
@@ -147,7 +147,7 @@ def test_float32_texts_of_random_bit_patterns_are_numpy_s_shortest_decimals():
 
 
 def test_arrays_are_converted_without_a_python_call_per_element(monkeypatch):
-    import gradcli.jsonvalue as jsonvalue
+    import gradcli.io.jsonvalue as jsonvalue
 
     calls = []
 

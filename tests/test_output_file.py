@@ -2,7 +2,7 @@
 streams are handled.
 
 Every file gradcli writes goes to a temporary file beside PATH and is renamed into place
-(``gradcli/cli/outfile.py``). The truths here are independent of the program: the bytes
+(``gradcli/io/outfile.py``). The truths here are independent of the program: the bytes
 and inode of the file that was there before, ``json.load``/``np.load``/``csv`` reading what
 was written, and the derivatives written out by hand (d/dx x^2 = 2x; the Rosenbrock
 gradient of ``batch_helpers``).

@@ -225,8 +225,8 @@ def test_other_commands_do_not_import_plot_or_minimize_code():
     code = ("import sys; from gradcli.cli.app import main; sys.argv = ['gradcli', "
             "'value-grad', 'w*x', '--var', 'w=2', '--arg', 'x=3', '--json']\n"
             "try:\n    main()\nexcept SystemExit:\n    pass\n"
-            "bad = [m for m in ('gradcli.cli.plot', 'gradcli.cli.minimize', 'gradcli.optimize',"
-            " 'gradcli.plotting', 'scipy', 'matplotlib', 'uniplot') if m in sys.modules]\n"
+            "bad = [m for m in ('gradcli.cli.plot', 'gradcli.cli.minimize', 'gradcli.run.optimize',"
+            " 'gradcli.run.plotting', 'scipy', 'matplotlib', 'uniplot') if m in sys.modules]\n"
             "print(bad)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
                          env=dict(os.environ, PYTHONPATH=ROOT), timeout=60)
@@ -349,7 +349,7 @@ def test_contour_grid_over_the_limit_is_refused_before_the_program_is_read():
 
 
 def test_largest_allowed_grid_is_accepted_and_one_more_point_per_axis_is_not():
-    from gradcli import plotting
+    from gradcli.run import plotting
     from gradcli.errors import LimitError
     plotting.check_size([np.zeros(500), np.zeros(500)])
     with pytest.raises(LimitError, match="501 x 500 = 250,500 points"):
@@ -357,7 +357,7 @@ def test_largest_allowed_grid_is_accepted_and_one_more_point_per_axis_is_not():
 
 
 def test_largest_grid_is_batched_in_chunks_and_matches_numpy():
-    from gradcli import plotting
+    from gradcli.run import plotting
     axes = [np.linspace(-1, 1, 500), np.linspace(-2, 3, 500)]
     table, how = plotting.sample_grid(_model("x^2 + y", x=-1.0, y=-2.0), ["x", "y"], axes)
     x, y = np.meshgrid(*axes)
@@ -388,7 +388,7 @@ def test_grid_above_the_old_text_limit_is_batched_and_each_point_gets_its_own_va
 def test_points_too_big_for_one_evaluation_go_in_smaller_chunks(monkeypatch):
     # 10,000 points x 100 elements is over a (lowered) array limit of one evaluation:
     # halves, still batched (the text path ran these point by point)
-    from gradcli import plotting
+    from gradcli.run import plotting
     from gradcli.lang import limits
     monkeypatch.setattr(limits, "MAX_ELEMENTS", 100_000)
     axes = [np.linspace(-1, 1, 100), np.linspace(0, 1, 100)]
@@ -409,7 +409,7 @@ def test_curve_over_the_point_limit_is_refused():
 
 def test_a_failing_point_is_found_by_halves_and_alone_is_nan():
     # inv is singular at x = 0 only: that point is nan, every other one is 1/x + 1
-    from gradcli import plotting
+    from gradcli.run import plotting
     xs = np.linspace(-1, 1, 2001)
     (f, df), how = plotting.sample(_model("sum(inv([[x, 0], [0, 1]]))", x=-1.0), "x", xs)
     assert how == "loop"
@@ -422,7 +422,7 @@ def test_a_failing_point_is_found_by_halves_and_alone_is_nan():
 
 def test_points_computed_alone_are_capped_with_a_clear_message(monkeypatch):
     # cholesky fails for every x < 0: half the points would go one at a time
-    from gradcli import plotting
+    from gradcli.run import plotting
     from gradcli.errors import LimitError
     monkeypatch.setattr(plotting, "MAX_SINGLE_POINTS", 100)
     model = _model("sum(cholesky([[x, 0], [0, 1]]))", x=-1.0)

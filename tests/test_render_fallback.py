@@ -17,7 +17,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gradcli.cli import render
-from gradcli.modes import Gradient, Outcome
+from gradcli.run.modes import Gradient, Outcome
 
 EXAMPLES = int(os.environ.get("GRADCLI_PROPERTY_EXAMPLES", "60"))
 RICH_ENV = ("FORCE_COLOR", "TTY_COMPATIBLE", "COLUMNS", "NO_COLOR", "TERM", "TTY_INTERACTIVE")

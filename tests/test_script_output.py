@@ -26,7 +26,7 @@ from cli_process import COMMAND
 from test_cli_check import WRONG_SIN
 
 from gradcli.cli import render
-from gradcli.jsonvalue import json_value
+from gradcli.io.jsonvalue import json_value
 
 
 def ok(result):

@@ -129,7 +129,7 @@ def test_the_gradcli_modules_of_a_json_run_are_the_ones_it_uses(json_run):
     assert not {m for m in ours if m.startswith("gradcli.check")}
     assert not set(LAZY) & ours
     assert {"gradcli.engine.core.recording", "gradcli.lang.parser", "gradcli.cli.app",
-            "gradcli.cli.render", "gradcli.jsonvalue", "gradcli.modes"} <= ours
+            "gradcli.cli.render", "gradcli.io.jsonvalue", "gradcli.run.modes"} <= ours
 
 
 @pytest.fixture(scope="module")
@@ -229,7 +229,7 @@ def test_a_program_s_own_freeze_is_not_undone():
 
 
 def test_user_work_runs_with_the_collector_on(monkeypatch, capsys):
-    from gradcli import modes
+    from gradcli.run import modes
     from gradcli.cli import app
     seen = []
     real = modes.run_mode

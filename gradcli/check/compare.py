@@ -95,7 +95,7 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from ..jsonvalue import json_value as _json_value
+from ..io.jsonvalue import json_value as _json_value
 from ..lang.tree import Assign, Declare, Name, Program
 from .numeric import FULL_LIMIT, NumericGradient, numeric_gradient, numeric_in_worker
 from .symbolic import (
@@ -728,7 +728,7 @@ def check_outcome(model: Any, outcome: Any, *, rtol: float | None = None,
     """``--check`` for one mode's result: the JSON ``check`` object (see the module doc).
 
     ``model`` is the built program (``gradcli.lang.evaluate.build``), ``outcome`` what
-    ``gradcli.modes.run_mode`` returned (run first: ``model.values`` then holds every
+    ``gradcli.run.modes.run_mode`` returned (run first: ``model.values`` then holds every
     name's value). The finite differences run on float64 copies of the model, so the
     user's variables are never touched and a float32 program is still differenced in
     float64.

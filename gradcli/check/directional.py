@@ -57,7 +57,7 @@ def directional_program(model: Any, tangent_names, step: str, tangent_of: dict) 
 
 def check_jvp(model: Any, outcome: Any, *, rtol: float | None = None,
               atol: float | None = None, timeout: float = DEFAULT_TIMEOUT) -> dict:
-    """The JSON ``check`` object for a jvp outcome (``gradcli.directional.run_jvp``):
+    """The JSON ``check`` object for a jvp outcome (``gradcli.run.directional.run_jvp``):
     the same shape as every ``--check``, with one entry, ``jvp`` (``sum(jvp)`` for a
     non-scalar target)."""
     from .compare import (_assigned, _evaluator, _outside_declarations, _plain, run_check)

@@ -127,7 +127,7 @@ def check_order(model: Any, outcome: Any, order: int, *, rtol: float | None = No
     against sympy's ``diff(f, x, N)`` and finite differences of the (N-1)-th reverse-mode
     derivative. Returns ``(check object or None, {name: sympy text} or None)``: with
     ``check`` False (``--symbolic`` alone) no finite differences are taken."""
-    from ..derivatives import nth_derivative
+    from ..run.derivatives import nth_derivative
     timeout = check_timeout(timeout)
     names = [g.name for g in outcome.gradients]
     point = _point(model)

@@ -1,9 +1,9 @@
 """``--at SOURCE``: a command at many points, a chunk of rows per ``vectorized_map`` call.
 
 The program is parsed and built once. Each chunk of rows the source gives (see
-``gradcli.points``) is evaluated by ONE call of ``gc.vectorized_map`` whose function binds
+``gradcli.io.points``) is evaluated by ONE call of ``gc.vectorized_map`` whose function binds
 the chunk's values to the model (``Model.bind``) and runs the command exactly as the
-single-point command does (``gradcli.modes.run_mode`` for the four modes; ``jacobian``,
+single-point command does (``gradcli.run.modes.run_mode`` for the four modes; ``jacobian``,
 ``hessian`` and ``run_jvp`` for the others: a "kind" below says which), so a row's result
 is the single-point result at that row by construction. Where the engine cannot batch the mode
 yet, ``vectorized_map`` runs the function once per row (same results, slower) and one
@@ -48,8 +48,9 @@ import typer
 
 from ..errors import (ChunkTooLarge, GradcliError, InputError, LimitError, ModeError,
                       UnknownNameError)
-from ..modes import Gradient, Outcome, run_mode
-from ..points import BadRow, Chunk, Slot, element_labels, open_source
+from ..io.points import BadRow, Chunk, Slot, element_labels, open_source
+from ..run.modes import Gradient, Outcome, run_mode
+from .common import guarded
 
 #: Rows whose output text is made at once (a chunk's rows are written in such pieces).
 WRITE_ROWS = 8192
@@ -77,7 +78,7 @@ _FALLBACK_NOTE = ("rows were computed one at a time (vectorized_map's loop fallb
 # ---------------------------------------------------------------------------------------
 class ModeKind:
     """What a command computes at one point, for ``--at``: here the four modes
-    (``gradcli.modes.run_mode``); ``JacobianKind`` and ``JvpKind`` below. ``run(model)``
+    (``gradcli.run.modes.run_mode``); ``JacobianKind`` and ``JvpKind`` below. ``run(model)``
     gives the command's result object (the "meta"), whose value and outputs (gradients)
     are arrays; the rest of it (names, notes) is the same at every row."""
     prefix = "d_"
@@ -127,7 +128,7 @@ class ModeKind:
 
     def template(self, meta) -> str | None:
         """One row's JSON line as a %-template (row, value, gradients), or None."""
-        from .. import jsonvalue
+        from ..io import jsonvalue
         parts = ['{"row": %d, "mode": ' + jsonvalue.dumps(meta.mode).replace("%", "%%")]
         if self.has_value(meta):
             parts.append(', "value": %r')
@@ -153,7 +154,7 @@ class JacobianKind(ModeKind):
         self.wrt, self.mode = wrt, mode
 
     def run(self, model):
-        from ..derivatives import jacobian
+        from ..run.derivatives import jacobian
         return jacobian(model, self.wrt, self.mode)
 
     def outputs(self, meta) -> list:
@@ -172,7 +173,7 @@ class JacobianKind(ModeKind):
         return "jacobian"
 
     def row_json(self, meta, value, outputs) -> dict:
-        from ..derivatives import Jacobian, JacobianResult
+        from ..run.derivatives import Jacobian, JacobianResult
         from .higher import jacobian_json
         return jacobian_json(JacobianResult(value, [
             Jacobian(j.name, out, j.connected, j.source) for j, out in
@@ -195,7 +196,7 @@ class JvpKind(ModeKind):
         self.tangents = tangents
 
     def run(self, model):
-        from ..directional import parse_tangents, run_jvp
+        from ..run.directional import parse_tangents, run_jvp
         return run_jvp(model, parse_tangents(model, self.tangents))
 
     def outputs(self, meta) -> list:
@@ -214,7 +215,7 @@ class JvpKind(ModeKind):
         return "jvp"
 
     def row_json(self, meta, value, outputs) -> dict:
-        from ..directional import JvpOutcome
+        from ..run.directional import JvpOutcome
         from .jvp import outcome_json
         return outcome_json(JvpOutcome(value, outputs[0], meta.tangents))
 
@@ -236,14 +237,14 @@ class HessianKind(ModeKind):
 
     @property
     def word_width(self) -> int:
-        from ..derivatives import VERDICTS
+        from ..run.derivatives import VERDICTS
         return max(map(len, VERDICTS))
 
     def __init__(self, wrt):
         self.wrt = wrt
 
     def run(self, model):
-        from ..derivatives import hessian
+        from ..run.derivatives import hessian
         return hessian(model, self.wrt)
 
     def outputs(self, meta) -> list:
@@ -263,7 +264,7 @@ class HessianKind(ModeKind):
 
     def result_at(self, meta, value, raw: list):
         """The single-point HessianResult of a row."""
-        from ..derivatives import HessianResult, classify
+        from ..run.derivatives import HessianResult, classify
         gradient, matrix, point = raw
         return HessianResult(value=value, names=meta.names, sources=meta.sources,
                              shapes=meta.shapes,
@@ -452,7 +453,7 @@ def _ready(arr: np.ndarray, precision: int | None = None) -> np.ndarray:
     """An output array whose float64 text is the single-point output's: a float32's
     shortest decimal (or, with ``precision``, its exact value, which ``number_text``
     rounds), -0.0 as 0.0 (``unsigned_zero``); booleans as they are."""
-    from ..jsonvalue import unsigned_zero
+    from ..io.jsonvalue import unsigned_zero
     if arr.dtype.kind == "f" and arr.dtype != np.float64:
         arr = arr.astype(np.float64) if precision is not None else \
             arr.astype(str).astype(np.float64)
@@ -524,7 +525,7 @@ class JsonLinesWriter(_Writer):
         self.template = None
 
     def write(self, res: Result) -> None:
-        from .. import jsonvalue
+        from ..io import jsonvalue
         meta = self.meta_of()
         kind = self.kind
         fields = ([res.value] if kind.has_value(meta) else []) + list(res.grads)
@@ -566,19 +567,19 @@ class JsonLinesWriter(_Writer):
 
     def _kept_json(self, res: Result) -> list:
         """Per row, the kept columns as JSON members: ``, "id": "a17"``."""
-        from .. import jsonvalue
+        from ..io import jsonvalue
         keys = [", " + jsonvalue.dumps(label) + ": " for label in self.kept]
         return ["".join(key + jsonvalue.dumps(text) for key, text in zip(keys, texts))
                 for texts in res.kept.tolist()]
 
     def bad(self, row: BadRow) -> None:
-        from .. import jsonvalue
+        from ..io import jsonvalue
         kept = dict(zip(self.kept, row.kept)) if row.kept is not None else {}
         self.out.write(jsonvalue.dumps({"row": row.row, **kept, "error": row.message}) + "\n")
         self.bad_rows += 1
 
     def check(self, report: dict) -> None:
-        from .. import jsonvalue
+        from ..io import jsonvalue
         self.out.write(jsonvalue.dumps({"check": report}, allow_nan=False) + "\n")
 
 
@@ -976,7 +977,7 @@ class NpzOutput:
     ``OutputFile`` renamed into place; the directory is removed whatever happens."""
 
     def __init__(self, path: str, names: list, shapes: dict, kept: list = ()):
-        from .outfile import ScratchDirectory
+        from ..io.outfile import ScratchDirectory
         self.shown = self.path = path
         self.names = list(names)
         self.refused = False
@@ -1018,7 +1019,7 @@ class NpzOutput:
         a chunk cut short by Ctrl-C, is left out), then remove the directory."""
         import zipfile
 
-        from .outfile import OutputFile
+        from ..io.outfile import OutputFile
         for spool in [*self._spools.values(), *self.texts.values()]:
             spool.file.close()
         kept = [label for label in self.texts if label != "error_message"]
@@ -1215,7 +1216,7 @@ def csv_options(s, keep: bool = True, what: str = "many points"):
     """How to read a CSV source, from ``--columns``, ``--keep`` (where the command has
     it), ``--delimiter`` and ``--no-header``, checked now, before any file is read;
     refused without --at."""
-    from ..points import CsvOptions
+    from ..io.points import CsvOptions
     options = CsvOptions(s.columns, (s.keep or ()) if keep else None, s.delimiter,
                          not s.no_header)
     if s.at is None and options.given:
@@ -1226,10 +1227,9 @@ def csv_options(s, keep: bool = True, what: str = "many points"):
 def run(kind, s, prepare) -> None:
     """``gradcli COMMAND PROGRAM --at SOURCE`` for the command ``kind`` (a ModeKind,
     JacobianKind or JvpKind): see the module doc."""
-    from .app import _guarded
 
     if getattr(s, "symbolic", False):
-        _guarded(lambda: _raise(InputError("--symbolic shows one point's derivative; it "
+        guarded(lambda: _raise(InputError("--symbolic shows one point's derivative; it "
                                            "does not work with --at")))
     to_file = s.output not in (None, "-")   # (--output -: standard output, as without it)
 
@@ -1250,7 +1250,7 @@ def run(kind, s, prepare) -> None:
             if fmt == "npz" else _open_output(s.output if to_file else None, fmt)
         return fmt, model, source, out
 
-    fmt, model, source, out = _guarded(setup)
+    fmt, model, source, out = guarded(setup)
     try:
         _run(kind, s, fmt, model, source, out, to_file)
     finally:
@@ -1259,7 +1259,6 @@ def run(kind, s, prepare) -> None:
 
 
 def _run(kind, s, fmt: str, model, source, out, to_file: bool) -> None:
-    from .app import _guarded
     evaluate = Evaluator(model, kind)
     writer_class = {"json": JsonLinesWriter, "plain": PlainWriter, "csv": CsvWriter,
                     "human": HumanWriter, "npz": NpzWriter}[fmt]
@@ -1308,7 +1307,7 @@ def _run(kind, s, fmt: str, model, source, out, to_file: bool) -> None:
         target.write("".join(f"note: {note}\n" for note in notes))
     report = None
     if sample is not None:
-        report = _guarded(lambda: _check_rows(evaluate, sample, s))
+        report = guarded(lambda: _check_rows(evaluate, sample, s))
         if fmt == "json":
             writer.check(report)
         elif fmt == "plain":
@@ -1369,7 +1368,7 @@ def _open_output(path: str | None, fmt: str):
     ``commit()`` puts the rows in place, ``discard()`` leaves PATH as it was."""
     if path is None:
         return sys.stdout
-    from .outfile import OutputFile
+    from ..io.outfile import OutputFile
     out = OutputFile(path)
     if fmt == "json" and os.path.splitext(path)[1].lower() == ".json":
         return JsonArrayFile(out)

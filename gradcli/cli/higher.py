@@ -1,7 +1,7 @@
 """The commands of higher derivatives: ``jacobian``, ``hessian`` and ``grad --order N``.
 
 Each is the usual few steps (parse, evaluate in a mode, check if asked, render); the math
-is in :mod:`gradcli.derivatives`, the check in :mod:`gradcli.check.higher`. Imported only
+is in :mod:`gradcli.run.derivatives`, the check in :mod:`gradcli.check.higher`. Imported only
 when one of these commands runs (app.py registers them without importing this module).
 
 JSON (one object each; numbers as everywhere in gradcli: non-finite ones are strings)::
@@ -19,7 +19,7 @@ JSON (one object each; numbers as everywhere in gradcli: non-finite ones are str
 ``sources_from`` says how the sources were chosen: "wrt" (named by ``--wrt``),
 "variables" (the default when the program reads trainable variables) or "arguments"
 (the default otherwise); the human output says it in words, and ``--plain`` on standard
-error when the default chose (see :func:`gradcli.derivatives.choose_sources`).
+error when the default chose (see :func:`gradcli.run.derivatives.choose_sources`).
     {"mode": "grad", "order": 3, "gradients": [{"name": "x", "gradient": ...}]}
 
 ``--plain``: ``jacobian`` prints the value, then each Jacobian flattened, one line per
@@ -31,35 +31,8 @@ from __future__ import annotations
 
 import sys
 
-import typer
-
 from . import render
-from .app import _guarded, _mode_options, _prepare, _split
-
-
-def _finish(check: dict | None, plain: bool = False) -> None:
-    if plain:  # the plain numbers are out; what failed goes to standard error
-        render.print_check_failures({"": check})
-    # Only a mismatch fails: "nothing to check" is said, not failed (as the four modes).
-    if check is not None and check["verdict"] == "mismatch":
-        raise typer.Exit(1)
-
-
-def computed_and_checked(s, compute, checker: str) -> tuple:
-    """A command's work under ``_guarded``: ``compute(s)`` gives ``(model, result)``, and
-    with ``--check`` the function named ``checker`` of ``gradcli.check`` (as
-    ``"higher.check_jacobian"``, imported only then) checks the result. Gives
-    ``(model, result, check)``, the check None without ``--check``."""
-    def work():
-        model, result = compute(s)
-        check = None
-        if s.check:
-            from importlib import import_module
-            module, name = checker.rsplit(".", 1)
-            check = getattr(import_module(f"gradcli.check.{module}"), name)(
-                model, result, rtol=s.rtol, atol=s.atol, timeout=s.check_timeout)
-        return model, result, check
-    return _guarded(work)
+from .common import computed_and_checked, finish, guarded, mode_options, prepare, split
 
 
 def _write(lines: list[str]) -> None:
@@ -94,11 +67,11 @@ def _emit_sources(out, sources) -> None:
 # ---------------------------------------------------------------------------------------
 def run_jacobian(s) -> None:
     """``gradcli jacobian``."""
-    from ..derivatives import jacobian
+    from ..run.derivatives import jacobian
 
     def compute(s):
-        wrt = _split(s.wrt)
-        model = _prepare(s)
+        wrt = split(s.wrt)
+        model = prepare(s)
         return model, jacobian(model, wrt, s.mode)
     model, result, check = computed_and_checked(s, compute, "higher.check_jacobian")
     if s.json_out:
@@ -109,7 +82,7 @@ def run_jacobian(s) -> None:
         _note_default_sources(result.sources)
     else:
         _print_jacobian(result, s.precision, check, model.target_name)
-    _finish(check, s.plain)
+    finish(check, s.plain)
 
 
 def jacobian_json(result, check: dict | None = None) -> dict:
@@ -150,11 +123,11 @@ def _jacobian_table(out, result, precision) -> None:
 # ---------------------------------------------------------------------------------------
 def run_hessian(s) -> None:
     """``gradcli hessian``."""
-    from ..derivatives import hessian
+    from ..run.derivatives import hessian
 
     def compute(s):
-        wrt = _split(s.wrt)
-        model = _prepare(s)
+        wrt = split(s.wrt)
+        model = prepare(s)
         return model, hessian(model, wrt)
     model, result, check = computed_and_checked(s, compute, "higher.check_hessian")
     if s.json_out:
@@ -167,7 +140,7 @@ def run_hessian(s) -> None:
         _note_default_sources(result.sources)
     else:
         _print_hessian(result, s.precision, check, model.target_name)
-    _finish(check, s.plain)
+    finish(check, s.plain)
 
 
 def hessian_json(result, check: dict | None = None) -> dict:
@@ -192,7 +165,7 @@ _MAX_TABLE = 8  # a labelled matrix up to this many columns; numpy's layout beyo
 def _explain(result) -> str:
     """The verdict in words, with the tolerance that decided it (never "tolerance 0": a
     zero tolerance is a zero Hessian, where only an exact 0 counts)."""
-    from ..derivatives import definiteness
+    from ..run.derivatives import definiteness
     if result.verdict == "undefined":
         return ("the gradient or the Hessian is not finite here (nan or inf): no "
                 "second-derivative test applies")
@@ -278,12 +251,12 @@ def _print_hessian(result, precision, check, target, out=None) -> None:
 # ---------------------------------------------------------------------------------------
 def run_grad_order(s) -> None:
     """``gradcli grad --order N``."""
-    from ..derivatives import order_outcome
+    from ..run.derivatives import order_outcome
     order = s.order
 
     def work():
-        options = _mode_options(s)
-        model = _prepare(s)
+        options = mode_options(s)
+        model = prepare(s)
         outcome = order_outcome(model, options, order)
         check = texts = None
         if s.check or s.symbolic:
@@ -293,7 +266,7 @@ def run_grad_order(s) -> None:
                                        want_text=s.symbolic)
         return outcome, check, texts
 
-    outcome, check, texts = _guarded(work)
+    outcome, check, texts = guarded(work)
     if s.json_out:
         obj = render.outcome_json(outcome, check, texts)
         obj = {"mode": obj.pop("mode"), "order": order, **obj}
@@ -304,7 +277,7 @@ def run_grad_order(s) -> None:
         _write(render.plain_lines(outcome, s.precision))
     else:
         _print_order(outcome, order, s.precision, check, texts)
-    _finish(check, s.plain)
+    finish(check, s.plain)
 
 
 def _print_order(outcome, order: int, precision, check, texts, out=None) -> None:
@@ -339,8 +312,8 @@ class CompareRow:
     watches, or those ``grad`` takes). An error is shown in the row."""
 
     def __init__(self, model):
-        from ..derivatives import jacobian
         from ..errors import GradcliError
+        from ..run.derivatives import jacobian
         self.result = self.error = None
         try:
             self.result = jacobian(model)

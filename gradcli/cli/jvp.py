@@ -6,12 +6,21 @@ import sys
 
 import typer
 
-from .app import _guarded, _prepare, _Settings
+from .common import (
+    Settings,
+    compare_modes,
+    computed_and_checked,
+    finish,
+    guarded,
+    mode_options,
+    prepare,
+    print_compare_plain,
+)
 
 
-def _work(s: _Settings):
-    from ..directional import parse_tangents, run_jvp
-    model = _prepare(s)
+def _work(s: Settings):
+    from ..run.directional import parse_tangents, run_jvp
+    model = prepare(s)
     outcome = run_jvp(model, parse_tangents(model, s.tangent))
     return model, outcome
 
@@ -35,7 +44,7 @@ def plain_lines(outcome, precision: int | None, labelled: bool = False) -> list[
 
 def print_human(outcome, precision: int | None, check: dict | None = None,
                 target: str | None = None) -> None:
-    from ..directional import API_CALL
+    from ..run.directional import API_CALL
     from .render import _emit, _shape, array_text, console, print_check
     out = console()  # literal text only: nothing the user typed is interpreted
     _emit(out, ("jvp", "bold"), "  ", (API_CALL, "dim"))
@@ -55,10 +64,9 @@ def _direction(outcome, precision: int | None) -> str:
                      for name, t in outcome.tangents.items())
 
 
-def run_jvp(s: _Settings) -> None:
+def run_jvp(s: Settings) -> None:
     """The ``jvp`` command."""
     from . import render
-    from .higher import _finish, computed_and_checked
     model, outcome, check = computed_and_checked(s, _work, "directional.check_jvp")
     if s.json_out:
         render.print_json(outcome_json(outcome, check))
@@ -66,22 +74,22 @@ def run_jvp(s: _Settings) -> None:
         sys.stdout.write("".join(line + "\n" for line in plain_lines(outcome, s.precision)))
     else:
         print_human(outcome, s.precision, check=check, target=model.target_name)
-    _finish(check, s.plain)
+    finish(check, s.plain)
 
 
-def run_compare(s: _Settings) -> None:
-    """``compare`` with ``--tangent``: the four APIs as ``app._run_compare`` gives them
+def run_compare(s: Settings) -> None:
+    """``compare`` with ``--tangent``: the four APIs as ``commands.compare`` gives them
     (with --check, each checked), then a ``jvp`` row: forward mode along the tangents,
     its value and directional derivative (checked too with --check)."""
     from ..errors import GradcliError
-    from .app import _compare_modes, _compare_plain, _mode_options
 
     def work():
-        from ..directional import parse_tangents, run_jvp as jvp_mode
-        _mode_options(s)  # a malformed option is the command's error, not one mode's
-        model = _prepare(s)
+        from ..run.directional import parse_tangents
+        from ..run.directional import run_jvp as jvp_mode
+        mode_options(s)  # a malformed option is the command's error, not one mode's
+        model = prepare(s)
         tangents = parse_tangents(model, s.tangent)  # a bad --tangent is a usage error
-        results, checks, symbolics = _compare_modes(s, model)
+        results, checks, symbolics = compare_modes(s, model)
         jvp_check = None
         try:
             jvp = jvp_mode(model, tangents)
@@ -94,14 +102,14 @@ def run_compare(s: _Settings) -> None:
                                       timeout=s.check_timeout)
         return results, checks, symbolics, jvp, jvp_check
 
-    results, checks, symbolics, jvp, jvp_check = _guarded(work)
+    results, checks, symbolics, jvp, jvp_check = guarded(work)
     from . import render
     if s.json_out:
         obj = render.compare_json(results, checks, symbolics)
         obj["jvp"] = {"error": jvp} if isinstance(jvp, str) else outcome_json(jvp, jvp_check)
         render.print_json(obj)
     elif s.plain:
-        _compare_plain(results, s.precision)
+        print_compare_plain(results, s.precision)
         if isinstance(jvp, str):
             sys.stdout.write(f"jvp error: {jvp}\n")
         else:

@@ -1,7 +1,7 @@
 """``gradcli minimize``: the training loop the seeds describe, from the command line.
 
 Imported only when ``minimize`` runs (or for the full command listing), so the other
-commands' start-up does not pay for it. The math lives in ``gradcli.optimize``.
+commands' start-up does not pay for it. The math lives in ``gradcli.run.optimize``.
 """
 from __future__ import annotations
 
@@ -12,61 +12,62 @@ from typing import Annotated, Optional
 
 import typer
 
-from ..errors import InputError, ModeError
-from .app import CSV_SOURCE, DECLARATIONS, OUTPUT, PROGRAM, _guarded, _opt, _prepare, _Settings
+from ..errors import InputError
+from .common import Settings, guarded, prepare
+from .options import CSV_SOURCE, DECLARATIONS, OUTPUT, PROGRAM, option
 
 OPTIONS = [
-    _opt("optimizer", Annotated[Optional[str], typer.Option(
+    option("optimizer", Annotated[Optional[str], typer.Option(
         "--optimizer", metavar="lbfgs|gd|sgd|momentum|adam", show_default=False,
         help="The update rule. Default: lbfgs (scipy's L-BFGS-B, the extra "
              "gradcli[optimize]), or without scipy gd (gradient descent with a "
              "backtracking line search); adam for --at with --batch-size or --epochs. "
              "The output says which ran.")], None),
-    _opt("lr", Annotated[Optional[float], typer.Option(
+    option("lr", Annotated[Optional[float], typer.Option(
         "--lr", min=0.0, show_default=False,
         help="Learning rate of sgd/momentum/adam (default: Keras' 0.01 for sgd/momentum, "
              "0.001 for adam); lbfgs and gd have none.")], None),
-    _opt("momentum", Annotated[float, typer.Option(
+    option("momentum", Annotated[float, typer.Option(
         "--momentum", min=0.0, max=1.0, help="Momentum of --optimizer momentum.")], 0.9),
-    _opt("steps", Annotated[Optional[int], typer.Option(
+    option("steps", Annotated[Optional[int], typer.Option(
         "--steps", min=0, max=10**8, metavar="N", show_default=False,  # MAX_UPDATES
         help="A training run of N updates (lbfgs, gd: iterations), stopping early only "
              "when converged; exit 0 at its end, with a warning when the gradient is not "
              "small. Without it the run goes on to convergence.")], None),
-    _opt("max_steps", Annotated[Optional[int], typer.Option(
+    option("max_steps", Annotated[Optional[int], typer.Option(
         "--max-steps", min=0, max=10**8, metavar="N", show_default=False,  # MAX_UPDATES
         help="The cap of a run to convergence (default 10000): reaching it is exit 1, "
              "not converged.")], None),
-    _opt("tol", Annotated[Optional[float], typer.Option(
+    option("tol", Annotated[Optional[float], typer.Option(
         "--tol", min=0.0, metavar="T", show_default=False,
         help="Converged when the gradient's Euclidean norm is at most T (default 1e-8; "
              "1e-4 with --dtype float32).")], None),
-    _opt("save", Annotated[Optional[str], typer.Option(
+    option("save", Annotated[Optional[str], typer.Option(
         "--save", metavar="DIR", show_default=False,
         help="Write each variable to DIR/NAME.npy; feed it back with "
              "--var NAME=@DIR/NAME.npy.")], None),
-    _opt("at", Annotated[Optional[str], typer.Option(
+    option("at", Annotated[Optional[str], typer.Option(
         "--at", metavar="SOURCE", show_default=False,
         help="Train on data rows: the program is the loss of ONE row, whose --arg/--frozen "
              "values come from each row of @data.csv, @x.npy, @d.npz, @d.jsonl or - "
              "(as --at of the gradient commands); the loss of a batch is the mean over "
              "its rows.")], None),
-    _opt("batch_size", Annotated[Optional[int], typer.Option(
+    option("batch_size", Annotated[Optional[int], typer.Option(
         "--batch-size", min=1, metavar="B", show_default=False,
         help="With --at: B rows per update (default: every row, a full batch; more "
              "than the rows is a full batch).")], None),
-    _opt("epochs", Annotated[Optional[int], typer.Option(
+    option("epochs", Annotated[Optional[int], typer.Option(
         "--epochs", min=0, max=10**8, metavar="E", show_default=False,
         help="With --at: E passes over the data (instead of --steps).")], None),
-    _opt("shuffle", Annotated[Optional[bool], typer.Option(
+    option("shuffle", Annotated[Optional[bool], typer.Option(
         "--shuffle/--no-shuffle", show_default=False,
         help="With --at --batch-size: a new random order of the rows every epoch "
              "(default, as Keras' fit), or the data order.")], None),
-    _opt("seed", Annotated[Optional[int], typer.Option(
+    option("seed", Annotated[Optional[int], typer.Option(
         "--seed", min=0, max=2**63 - 1, metavar="S", show_default=False,
         help="With --at: the seed of the shuffling (default: a fresh one, reported in "
              "--json).")], None),
-    _opt("plot", Annotated[Optional[str], typer.Option(
+    option("plot", Annotated[Optional[str], typer.Option(
         "--plot", metavar="PATH.png|.svg|.pdf", show_default=False,
         help="Save the loss curve (needs the extra gradcli[plot]).")], None),
 ]
@@ -138,7 +139,7 @@ def save_variables(directory: str, values: dict) -> list[str]:
 
     import numpy as np
 
-    from .outfile import OutputFile
+    from ..io.outfile import OutputFile
     try:
         os.makedirs(directory, exist_ok=True)
         paths = []
@@ -169,7 +170,7 @@ def save_loss_plot(path: str, history) -> None:
     ax.grid(True, alpha=0.3)
     fig.tight_layout()
     try:
-        from .outfile import OutputFile
+        from ..io.outfile import OutputFile
         with OutputFile(path, binary=True, option="--plot") as f:  # renamed once complete
             fig.savefig(f, format=extension[1:])
     except OSError as err:
@@ -178,12 +179,20 @@ def save_loss_plot(path: str, history) -> None:
         plt.close(fig)
 
 
-def run(s: _Settings) -> None:
+def run(s: Settings) -> None:
     """Build the program, choose the optimizer, train, print, save. Exit 1 for a
     non-finite loss, divergence, or a run to convergence that did not converge; 0 for a
     converged run or a training run (--steps, --epochs, mini-batches: a warning when the
     gradient is not small); 130 after Ctrl-C (the point so far is still printed)."""
-    from ..optimize import DEFAULT_LR, DEFAULT_MAX_STEPS, default_tol, minimize
+    from ..run.optimize import (
+        DEFAULT_LR,
+        DEFAULT_MAX_STEPS,
+        check_trainable,
+        default_tol,
+        minimize_program,
+        train_on_rows,
+    )
+    from .batch import csv_options
     if s.tol is None:
         s.tol = default_tol(s.dtype)
 
@@ -193,28 +202,28 @@ def run(s: _Settings) -> None:
         if s.plot is not None:
             from .plot import output_format
             output_format(s.plot)
-        model = _prepare(s)
-        # Known from the tree, before any file is read (as the implicit modes do).
-        if not any(model.trainable[name] for name in model.read_variables):
-            from ..modes import _NO_VARIABLES
-            raise ModeError(_NO_VARIABLES)
+        model = prepare(s)
+        check_trainable(model)  # before any file is read
         if s.at is not None:
-            return _train_on_rows(s, model, optimizer)
-        names = {id(v): n for n, v in model.variables.items()}
+            return train_on_rows(
+                model, s.at, csv_options(s, keep=False), optimizer, lr=s.lr, steps=s.steps,
+                epochs=s.epochs, batch_size=s.batch_size, max_steps=s.max_steps,
+                shuffle=s.shuffle is not False, seed=s.seed, tol=s.tol, momentum=s.momentum,
+                progress=_progress)
         limit = next(n for n in (s.steps, s.max_steps, DEFAULT_MAX_STEPS) if n is not None)
         on_step, done = _progress(limit, capped=s.steps is None)
         try:
-            result = minimize(model.function, model.arg_values, optimizer=optimizer,
-                              lr=s.lr, steps=s.steps, max_steps=s.max_steps, tol=s.tol,
-                              momentum=s.momentum, names=names, on_step=on_step)
+            result = minimize_program(model, optimizer, lr=s.lr, steps=s.steps,
+                                      max_steps=s.max_steps, tol=s.tol, momentum=s.momentum,
+                                      on_step=on_step)
         finally:
             done()
         return result, False
 
-    result, fell_back = _guarded(work)
-    saved = _guarded(lambda: save_variables(s.save, result.values)) if s.save else []
+    result, fell_back = guarded(work)
+    saved = guarded(lambda: save_variables(s.save, result.values)) if s.save else []
     if s.plot is not None:
-        _guarded(lambda: save_loss_plot(s.plot, result.history))
+        guarded(lambda: save_loss_plot(s.plot, result.history))
     notes = list(result.data["notes"]) if result.data else []
     if fell_back:
         notes.append(_FALLBACK_NOTE)
@@ -245,9 +254,9 @@ def run(s: _Settings) -> None:
             raise typer.Exit(1)
 
 
-def _optimizer(s: _Settings) -> str:
+def _optimizer(s: Settings) -> str:
     """The optimizer of the run (the given one, or the default), its settings checked."""
-    from ..optimize import LINE_SEARCH, check_numbers, check_settings, default_optimizer
+    from ..run.optimize import LINE_SEARCH, check_numbers, check_settings, default_optimizer
     check_numbers(lr=s.lr, tol=s.tol, momentum=s.momentum)
     mini_batches = s.at is not None and (s.batch_size is not None or s.epochs is not None)
     optimizer = s.optimizer or default_optimizer(mini_batches)
@@ -267,14 +276,14 @@ _DEFAULT_TEXT = {"lbfgs": "lbfgs (the default: L-BFGS-B through scipy)",
                  "adam": "adam (the default for training with --batch-size or --epochs)"}
 
 
-def _optimizer_text(result, s: _Settings) -> str:
+def _optimizer_text(result, s: Settings) -> str:
     return _DEFAULT_TEXT[result.optimizer] if s.optimizer is None else result.optimizer
 
 
 def _failure_message(result) -> str:
     """The error of a run stopped by a non-finite loss or divergence, naming the point
     the output holds."""
-    from ..optimize import FLOAT_EDGE, LINE_SEARCH
+    from ..run.optimize import FLOAT_EDGE, LINE_SEARCH
     from . import render
     n = render.number_text
     step, last = result.history[-1][0], result.history[-1][1]
@@ -296,7 +305,7 @@ def _failure_message(result) -> str:
             f"{result.point_step} (loss {n(result.loss)}) ({advice})")
 
 
-def _unconverged_message(result, s: _Settings) -> str:
+def _unconverged_message(result, s: Settings) -> str:
     """The error of a run to convergence that did not converge (exit 1), or the warning
     of a training run that ended with a gradient that is not small (exit 0)."""
     from . import render
@@ -322,7 +331,7 @@ def _unconverged_message(result, s: _Settings) -> str:
             f"{gradient}\nhint: {hint}")
 
 
-def _training_end(result, s: _Settings) -> str:
+def _training_end(result, s: Settings) -> str:
     """Why a training run's end need not be a minimum, and what runs to convergence."""
     data = result.data
     if data is not None and data["batch_size"] < data["rows"]:
@@ -340,10 +349,10 @@ _DATA_OPTIONS = (("--batch-size", "batch_size"), ("--epochs", "epochs"),
                  ("--shuffle/--no-shuffle", "shuffle"), ("--seed", "seed"))
 
 
-def _check_data_options(s: _Settings, optimizer: str) -> None:
+def _check_data_options(s: Settings, optimizer: str) -> None:
     """The options of training on data rows need --at, and go together (before the rows
     are read)."""
-    from ..optimize import check_rows_options
+    from ..run.optimize import check_rows_options
     from .batch import csv_options
     # --columns, --delimiter, --no-header: checked before any file is read
     csv_options(s, keep=False, what="training on data rows")
@@ -356,50 +365,6 @@ def _check_data_options(s: _Settings, optimizer: str) -> None:
                        max_steps=s.max_steps)
     if s.at.strip() == "-" and s.program.strip() == "-":
         raise InputError("the program and --at cannot both be read from standard input")
-
-
-def _train_on_rows(s: _Settings, model, optimizer: str):
-    """``minimize --at``: read the rows, train on them (``optimize.minimize_rows``)."""
-    from ..optimize import LINE_SEARCH, MAX_DATA_NUMBERS, ProgramRows, minimize_rows, run_length
-    from ..points import Slot, read_all
-    trainable = [name for name in model.read_variables if model.trainable[name]]
-    slots = {}
-    for decl in model.declarations:
-        if decl.kind == "var" and not decl.has_value:
-            raise InputError(f"--var {decl.name} has no value: minimize trains {decl.name} "
-                             f"from a starting value (--var {decl.name}=0); the data rows "
-                             "set arguments and frozen variables only")
-        slots[decl.name] = Slot(decl.kind, decl.value if decl.has_value else None)
-
-    def refuse_trainable(source):
-        for name in source.names:
-            if name in model.trainable and model.trainable[name]:
-                raise InputError(f"{source.shown}: the source sets {name}, a trainable "
-                                 f"variable that minimize trains: the data rows set "
-                                 f"arguments and frozen variables only (declare it "
-                                 f"--frozen {name} to read it from each row, or drop the "
-                                 f"column)")
-
-    from .batch import csv_options
-    _, data = read_all(s.at, slots, MAX_DATA_NUMBERS, check=refuse_trainable,
-                       csv=csv_options(s, keep=False))
-    n = len(next(iter(data.values())))
-    # --epochs times the batches per epoch is held to --steps' limit, before any work
-    total, training = run_length(n, s.batch_size, s.steps, s.epochs, s.max_steps)
-    rows = ProgramRows(model, data, trainable)
-    size = rows.n if s.batch_size is None else min(s.batch_size, rows.n)
-    per_epoch = -(-rows.n // size)
-    on_step, done = _progress(total, per_epoch if optimizer not in LINE_SEARCH else None,
-                              capped=not training)
-    try:
-        result = minimize_rows(rows, optimizer=optimizer, lr=s.lr, steps=s.steps,
-                               epochs=s.epochs, batch_size=s.batch_size,
-                               max_steps=s.max_steps, shuffle=s.shuffle is not False,
-                               seed=s.seed, tol=s.tol, momentum=s.momentum,
-                               on_step=on_step)
-    finally:
-        done()
-    return result, rows.fell_back
 
 
 def _ravel(value):
@@ -439,7 +404,7 @@ def result_json(result, optimizer: str, lr, default: bool = False) -> dict:
     return out
 
 
-def _print_human(result, s: _Settings, lr, saved: list) -> None:
+def _print_human(result, s: Settings, lr, saved: list) -> None:
     """Lines of rich ``Text`` (never markup: a name or a path prints as written)."""
     import numpy as np
     from rich.table import Table
@@ -491,22 +456,12 @@ def _print_human(result, s: _Settings, lr, saved: list) -> None:
 
 
 #: minimize's --plain prints the loss and the variables, not a value and gradients.
-PLAIN = _opt("plain", Annotated[bool, typer.Option(
+PLAIN = option("plain", Annotated[bool, typer.Option(
     "--plain", help="Print bare numbers: the loss, then one line per trained variable (its "
                     "values, flattened, space-separated); notes, warnings and errors go to "
                     "standard error.")], False)
 
 
-def _signature():
-    import inspect
-    params = [PROGRAM] + DECLARATIONS + OPTIONS + [PLAIN if p.name == "plain" else p
+#: The command's signature (app.COMMANDS reads it when typer builds ``minimize``).
+PARAMETERS = [PROGRAM] + DECLARATIONS + OPTIONS + [PLAIN if p.name == "plain" else p
                                                    for p in OUTPUT]
-    return inspect.Signature(params), {p.name: p.annotation for p in params}
-
-
-def command(**kwargs):
-    """The ``minimize`` command (registered in ``app._COMMANDS``, built lazily)."""
-    run(_Settings(**kwargs))
-
-
-command.__signature__, command.__annotations__ = _signature()

@@ -1,7 +1,7 @@
 """``gradcli plot``: f and its derivatives over a range, in the terminal or as an image.
 
 Imported only when ``plot`` runs (or for the full command listing). The sampling lives in
-``gradcli.plotting``; drawing needs the optional extra ``gradcli[plot]``: uniplot for the
+``gradcli.run.plotting``; drawing needs the optional extra ``gradcli[plot]``: uniplot for the
 terminal (small, numpy only, returns the plot as a string with frame and legend, which is
 what a test can hold at a fixed width), matplotlib for ``--output``.
 """
@@ -15,53 +15,55 @@ import numpy as np
 import typer
 
 from ..errors import InputError
-from ..optimize import MissingExtra
-from .app import PROGRAM, _guarded, _opt, _Settings
+from ..run.optimize import MissingExtra
+from ..run.plotting import Plot, column_names
+from .common import Settings, guarded
+from .options import PROGRAM, option
 
 FORMATS = (".png", ".svg", ".pdf")
 
 OPTIONS = [
-    _opt("var", Annotated[Optional[List[str]], typer.Option(
+    option("var", Annotated[Optional[List[str]], typer.Option(
         "--var", metavar="NAME=VALUE", show_default=False,
         help="A trainable variable (repeatable); a:b makes it the ranged one.")], None),
-    _opt("frozen", Annotated[Optional[List[str]], typer.Option(
+    option("frozen", Annotated[Optional[List[str]], typer.Option(
         "--frozen", metavar="NAME=VALUE", show_default=False,
         help="A variable with trainable=False (repeatable).")], None),
-    _opt("arg", Annotated[Optional[List[str]], typer.Option(
+    option("arg", Annotated[Optional[List[str]], typer.Option(
         "--arg", metavar="NAME=VALUE", show_default=False,
         help="An argument (repeatable); NAME=a:b or NAME=linspace(a, b, n) is the "
              "horizontal axis.")], None),
-    _opt("target", Annotated[Optional[str], typer.Option(
+    option("target", Annotated[Optional[str], typer.Option(
         "--target", metavar="NAME", show_default=False,
         help="Plot this named value instead of the last statement.")], None),
-    _opt("points", Annotated[Optional[int], typer.Option(
+    option("points", Annotated[Optional[int], typer.Option(
         "--points", min=2, max=100_000, metavar="N", show_default=False,
         help="Samples of an a:b range (default 400; 60 per axis for a contour plot, "
              "at most 500 per axis).")],
         None),
-    _opt("mode", Annotated[Optional[str], typer.Option(
+    option("mode", Annotated[Optional[str], typer.Option(
         "--mode", metavar="tape|grad|implicit|value-grad", show_default=False,
         help="Plot the gradients this mode returns at each point instead of the "
              "derivative with respect to the ranged value.")], None),
-    _opt("order", Annotated[int, typer.Option(
+    option("order", Annotated[int, typer.Option(
         "--order", min=0, max=4, metavar="N", help="Derivatives to draw: f', f'', ...")], 1),
-    _opt("output", Annotated[Optional[str], typer.Option(
+    option("output", Annotated[Optional[str], typer.Option(
         "--output", "-o", metavar="PATH.png|.svg|.pdf", show_default=False,
         help="Write an image with matplotlib instead of drawing in the terminal.")], None),
-    _opt("csv", Annotated[bool, typer.Option(
+    option("csv", Annotated[bool, typer.Option(
         "--csv", help="Print the sampled table as CSV (x, f, df/dx, ...).")], False),
-    _opt("json_out", Annotated[bool, typer.Option(
+    option("json_out", Annotated[bool, typer.Option(
         "--json", help="Print the sampled table and the marked points as JSON.")], False),
-    _opt("width", Annotated[Optional[int], typer.Option(
+    option("width", Annotated[Optional[int], typer.Option(
         "--width", min=20, max=1000, show_default=False,
         help="Terminal plot width in characters (default: the terminal's).")], None),
-    _opt("height", Annotated[Optional[int], typer.Option(
+    option("height", Annotated[Optional[int], typer.Option(
         "--height", min=5, max=500, show_default=False,
         help="Terminal plot height in lines (default: from the terminal's).")], None),
-    _opt("precision", Annotated[Optional[int], typer.Option(
+    option("precision", Annotated[Optional[int], typer.Option(
         "--precision", min=1, max=17, metavar="N", show_default=False,
         help="Significant digits of printed numbers (default: shortest exact).")], None),
-    _opt("dtype", Annotated[str, typer.Option(
+    option("dtype", Annotated[str, typer.Option(
         "--dtype", metavar="float64|float32", help="Precision of the computation.")],
         "float64"),
 ]
@@ -87,128 +89,21 @@ def figure_module():
     return plt
 
 
-def column_names(name: str, order: int) -> list[str]:
-    """x, f, df/dx, d2f/dx2, ..."""
-    return [name, "f"] + [f"d{'' if k == 1 else k}f/d{name}{'' if k == 1 else k}"
-                          for k in range(1, order + 1)]
-
-
-def _find_ranges(s: _Settings):
-    """([(name, points), ...] for the one or two ranged declarations, the declarations by
-    kind with None where a ranged one was, to keep the arguments' order)."""
-    from ..lang.values import parse_declaration
-    from ..plotting import parse_range
-    texts = [(kind, text) for kind in ("var", "frozen", "arg") for text in getattr(s, kind) or ()]
-    ranged = []
-    for kind, text in texts:
-        name, value = parse_declaration(text)
-        if parse_range(value, 2) is not None:
-            ranged.append(name)
-    default = 400 if len(ranged) < 2 else 60
-    points = s.points if s.points is not None else default
-    found, rest = [], {"var": [], "frozen": [], "arg": []}
-    for kind, text in texts:
-        name, value = parse_declaration(text)
-        values = parse_range(value, points) if name in ranged else None
-        if values is None:
-            rest[kind].append(text)
-        else:
-            found.append((name, values))
-            rest[kind].append(None)
-    if not found:
-        raise InputError("plot needs one value given as a range: e.g. --arg x=-3:3 or "
-                         "--arg x='linspace(-3, 3, 200)'")
-    if len(found) > 2:
-        raise InputError("plot takes one ranged value (a curve) or two (a contour plot), "
-                         "not " + str(len(found)) + ": " + ", ".join(n for n, _ in found))
-    if len(found) == 2 and found[0][0] == found[1][0]:
-        raise InputError(f"'{found[0][0]}' is given twice")
-    return found, rest
-
-
-class Plot:
-    """What was computed: ``names`` (one or two ranged names), ``axes`` (their points),
-    ``table`` (f, then the derivative columns; 2-D arrays for two names), ``labels``
-    (the columns' names), ``how`` ("vectorised" or "loop"), ``points`` (marked points:
-    (kind, x, f) or, for two names, (kind, x, y, f)), ``notes`` (strings)."""
-
-    def __init__(self, names, axes, table, labels, how, points, notes=()):
-        self.names, self.axes, self.table = names, axes, table
-        self.labels, self.how, self.points = labels, how, points
-        self.notes = list(notes)
-
-
-def compute(s: _Settings) -> Plot:
-    """Sample the program over the range(s) and find the points to mark."""
-    from ..lang.evaluate import build
-    from ..lang.parser import parse_program
-    from ..lang.source import read_program
-    from ..lang.values import Declarations
-    from .. import plotting
+def compute(s: Settings) -> Plot:
+    """The options checked, then the program sampled over the range(s), with the points
+    to mark (``run.plotting.plot_program``)."""
+    from ..run.plotting import plot_program
     if sum((s.csv, s.json_out, s.output is not None)) > 1:
         raise InputError("--csv, --json and --output cannot be used together")
     if s.output is not None:
         output_format(s.output)
-    found, rest = _find_ranges(s)
-    names = [n for n, _ in found]
-    axes = [values for _, values in found]
-    if len(found) == 2 and (s.mode is not None or s.order != 1):
-        raise InputError("a contour plot (two ranged values) draws f and its gradient: "
-                         "--mode and --order apply to one ranged value")
-    if s.mode is not None and s.order != 1:
-        raise InputError("--order applies to the derivative with respect to the ranged "
-                         "value, not to --mode")
-    plotting.check_size(axes)   # before the program is read or anything computed
-    program = parse_program(read_program(s.program))
-    # The ranged names are declared at their first point, as numbers (never as text: a
-    # number's text is not always a value the language reads back, nan for one); the
-    # sampling binds every point's value to the model (Model.bind).
-    declarations = Declarations()
-    ranged = iter(zip(names, axes))
-    for kind in ("var", "frozen", "arg"):
-        for text in rest[kind]:
-            if text is None:
-                name, values = next(ranged)
-                declarations.add(kind, name, float(values[0]))
-            else:
-                declarations.add_option(kind, text)
-    model = build(program, declarations, dtype=s.dtype, target=s.target)
-    notes = []
-
-    if len(names) == 2:
-        table, how = plotting.sample_grid(model, names, axes)
-        candidates = plotting.critical_points(axes, table)
-        if len(candidates) > plotting.MAX_MARKED_CRITICAL:
-            points = []
-            notes.append(f"{len(candidates):,} critical points on the grid, more than "
-                         f"{plotting.MAX_MARKED_CRITICAL}: none is marked (plot a smaller "
-                         "range to see them)")
-        else:
-            points = plotting.refine_critical(model, names, axes, candidates)
-        return Plot(names, axes, table, ["f"] + [f"df/d{n}" for n in names], how, points,
-                    notes)
-    name, xs = names[0], axes[0]
-    if s.mode is not None:
-        from ..modes import MODES
-        if s.mode not in MODES:
-            raise InputError(f"unknown mode {s.mode!r}; choose one of {', '.join(MODES)}")
-        table, sources, how = plotting.sample_mode(model, name, xs, s.mode)
-        labels = ["f"] + [f"df/d{source}" for source in sources]
-        # the marked points are f's: found from its derivatives with respect to the
-        # ranged value, whichever gradients the mode draws
-        derivatives, _ = plotting.sample(model, name, xs, 2)
-        points, notes = plotting.marked_points(model, name, xs, derivatives)
-        return Plot(names, axes, table, labels, how, points, notes)
-    # f'' is sampled whatever --order draws: the marked points are refined with it
-    table, how = plotting.sample(model, name, xs, max(s.order, 2))
-    points, notes = plotting.marked_points(model, name, xs, table)
-    return Plot(names, axes, table[:s.order + 1], column_names(name, s.order)[1:], how,
-                points, notes)
+    return plot_program(s.program, var=s.var, frozen=s.frozen, arg=s.arg, points=s.points,
+                        mode=s.mode, order=s.order, dtype=s.dtype, target=s.target)
 
 
-def run(s: _Settings) -> None:
+def run(s: Settings) -> None:
     """Sample, then print the table, write the image or draw in the terminal."""
-    result = _guarded(lambda: compute(s))
+    result = guarded(lambda: compute(s))
     from . import render
     grid = len(result.names) == 2
     if grid:
@@ -238,17 +133,17 @@ def run(s: _Settings) -> None:
         render.print_json(out)
     elif s.output is not None:
         if grid:
-            _guarded(lambda: save_contour(s.output, result, s.program))
+            guarded(lambda: save_contour(s.output, result, s.program))
         else:
-            _guarded(lambda: save_image(s.output, result.names[0], result.axes[0],
+            guarded(lambda: save_image(s.output, result.names[0], result.axes[0],
                                         result.table, result.points, s.program,
                                         result.labels))
         sys.stdout.write(f"wrote {s.output}\n")
     else:
         if grid:
-            text = _guarded(lambda: terminal_heatmap(result, s.program, s.width, s.height))
+            text = guarded(lambda: terminal_heatmap(result, s.program, s.width, s.height))
         else:
-            text = _guarded(lambda: terminal_plot(result.names[0], result.axes[0],
+            text = guarded(lambda: terminal_plot(result.names[0], result.axes[0],
                                                   result.table, result.points, s.program,
                                                   s.width, s.height, labels=result.labels))
         sys.stdout.write(text + "\n")
@@ -436,7 +331,7 @@ def _save(plt, fig, ax, path, extension, scale=(1.0, 1.0)) -> None:
                 "x0": box.x0, "y0": box.y0, "x1": box.x1, "y1": box.y1,
                 "xlim": list(ax.get_xlim()), "ylim": list(ax.get_ylim()),
                 "xscale": scale[0], "yscale": scale[1], "height": fig.bbox.height})}
-        from .outfile import OutputFile
+        from ..io.outfile import OutputFile
         with OutputFile(path, binary=True) as f:  # renamed into place once complete
             fig.savefig(f, format=extension[1:], dpi=100, metadata=metadata)
     except OSError as err:
@@ -539,15 +434,5 @@ def terminal_heatmap(result, title, width=None, height=None) -> str:
     return "\n".join(lines)
 
 
-def _signature():
-    import inspect
-    params = [PROGRAM] + OPTIONS
-    return inspect.Signature(params), {p.name: p.annotation for p in params}
-
-
-def command(**kwargs):
-    """The ``plot`` command (registered in ``app._COMMANDS``, built lazily)."""
-    run(_Settings(**kwargs))
-
-
-command.__signature__, command.__annotations__ = _signature()
+#: The command's signature (app.COMMANDS reads it when typer builds ``plot``).
+PARAMETERS = [PROGRAM] + OPTIONS

@@ -26,8 +26,8 @@ from itertools import repeat
 
 import numpy as np
 
-from ..jsonvalue import json_number as json_number, json_value as _json_value, unsigned_zero
-from ..modes import API_CALLS, API_NAMES, Outcome
+from ..io.jsonvalue import json_number as json_number, json_value as _json_value, unsigned_zero
+from ..run.modes import API_CALLS, API_NAMES, Outcome
 
 #: Arrays with more elements than this are summarised in human and plain output
 #: (numpy's own print threshold); ``--json`` always carries every number.
@@ -224,7 +224,7 @@ def outcome_json(outcome: Outcome, check: dict | None = None,
 
 def print_json(obj, file=None) -> None:
     """One JSON object on one line."""
-    from .. import jsonvalue  # json.dumps's text without importing json (issue 14)
+    from ..io import jsonvalue  # json.dumps's text without importing json (issue 14)
 
     jsonvalue.write_line(obj, file or sys.stdout)
 

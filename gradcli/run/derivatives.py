@@ -1,7 +1,7 @@
 """Higher derivatives of a built program: Jacobians, Hessians with a verdict at the
 point, and N-th derivatives (``gradcli jacobian``, ``gradcli hessian``, ``grad --order``).
 
-Like :mod:`gradcli.modes`, this layer knows the engine and the ``Model`` of
+Like :mod:`gradcli.run.modes`, this layer knows the engine and the ``Model`` of
 ``gradcli.lang`` and nothing of terminals; all of it is written on the engine's public
 API (tapes, ``gradients_function``), by nested reverse mode.
 
@@ -24,9 +24,9 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import engine as gc
-from .errors import InputError, LimitError, ModeError, UnknownNameError, did_you_mean
-from .lang import limits
+from .. import engine as gc
+from ..errors import InputError, LimitError, ModeError, UnknownNameError, did_you_mean
+from ..lang import limits
 
 #: The verdicts of ``hessian``, one token each (``undefined``: the gradient or Hessian is
 #: not finite).
@@ -290,7 +290,7 @@ def hessian(model, wrt: list[str] | None = None) -> HessianResult:
     """The Hessian of a scalar target over the flattened sources, by nested reverse
     mode (an outer tape records the gradient the inner one computes, then takes its
     Jacobian), with the gradient, the value and the verdict at the point."""
-    from .engine.core.tensor import Batched
+    from ..engine.core.tensor import Batched
     from .modes import result_array
     chosen = choose_sources(model, wrt, "hessian")
     names = chosen.names

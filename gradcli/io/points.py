@@ -32,10 +32,10 @@ from collections.abc import Iterator
 
 import numpy as np
 
+from ..errors import GradcliError, InputError, LimitError, shown_path
+from ..lang.limits import MAX_ELEMENTS
+from ..lang.values import _is_number, check_file
 from .columns import CsvOptions, resolve, split_fields
-from .errors import GradcliError, InputError, LimitError, shown_path
-from .lang.limits import MAX_ELEMENTS
-from .lang.values import _is_number, check_file
 
 __all__ = ["Slot", "Chunk", "BadRow", "Source", "CsvOptions", "open_source",
            "element_labels", "DEFAULT_CHUNK_ELEMENTS", "MAX_CHUNK"]
@@ -336,7 +336,7 @@ def open_source(spec: str, slots: dict, chunk: int | None = None, stdin=None,
     """Open ``spec`` (``@path`` or ``-``) for the declared names ``slots`` (name -> Slot);
     every refusal is an ``InputError`` naming the source. ``chunk`` rows are read at a
     time (None: sized so that a chunk holds about DEFAULT_CHUNK_ELEMENTS numbers);
-    ``csv`` says how to read a CSV or TSV source (``gradcli.columns``)."""
+    ``csv`` says how to read a CSV or TSV source (``gradcli.io.columns``)."""
     if not isinstance(spec, str) or not spec.strip():
         raise InputError("--at needs a source: @points.csv, @x.npy, @p.npz, @p.jsonl or - "
                          "(standard input)")
@@ -436,7 +436,7 @@ def _count(n: int) -> str:
 
 
 def _unknown_name(shown: str, what: str, name: str, slots: dict) -> InputError:
-    from .errors import did_you_mean
+    from ..errors import did_you_mean
     declared = ", ".join(slots) or "none"
     return InputError(f"{shown}: {what} {name!r} is not a declared name"
                       f"{did_you_mean(name, list(slots))} (declared: {declared}); declare "

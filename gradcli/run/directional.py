@@ -14,7 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from .errors import InputError, UnknownNameError, did_you_mean
+from ..errors import InputError, UnknownNameError, did_you_mean
 
 API_CALL = "tf.autodiff.ForwardAccumulator(primals, tangents): acc.jvp(target)"
 
@@ -39,7 +39,7 @@ def parse_tangents(model, options) -> dict:
     number for an array source is that number in every element. Refused (exit 2): no
     tangent, an unknown or computed name, a name given twice, a shape that does not fit.
     """
-    from .lang.values import _labelled, load_value, parse_declaration
+    from ..lang.values import _labelled, load_value, parse_declaration
     if not options:
         raise InputError("jvp needs a direction: give --tangent NAME=VALUE for an "
                          "argument or variable (repeatable)")
@@ -78,7 +78,7 @@ def run_jvp(model, tangents: dict) -> JvpOutcome:
     """The target's value and its directional derivative along ``tangents`` (forward
     mode: one pass, whatever the target's size). A target the tangents do not reach has
     a zero derivative."""
-    from . import engine as gc
+    from .. import engine as gc
     from .modes import result_array
     primals = [model.source(name) for name in tangents]
     directions = [np.asarray(t, dtype=p.dtype) for t, p in zip(tangents.values(), primals)]

@@ -49,16 +49,17 @@ import time
 
 import numpy as np
 
-from . import engine as gc
-from .engine.core.api import NO_VARIABLES
-from .errors import ChunkTooLarge, GradcliError, InputError, LimitError, ModeError
+from .. import engine as gc
+from ..engine.core.api import NO_VARIABLES
+from ..errors import ChunkTooLarge, GradcliError, InputError, LimitError, ModeError
 
 __all__ = ["OPTIMIZERS", "LINE_SEARCH", "SGD", "Adam", "Result", "minimize", "DEFAULT_LR",
            "DEFAULT_TOL", "DEFAULT_MAX_STEPS", "default_optimizer", "default_tol",
            "check_numbers",
            "check_settings",
            "check_rows_options", "ProgramRows", "minimize_rows", "batch_order",
-           "total_updates", "run_length", "MAX_UPDATES"]
+           "total_updates", "run_length", "MAX_UPDATES", "check_trainable",
+           "minimize_program", "train_on_rows"]
 
 OPTIMIZERS = ("sgd", "momentum", "adam", "lbfgs", "gd")
 #: The optimizers that choose their own step by a line search (no learning rate); they
@@ -381,8 +382,8 @@ def _descend(evaluate, rule, steps, tol, names, on_step, interrupt, start) -> Re
 
 
 def _no_variables() -> GradcliError:
-    from .modes import _NO_VARIABLES
-    return ModeError(_NO_VARIABLES)
+    from .modes import NO_TRAINABLE_VARIABLES
+    return ModeError(NO_TRAINABLE_VARIABLES)
 
 
 class _Flat:
@@ -639,7 +640,7 @@ class ProgramRows:
     """
 
     def __init__(self, model, data: dict, trainable: list):
-        from .engine.core.tensor import Variable
+        from ..engine.core.tensor import Variable
         self.model, self.data = model, data
         self.n = len(next(iter(data.values())))
         # The starting values: the declared ones (bound with the first row's data, as
@@ -683,8 +684,8 @@ class ProgramRows:
         """(the piece's share of the batch's mean, [(name, gradient)])."""
         import warnings
 
-        from .engine.core.batching import vectorized_map
-        from .engine.core.tensor import Variable, constant
+        from ..engine.core.batching import vectorized_map
+        from ..engine.core.tensor import Variable, constant
         model, dtype = self.model, self.model.dtype
         current = {name: p.numpy() for name, p in self.parameters.items()}
         made: dict = {}   # id(variable made by bind) -> (name, variable)
@@ -925,3 +926,69 @@ def _mini_batches(rows: ProgramRows, rule, steps: int, size: int, order, tol: fl
     values = {names.get(id(p), p.name): p.numpy().copy() for p in params}
     return Result(loss, values, updates, converged, reason, history,
                   time.perf_counter() - start, grad_norm=norm)
+
+
+# ---------------------------------------------------------------------------------------
+# A program's minimisation, as ``gradcli minimize`` runs it
+# ---------------------------------------------------------------------------------------
+def check_trainable(model) -> None:
+    """Refuse a model that reads no trainable variable: known from the tree, before any
+    file is read (as the implicit modes do)."""
+    if not any(model.trainable[name] for name in model.read_variables):
+        raise _no_variables()
+
+
+def minimize_program(model, optimizer: str, *, lr=None, steps=None, max_steps=None,
+                     tol: float = 1e-8, momentum: float = 0.9, on_step=None) -> Result:
+    """Minimise a built model's target over its trainable variables (``minimize``), the
+    result's values named as the program names them."""
+    names = {id(v): n for n, v in model.variables.items()}
+    return minimize(model.function, model.arg_values, optimizer=optimizer, lr=lr,
+                    steps=steps, max_steps=max_steps, tol=tol, momentum=momentum,
+                    names=names, on_step=on_step)
+
+
+def train_on_rows(model, at: str, csv, optimizer: str, *, lr=None, steps=None, epochs=None,
+                  batch_size=None, max_steps=None, shuffle: bool = True, seed=None,
+                  tol: float = 1e-8, momentum: float = 0.9, progress=None):
+    """``minimize --at``: read the rows of ``at`` (``csv``: how to read a CSV source),
+    train on them (``minimize_rows``). ``progress(total, per_epoch, capped)`` gives
+    ``(on_step, done)`` for a progress display. Gives ``(result, fell_back)``, the latter
+    True where the rows of a batch were computed one at a time."""
+    from ..io.points import Slot, read_all
+    trainable = [name for name in model.read_variables if model.trainable[name]]
+    slots = {}
+    for decl in model.declarations:
+        if decl.kind == "var" and not decl.has_value:
+            raise InputError(f"--var {decl.name} has no value: minimize trains {decl.name} "
+                             f"from a starting value (--var {decl.name}=0); the data rows "
+                             "set arguments and frozen variables only")
+        slots[decl.name] = Slot(decl.kind, decl.value if decl.has_value else None)
+
+    def refuse_trainable(source):
+        for name in source.names:
+            if name in model.trainable and model.trainable[name]:
+                raise InputError(f"{source.shown}: the source sets {name}, a trainable "
+                                 f"variable that minimize trains: the data rows set "
+                                 f"arguments and frozen variables only (declare it "
+                                 f"--frozen {name} to read it from each row, or drop the "
+                                 f"column)")
+
+    _, data = read_all(at, slots, MAX_DATA_NUMBERS, check=refuse_trainable, csv=csv)
+    n = len(next(iter(data.values())))
+    # --epochs times the batches per epoch is held to --steps' limit, before any work
+    total, training = run_length(n, batch_size, steps, epochs, max_steps)
+    rows = ProgramRows(model, data, trainable)
+    size = rows.n if batch_size is None else min(batch_size, rows.n)
+    per_epoch = -(-rows.n // size)
+    on_step, done = progress(total, per_epoch if optimizer not in LINE_SEARCH else None,
+                             not training) if progress else (None, lambda: None)
+    try:
+        result = minimize_rows(rows, optimizer=optimizer, lr=lr, steps=steps,
+                               epochs=epochs, batch_size=batch_size,
+                               max_steps=max_steps, shuffle=shuffle,
+                               seed=seed, tol=tol, momentum=momentum,
+                               on_step=on_step)
+    finally:
+        done()
+    return result, rows.fell_back

@@ -16,14 +16,14 @@ from __future__ import annotations
 
 import numpy as np
 
-from . import engine as gc
-from .engine.core.api import NO_VARIABLES
-from .engine.core.tensor import Batched
-from .errors import InputError, ModeError, UnknownNameError, did_you_mean
+from .. import engine as gc
+from ..engine.core.api import NO_VARIABLES
+from ..engine.core.tensor import Batched
+from ..errors import InputError, ModeError, UnknownNameError, did_you_mean
 
 MODES = ("tape", "grad", "implicit", "value-grad")
-_NO_VARIABLES = (NO_VARIABLES + " (declare one with --var NAME=VALUE, or Variable(...) in "
-                 "the program)")
+NO_TRAINABLE_VARIABLES = (NO_VARIABLES + " (declare one with --var NAME=VALUE, or Variable(...) "
+                          "in the program)")
 
 #: What each mode is, in TensorFlow's words (shown by `compare` and in --help).
 API_CALLS = {
@@ -202,13 +202,13 @@ def _implicit(model, with_value: bool) -> Outcome:
     # (a 10^7-element file is not read, the forward pass not run). The same refusal at
     # run time stays for what the tree cannot rule out (``a = w`` with ``a`` unused).
     if not any(model.trainable[name] for name in model.read_variables):
-        raise ModeError(_NO_VARIABLES)
+        raise ModeError(NO_TRAINABLE_VARIABLES)
     try:
         # the value also for implicit (which does not return it): to note a non-scalar target
         value, pairs = gc.implicit_value_and_gradients(model.function)(*model.arg_values)
     except ValueError as err:
         if str(err) == NO_VARIABLES:
-            raise ModeError(_NO_VARIABLES) from None
+            raise ModeError(NO_TRAINABLE_VARIABLES) from None
         raise
     names = {id(v): n for n, v in model.variables.items()}
     out = Outcome("value-grad" if with_value else "implicit",

@@ -27,11 +27,12 @@ from contextlib import ExitStack
 
 import numpy as np
 
-from . import engine as gc
-from .errors import ChunkTooLarge, GradcliError, InputError, LimitError
+from .. import engine as gc
+from ..errors import ChunkTooLarge, GradcliError, InputError, LimitError
 
 __all__ = ["critical_points", "parse_range", "marked_points", "sample", "sample_grid",
-           "sample_mode", "check_size", "MAX_CURVE_POINTS", "MAX_GRID_POINTS",
+           "sample_mode", "check_size", "plot_program", "find_ranges", "column_names", "Plot",
+           "MAX_CURVE_POINTS", "MAX_GRID_POINTS",
            "MAX_SINGLE_POINTS", "MAX_MARKED_CRITICAL"]
 
 #: Points of one curve (``--points``, or the count of a ``linspace(a, b, n)`` range).
@@ -59,7 +60,7 @@ def parse_range(text: str, points: int):
     """``a:b`` -> ``points`` evenly spaced values from a to b; ``linspace(a, b, n)`` -> its
     values; anything else -> None (an ordinary value). The ends are constant expressions
     of the language (``-pi:pi``), evaluated by its safe parser."""
-    from .lang.values import load_value
+    from ..lang.values import load_value
     stripped = text.strip()
     if stripped.startswith("linspace("):
         values = np.asarray(load_value(stripped), dtype=float).ravel()
@@ -190,7 +191,7 @@ class _Points:
                 out[i] = value
 
     def _batched(self, lo: int, hi: int) -> list:
-        from .engine.core.batching import vectorized_map
+        from ..engine.core.batching import vectorized_map
         model, dtype = self.model, self.model.dtype
         elems = {name: gc.constant(v[lo:hi], dtype=dtype) for name, v in self.elems.items()}
 
@@ -486,3 +487,125 @@ def _refined(model, names, axes, candidates, iterations):
         value = float(np.reshape(_value_and_gradients(model, names, point)[0], ()))
         found.append((kind, float(point[0]), float(point[1]), value))
     return found
+
+
+# ---------------------------------------------------------------------------------------
+# The whole of a plot: the ranged declarations, the model, the samples, the marked points
+# ---------------------------------------------------------------------------------------
+def column_names(name: str, order: int) -> list[str]:
+    """x, f, df/dx, d2f/dx2, ..."""
+    return [name, "f"] + [f"d{'' if k == 1 else k}f/d{name}{'' if k == 1 else k}"
+                          for k in range(1, order + 1)]
+
+
+def find_ranges(declared: dict, points: int | None):
+    """([(name, points), ...] for the one or two ranged declarations, the declarations by
+    kind with None where a ranged one was, to keep the arguments' order). ``declared``:
+    the --var, --frozen and --arg texts by kind; ``points``: --points (None: default)."""
+    from ..lang.values import parse_declaration
+    texts = [(kind, text) for kind in ("var", "frozen", "arg") for text in declared[kind] or ()]
+    ranged = []
+    for kind, text in texts:
+        name, value = parse_declaration(text)
+        if parse_range(value, 2) is not None:
+            ranged.append(name)
+    default = 400 if len(ranged) < 2 else 60
+    points = points if points is not None else default
+    found, rest = [], {"var": [], "frozen": [], "arg": []}
+    for kind, text in texts:
+        name, value = parse_declaration(text)
+        values = parse_range(value, points) if name in ranged else None
+        if values is None:
+            rest[kind].append(text)
+        else:
+            found.append((name, values))
+            rest[kind].append(None)
+    if not found:
+        raise InputError("plot needs one value given as a range: e.g. --arg x=-3:3 or "
+                         "--arg x='linspace(-3, 3, 200)'")
+    if len(found) > 2:
+        raise InputError("plot takes one ranged value (a curve) or two (a contour plot), "
+                         "not " + str(len(found)) + ": " + ", ".join(n for n, _ in found))
+    if len(found) == 2 and found[0][0] == found[1][0]:
+        raise InputError(f"'{found[0][0]}' is given twice")
+    return found, rest
+
+
+class Plot:
+    """What was computed: ``names`` (one or two ranged names), ``axes`` (their points),
+    ``table`` (f, then the derivative columns; 2-D arrays for two names), ``labels``
+    (the columns' names), ``how`` ("vectorised" or "loop"), ``points`` (marked points:
+    (kind, x, f) or, for two names, (kind, x, y, f)), ``notes`` (strings)."""
+
+    def __init__(self, names, axes, table, labels, how, points, notes=()):
+        self.names, self.axes, self.table = names, axes, table
+        self.labels, self.how, self.points = labels, how, points
+        self.notes = list(notes)
+
+
+def plot_program(program_text: str, *, var=(), frozen=(), arg=(), points: int | None = None,
+                 mode: str | None = None, order: int = 1, dtype: str = "float64",
+                 target: str | None = None) -> Plot:
+    """What ``gradcli plot`` draws: the program (its text, '-' or @path) sampled over the
+    one or two ranged declarations (``x=a:b``, ``x=linspace(a, b, n)``), with its
+    derivatives up to ``order`` or the gradients ``mode`` returns, and the points to
+    mark."""
+    from ..lang.evaluate import build
+    from ..lang.parser import parse_program
+    from ..lang.source import read_program
+    from ..lang.values import Declarations
+    found, rest = find_ranges({"var": var, "frozen": frozen, "arg": arg}, points)
+    names = [n for n, _ in found]
+    axes = [values for _, values in found]
+    if len(found) == 2 and (mode is not None or order != 1):
+        raise InputError("a contour plot (two ranged values) draws f and its gradient: "
+                         "--mode and --order apply to one ranged value")
+    if mode is not None and order != 1:
+        raise InputError("--order applies to the derivative with respect to the ranged "
+                         "value, not to --mode")
+    check_size(axes)   # before the program is read or anything computed
+    program = parse_program(read_program(program_text))
+    # The ranged names are declared at their first point, as numbers (never as text: a
+    # number's text is not always a value the language reads back, nan for one); the
+    # sampling binds every point's value to the model (Model.bind).
+    declarations = Declarations()
+    ranged = iter(zip(names, axes))
+    for kind in ("var", "frozen", "arg"):
+        for text in rest[kind]:
+            if text is None:
+                name, values = next(ranged)
+                declarations.add(kind, name, float(values[0]))
+            else:
+                declarations.add_option(kind, text)
+    model = build(program, declarations, dtype=dtype, target=target)
+    notes = []
+
+    if len(names) == 2:
+        table, how = sample_grid(model, names, axes)
+        candidates = critical_points(axes, table)
+        if len(candidates) > MAX_MARKED_CRITICAL:
+            marked = []
+            notes.append(f"{len(candidates):,} critical points on the grid, more than "
+                         f"{MAX_MARKED_CRITICAL}: none is marked (plot a smaller "
+                         "range to see them)")
+        else:
+            marked = refine_critical(model, names, axes, candidates)
+        return Plot(names, axes, table, ["f"] + [f"df/d{n}" for n in names], how, marked,
+                    notes)
+    name, xs = names[0], axes[0]
+    if mode is not None:
+        from .modes import MODES
+        if mode not in MODES:
+            raise InputError(f"unknown mode {mode!r}; choose one of {', '.join(MODES)}")
+        table, sources, how = sample_mode(model, name, xs, mode)
+        labels = ["f"] + [f"df/d{source}" for source in sources]
+        # the marked points are f's: found from its derivatives with respect to the
+        # ranged value, whichever gradients the mode draws
+        derivatives, _ = sample(model, name, xs, 2)
+        marked, notes = marked_points(model, name, xs, derivatives)
+        return Plot(names, axes, table, labels, how, marked, notes)
+    # f'' is sampled whatever --order draws: the marked points are refined with it
+    table, how = sample(model, name, xs, max(order, 2))
+    marked, notes = marked_points(model, name, xs, table)
+    return Plot(names, axes, table[:order + 1], column_names(name, order)[1:], how,
+                marked, notes)

@@ -35,8 +35,8 @@ from __future__ import annotations
 import math
 import re
 
-from .errors import InputError, LimitError, did_you_mean
-from .lang.limits import MAX_ELEMENTS
+from ..errors import InputError, LimitError, did_you_mean
+from ..lang.limits import MAX_ELEMENTS
 
 __all__ = ["CsvOptions", "Target", "resolve", "split_fields", "target_of"]
 

@@ -1,0 +1,1 @@
+"""Reading and writing data: --at sources (points, columns), output files, JSON values."""
