@@ -7,50 +7,13 @@ module is imported to find them).
 """
 from __future__ import annotations
 
-import ast
-from pathlib import Path
-
 import pytest
 
-ENGINE = Path(__file__).resolve().parent.parent / "gradcli" / "engine"
+from import_graph import cycles, import_graph
+
 PACKAGE = "gradcli.engine"
-
-
-def _module_name(path: Path) -> str:
-    parts = path.relative_to(ENGINE.parent.parent).with_suffix("").parts
-    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
-
-
-MODULES = {_module_name(p): p for p in sorted(ENGINE.rglob("*.py"))}
-
-
-def _is_package(name: str) -> bool:
-    return MODULES.get(name, Path()).name == "__init__.py"
-
-
-def _imports(name: str) -> set[str]:
-    """The gradcli.engine modules that ``name`` imports, anywhere in its source."""
-    tree = ast.parse(MODULES[name].read_text(encoding="utf-8"))
-    package = name if _is_package(name) else name.rpartition(".")[0]
-    found = set()
-    for node in ast.walk(tree):
-        if isinstance(node, ast.Import):
-            found.update(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom):
-            base = node.module or ""
-            if node.level:
-                anchor = package.split(".")
-                anchor = anchor[:len(anchor) - node.level + 1]
-                base = ".".join(anchor + ([base] if base else []))
-            # `from package import submodule` imports the submodule (the package's
-            # __init__ runs first whatever is imported: a parent, not an edge)
-            for alias in node.names:
-                sub = f"{base}.{alias.name}"
-                found.add(sub if sub in MODULES else base)
-    return {m for m in found if m in MODULES and m != name}
-
-
-GRAPH = {name: _imports(name) for name in MODULES}
+GRAPH = import_graph(PACKAGE)
+MODULES = set(GRAPH)
 CORE = sorted(m for m in MODULES if m.startswith(f"{PACKAGE}.core"))
 FAST = sorted(m for m in MODULES if m.startswith(f"{PACKAGE}.fast"))
 
@@ -73,23 +36,7 @@ def test_the_fast_paths_import_only_the_core_s_lowest_modules(module):
 
 
 def test_the_engine_s_module_graph_has_no_cycle():
-    """Depth-first search; a module met again while on the current path closes a cycle."""
-    done, path = set(), []
-
-    def visit(module):
-        if module in path:
-            raise AssertionError("import cycle: " + " -> ".join(
-                path[path.index(module):] + [module]))
-        if module in done:
-            return
-        path.append(module)
-        for other in sorted(GRAPH[module]):
-            visit(other)
-        path.pop()
-        done.add(module)
-
-    for module in sorted(GRAPH):
-        visit(module)
+    assert cycles(GRAPH) == []
 
 
 def test_the_reader_finds_imports_inside_functions():
