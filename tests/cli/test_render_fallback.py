@@ -1,0 +1,216 @@
+"""The human output of the simplest results without rich (issue 14): the fallback's text
+is rich's text, byte for byte, and it is used only where rich would print plain text.
+
+The independent truth is rich itself: the same outcome printed through a rich console
+(render.console, as every other human output) on a file of the same width.
+"""
+from __future__ import annotations
+
+import io
+import os
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from gradcli.cli import render
+from gradcli.run.modes import Gradient, Outcome
+
+EXAMPLES = int(os.environ.get("GRADCLI_PROPERTY_EXAMPLES", "60"))
+RICH_ENV = ("FORCE_COLOR", "TTY_COMPATIBLE", "COLUMNS", "NO_COLOR", "TERM", "TTY_INTERACTIVE")
+SEED = ["w1*x1 + w2*x2", "--var", "w1=2", "--var", "w2=3", "--arg", "x1=5", "--arg", "x2=7"]
+
+
+class _File(io.StringIO):
+    """Standard output as a file or a pipe (isatty False) or a terminal, in some encoding."""
+
+    def __init__(self, tty: bool = False, encoding: str | None = "utf-8"):
+        super().__init__()
+        self._tty, self._encoding = tty, encoding
+
+    def isatty(self) -> bool:
+        return self._tty
+
+    @property
+    def encoding(self):
+        return self._encoding
+
+
+@pytest.fixture
+def clean_env(monkeypatch):
+    for name in RICH_ENV:
+        monkeypatch.delenv(name, raising=False)
+    return monkeypatch
+
+
+def both(outcome, precision, target, width, monkeypatch) -> tuple[str | None, str]:
+    """(the fallback's text or None, rich's text) on a non-terminal of ``width`` columns."""
+    monkeypatch.setenv("COLUMNS", str(width))
+    monkeypatch.setattr(sys, "stdout", _File())
+    plain = render._plain_human(outcome, precision, target)
+    rich_file = _File()
+    render.print_human(outcome, precision, target=target,
+                       out=render.console(file=rich_file))
+    return plain, rich_file.getvalue()
+
+
+# names as the language writes them, and as anything may (brackets, spaces, non-ASCII)
+names = st.one_of(st.from_regex(r"[A-Za-z_][A-Za-z0-9_]{0,30}", fullmatch=True),
+                  st.from_regex(r"[a-z]{1,5}\[[0-9]{1,3}\]", fullmatch=True),
+                  st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=12),
+                  st.text(max_size=6))
+numbers = st.one_of(st.floats(allow_nan=True, allow_infinity=True),
+                    st.sampled_from([0.0, -0.0, float("nan"), float("inf"), float("-inf"),
+                                     1e308, -1.2345678901234567e-300, 5e-324]),
+                    st.floats(width=32).map(np.float32), st.integers(-10 ** 6, 10 ** 6))
+gradients = st.one_of(numbers.map(np.asarray), st.none())
+notes = st.lists(st.text(st.characters(min_codepoint=32, max_codepoint=126), max_size=90),
+                 max_size=2)
+
+
+@st.composite
+def outcomes(draw):
+    mode = draw(st.sampled_from(["tape", "grad", "implicit", "value-grad"]))
+    value = np.asarray(draw(numbers)) if mode in ("tape", "value-grad") else None
+    grads = [Gradient(draw(names), draw(gradients))
+             for _ in range(draw(st.integers(0, 3)))]
+    return Outcome(mode, value, grads, draw(notes))
+
+
+@pytest.mark.slow
+@settings(max_examples=EXAMPLES * 3, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(outcome=outcomes(), precision=st.one_of(st.none(), st.integers(1, 17)),
+       target=st.one_of(st.none(), names),
+       width=st.one_of(st.sampled_from([40, 80, 200]), st.integers(1, 120)))
+def test_the_fallback_prints_what_rich_prints(clean_env, outcome, precision, target, width):
+    plain, rich_text = both(outcome, precision, target, width, clean_env)
+    assert plain is None or plain == rich_text
+
+
+@pytest.mark.parametrize("width", [40, 80, 200])
+@pytest.mark.parametrize("mode", ["tape", "grad", "implicit", "value-grad"])
+@pytest.mark.parametrize("value, gradient, name", [
+    (31.0, 5.0, "w1"), (float("nan"), float("-inf"), "x[0]"), (-0.0, -0.0, "w"),
+    (-1.2345678901234567e-300, 1.7976931348623157e308, "a_rather_long_variable_name_1"),
+    (np.float32(2.957324266433716), None, "v")])
+def test_scalar_results_take_the_fallback_with_rich_s_text(clean_env, width, mode, value,
+                                                          gradient, name):
+    outcome = Outcome(mode, np.asarray(value) if mode in ("tape", "value-grad") else None,
+                      [Gradient(name, None if gradient is None else np.asarray(gradient)),
+                       Gradient("b", np.asarray(2.0))], ["a note [bold]that[/] is long " * 3])
+    plain, rich_text = both(outcome, None, "y" if mode == "tape" else None, width, clean_env)
+    shown = "None (not connected)" if gradient is None else repr(float(gradient))
+    table = max(len(name), 8) + max(len(shown), 8) + len("shape") + 3 * 3 - 1
+    assert plain is not None or table > width  # (rich then shares the width out)
+    assert plain is None or plain == rich_text
+
+
+@pytest.mark.parametrize("outcome", [
+    Outcome("grad", None, [Gradient("x", np.array([1.0, 2.0]))]),      # an array
+    Outcome("value-grad", np.array([1.0]), [Gradient("x", np.asarray(1.0))]),
+    Outcome("grad", None, [Gradient("\u00e9t\u00e9", np.asarray(1.0))]),  # not ASCII
+    Outcome("grad", None, [Gradient("x  y", np.asarray(1.0))]),       # two spaces in a cell
+    Outcome("grad", None, [Gradient("x" * 80, np.asarray(1.0))]),     # wider than 80
+    Outcome("grad", None, [Gradient("x", np.asarray(1.0))], ["tab\there"])])
+def test_anything_else_is_left_to_rich(clean_env, outcome):
+    plain, rich_text = both(outcome, None, None, 80, clean_env)
+    assert plain is None and rich_text
+
+
+def test_the_value_of_a_named_target_is_labelled_as_rich_does(clean_env):
+    outcome = Outcome("tape", np.asarray(31.0), [Gradient("w1", np.asarray(5.0))])
+    plain, rich_text = both(outcome, None, "loss", 80, clean_env)
+    assert plain == rich_text and "value of loss: 31.0  shape ()\n" in plain
+
+
+# ---------------------------------------------------------------------------------------
+# Where rich would print plain text: the fallback agrees with rich's own detection
+# ---------------------------------------------------------------------------------------
+@settings(max_examples=EXAMPLES * 2, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(env=st.fixed_dictionaries({}, optional={
+           "FORCE_COLOR": st.sampled_from(["", "0", "1", "yes"]),
+           "TTY_COMPATIBLE": st.sampled_from(["", "0", "1", "2"]),
+           "COLUMNS": st.sampled_from(["", "0", "1", "40", "200", "x", " 50", "-3"]),
+           "NO_COLOR": st.sampled_from(["", "1"]),
+           "TERM": st.sampled_from(["dumb", "unknown", "xterm-256color", ""])}),
+       tty=st.booleans(), encoding=st.sampled_from(["utf-8", "UTF-8", "ascii", None,
+                                                    "latin-1", "utf_8"]))
+def test_the_fallback_is_used_exactly_where_rich_writes_plain_text(clean_env, env, tty,
+                                                                   encoding):
+    for name, value in env.items():
+        clean_env.setenv(name, value)
+    out = _File(tty=tty, encoding=encoding)
+    clean_env.setattr(sys, "stdout", out)
+    width = render._plain_width()
+    rich = render.console(file=out)
+    plain_for_rich = (not rich.is_terminal
+                      and rich.encoding.startswith("utf") and not rich.legacy_windows)
+    assert (width is not None) == plain_for_rich
+    if width is not None:
+        assert width == rich.width
+
+
+# ---------------------------------------------------------------------------------------
+# End to end: the seed in every mode, as a separate process
+# ---------------------------------------------------------------------------------------
+def run(mode: str, *extra: str, env: dict | None = None, importtime: bool = False):
+    base = {k: v for k, v in os.environ.items() if k not in RICH_ENV}
+    flags = ["-X", "importtime"] if importtime else []
+    return subprocess.run([sys.executable, *flags, "-m", "gradcli", mode, *SEED, *extra],
+                          capture_output=True, text=True, timeout=120,
+                          env={**base, **(env or {})})
+
+
+RICH_ONLY = ("import sys; from gradcli.cli import render; "
+             "render._plain_human = lambda *args: None; from gradcli.cli.app import main; "
+             "sys.argv = ['gradcli', *sys.argv[1:]]; main()")
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("mode", ["tape", "grad", "implicit", "value-grad"])
+def test_the_seed_prints_rich_s_text_through_a_pipe_without_importing_rich(mode):
+    done = run(mode, importtime=True)
+    assert done.returncode == 0
+    imported = {line.rsplit("|", 1)[1].strip() for line in done.stderr.splitlines()
+                if line.startswith("import time:")}
+    assert not {m for m in imported if m == "rich" or m.startswith("rich.")}
+    base = {k: v for k, v in os.environ.items() if k not in RICH_ENV}
+    with_rich = subprocess.run([sys.executable, "-c", RICH_ONLY, mode, *SEED],
+                               capture_output=True, text=True, timeout=120, env=base)
+    assert with_rich.returncode == 0 and "\u2547" in with_rich.stdout
+    assert done.stdout == with_rich.stdout
+
+
+@pytest.mark.slow
+def test_a_forced_terminal_still_gets_rich_s_styles():
+    done = run("value-grad", env={"FORCE_COLOR": "1", "TERM": "xterm"})
+    assert done.returncode == 0
+    assert "\x1b[1m31.0\x1b[0m" in done.stdout
+
+
+@pytest.mark.slow
+def test_a_real_terminal_still_gets_rich_s_styles():
+    pty = pytest.importorskip("pty")
+    leader, follower = pty.openpty()
+    base = {k: v for k, v in os.environ.items() if k not in RICH_ENV}
+    with subprocess.Popen([sys.executable, "-m", "gradcli", "value-grad", *SEED],
+                          stdout=follower, stderr=subprocess.PIPE,
+                          env={**base, "TERM": "xterm"}) as proc:
+        os.close(follower)
+        chunks = []
+        while True:
+            try:
+                chunk = os.read(leader, 4096)
+            except OSError:  # the terminal closed with the process
+                break
+            if not chunk:
+                break
+            chunks.append(chunk)
+        assert proc.wait(timeout=120) == 0
+    os.close(leader)
+    assert b"\x1b[1m31.0\x1b[0m" in b"".join(chunks)

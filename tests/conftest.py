@@ -1,0 +1,21 @@
+"""Shared by every test folder (tests/engine, lang, check, run, io, cli, benchmarks mirror
+gradcli/'s packages). The helper modules beside this file (cli_process, central_differences,
+table_samples, table_programs, more_cases, import_graph, ...) are importable from every
+folder: pytest puts this folder on sys.path because it holds a conftest.py and no
+__init__.py.
+
+``python -m pytest -m "not slow"`` is the quick subset: tests marked slow start processes
+or sweep the whole table through the command line.
+"""
+from __future__ import annotations
+
+import pytest
+
+import cli_process
+
+
+@pytest.fixture
+def gradcli():
+    """``gradcli(*args, stdin=None, env=None, cwd=None)``: the installed command run as a
+    user runs it (tests/cli_process.py), its result a CompletedProcess."""
+    return cli_process.run
