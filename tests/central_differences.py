@@ -14,3 +14,16 @@ def numpy_gradient(f, x, h=1e-6):
         e[i] = h
         out[i] = (f(x + e) - f(x - e)) / (2 * h)
     return out
+
+
+def numeric_hessian(f, z, h=1e-4):
+    """Central second differences of the scalar numpy function f at the vector z."""
+    z = np.asarray(z, dtype=float)
+    n = z.size
+    out = np.empty((n, n))
+    for i in range(n):
+        for j in range(n):
+            e_i, e_j = np.eye(n)[i] * h, np.eye(n)[j] * h
+            out[i, j] = (f(z + e_i + e_j) - f(z + e_i - e_j) - f(z - e_i + e_j)
+                         + f(z - e_i - e_j)) / (4 * h * h)
+    return out

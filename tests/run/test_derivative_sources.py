@@ -12,6 +12,8 @@ import json
 import numpy as np
 from typer.testing import CliRunner
 
+from central_differences import numeric_hessian
+
 from gradcli.cli.app import app
 
 RNG = np.random.default_rng(20)
@@ -36,17 +38,6 @@ def json_of(*args) -> dict:
 def logistic_loss(z: np.ndarray, x=X, y=Y) -> float:
     p = 1 / (1 + np.exp(-(x @ z[:3] + z[3])))
     return float(-np.mean(y * np.log(p) + (1 - y) * np.log(1 - p)))
-
-
-def numeric_hessian(f, z: np.ndarray, h: float = 1e-4) -> np.ndarray:
-    n = z.size
-    out = np.empty((n, n))
-    for i in range(n):
-        for j in range(n):
-            e_i, e_j = np.eye(n)[i] * h, np.eye(n)[j] * h
-            out[i, j] = (f(z + e_i + e_j) - f(z + e_i - e_j) - f(z - e_i + e_j)
-                         + f(z - e_i - e_j)) / (4 * h * h)
-    return out
 
 
 def numeric_jacobian(f, x: np.ndarray, h: float = 1e-6) -> np.ndarray:

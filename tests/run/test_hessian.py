@@ -17,6 +17,7 @@ from hypothesis import given, settings
 from hypothesis import strategies as st
 from typer.testing import CliRunner
 
+from central_differences import numeric_hessian
 from cli_process import run
 
 import gradcli as gc
@@ -97,17 +98,6 @@ def test_negative_paraboloid_at_top_is_a_maximum():
 # ---------------------------------------------------------------------------------------
 # Arrays, labels and truths for larger programs
 # ---------------------------------------------------------------------------------------
-def numeric_hessian(f, z: np.ndarray, h: float = 1e-4) -> np.ndarray:
-    """Central second differences of a numpy function (an independent truth)."""
-    n = z.size
-    out = np.empty((n, n))
-    for i in range(n):
-        for j in range(n):
-            e_i, e_j = np.eye(n)[i] * h, np.eye(n)[j] * h
-            out[i, j] = (f(z + e_i + e_j) - f(z + e_i - e_j) - f(z - e_i + e_j)
-                         + f(z - e_i - e_j)) / (4 * h * h)
-    return out
-
 
 def test_array_sources_are_flattened_with_element_labels():
     w = [[0.3, -0.2, 0.5], [0.1, 0.4, -0.6]]
