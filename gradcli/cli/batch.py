@@ -48,12 +48,12 @@ import typer
 
 from ..errors import (ChunkTooLarge, GradcliError, InputError, LimitError, ModeError,
                       UnknownNameError)
-from ..io.points import BadRow, Chunk, Slot, element_labels, open_source
+from ..io.points import BadRow, Chunk, Slot, open_source
+from ..io.writers import WRITERS, JsonArrayFile, NpzOutput, NpzWriter, Writer
+from ..io.writers.base import WRITE_ROWS
 from ..run.modes import Gradient, Outcome, run_mode
 from .common import guarded
 
-#: Rows whose output text is made at once (a chunk's rows are written in such pieces).
-WRITE_ROWS = 8192
 #: Rows the human output shows in its table.
 HEAD_ROWS = 10
 #: Row numbers listed for non-finite results in the human summary.
@@ -446,270 +446,7 @@ def _as_error(err: Exception) -> GradcliError:
     return GradcliError(f"could not evaluate the program: {type(err).__name__}: {err}")
 
 
-# ---------------------------------------------------------------------------------------
-# Number text, a chunk at a time
-# ---------------------------------------------------------------------------------------
-def _ready(arr: np.ndarray, precision: int | None = None) -> np.ndarray:
-    """An output array whose float64 text is the single-point output's: a float32's
-    shortest decimal (or, with ``precision``, its exact value, which ``number_text``
-    rounds), -0.0 as 0.0 (``unsigned_zero``); booleans as they are."""
-    from ..io.jsonvalue import unsigned_zero
-    if arr.dtype.kind == "f" and arr.dtype != np.float64:
-        arr = arr.astype(np.float64) if precision is not None else \
-            arr.astype(str).astype(np.float64)
-    return unsigned_zero(arr)
-
-
-def _spec(arr, precision: int | None) -> str:
-    if arr is not None and arr.dtype == np.bool_:
-        return "%d"
-    return "%r" if precision is None else f"%.{precision}g"
-
-
-def _lines(template: str, table: np.ndarray) -> str:
-    """``template`` (one row's line, one %-field per column of ``table``) filled with
-    every row of ``table`` in one C-level formatting."""
-    n = len(table)
-    if n == 0:
-        return ""
-    return (template * n) % tuple(table.ravel().tolist())
-
-
-# ---------------------------------------------------------------------------------------
-# Writers: one per format
-# ---------------------------------------------------------------------------------------
-class _Writer:
-    def __init__(self, out, precision: int | None, meta_of, labels: list, kind,
-                 kept: list = ()):
-        self.out, self.precision, self.meta_of, self.labels = out, precision, meta_of, labels
-        self.kind = kind
-        self.kept = list(kept)   # the labels of the columns --keep passes through
-        self.rows = 0
-        self.bad_rows = 0
-
-    def start(self, res: Result, point: list) -> None:
-        """Before the first rows: a kept column may not take a name the output gives
-        (``row``, a name of the point, ``value``, ``d_x``, a JSON key, ``error``...)."""
-        if not self.kept:
-            return
-        meta, kind = self.meta_of(), self.kind
-        taken = {"row", "error", "error_message", "check", *point, "value",
-                 *(f"{kind.prefix}{name}" for name in kind.names(meta))}
-        if kind.word:
-            taken.add(kind.word)
-        value = None if res.value is None else res.value[0]
-        taken.update(kind.row_json(meta, value, [None if r is None else r[0]
-                                                 for r in res.raw]))
-        clash = [label for label in self.kept if label in taken]
-        if clash:
-            raise InputError(f"--keep: the kept column {clash[0]!r} would have the name of a "
-                             "column of the output (row, the point, value, d_NAME, error...): "
-                             "rename it, --keep NEWNAME=COLUMN")
-
-    def flush(self) -> None:
-        self.out.flush()
-
-    def finish(self) -> None:
-        pass
-
-    def stopped(self) -> None:
-        """The run stopped early (a bad row, Ctrl-C): the complete rows are flushed."""
-        self.flush()
-
-
-class JsonLinesWriter(_Writer):
-    """Each row the single-point JSON object plus ``"row"``."""
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self.template = None
-
-    def write(self, res: Result) -> None:
-        from ..io import jsonvalue
-        meta = self.meta_of()
-        kind = self.kind
-        fields = ([res.value] if kind.has_value(meta) else []) + list(res.grads)
-        if self.template is None:
-            self.template = kind.template(meta) or ""
-        n = res.n
-        ready = [None if f is None else _ready(f) for f in fields]
-        fast = all(f is None or f.dtype == np.float64 for f in ready)
-        finite = np.ones(n, dtype=bool)
-        for f in ready:
-            if f is not None and fast:
-                finite &= np.isfinite(f.reshape(n, -1)).all(axis=1)
-        if any(f is None for f in ready) or not self.template:
-            fast = False  # (an unconnected gradient: null, written by the general path)
-        rows = range(res.start, res.start + n)
-        template, heads = self.template, [rows]
-        if self.kept:   # the kept columns right after "row": a piece of text per row
-            template = template.replace('{"row": %d', '{"row": %d%s', 1)
-            heads.append(self._kept_json(res))
-        if fast and finite.all():
-            lists = [f.tolist() for f in ready]
-            text = "".join(map(template.__mod__, zip(*heads, *lists)))
-        else:
-            lines = []
-            lists = [None if f is None else f.tolist() for f in ready]
-            kept = res.kept.tolist() if self.kept else [()] * n
-            for i, head in enumerate(zip(*heads)):
-                if fast and finite[i]:
-                    lines.append(template % (head + tuple(x[i] for x in lists)))
-                    continue
-                value = res.value[i] if res.value is not None else None
-                obj = {"row": head[0], **dict(zip(self.kept, kept[i])),
-                       **kind.row_json(meta, value, [None if a is None else a[i]
-                                                     for a in res.raw])}
-                lines.append(jsonvalue.dumps(obj, allow_nan=False) + "\n")
-            text = "".join(lines)
-        self.out.write(text)
-        self.rows += n
-
-    def _kept_json(self, res: Result) -> list:
-        """Per row, the kept columns as JSON members: ``, "id": "a17"``."""
-        from ..io import jsonvalue
-        keys = [", " + jsonvalue.dumps(label) + ": " for label in self.kept]
-        return ["".join(key + jsonvalue.dumps(text) for key, text in zip(keys, texts))
-                for texts in res.kept.tolist()]
-
-    def bad(self, row: BadRow) -> None:
-        from ..io import jsonvalue
-        kept = dict(zip(self.kept, row.kept)) if row.kept is not None else {}
-        self.out.write(jsonvalue.dumps({"row": row.row, **kept, "error": row.message}) + "\n")
-        self.bad_rows += 1
-
-    def check(self, report: dict) -> None:
-        from ..io import jsonvalue
-        self.out.write(jsonvalue.dumps({"check": report}, allow_nan=False) + "\n")
-
-
-class PlainWriter(_Writer):
-    """One line per row: the kept columns' text (``--keep``), the value, then every
-    gradient flattened."""
-
-    def write(self, res: Result) -> None:
-        meta = self.meta_of()
-        n = res.n
-        fields = ([res.value] if self.kind.has_value(meta) else []) + list(res.grads)
-        pieces, arrays = [], []
-        for f in fields:
-            if f is None:
-                pieces.append("null")
-                continue
-            f = _ready(f, self.precision)
-            width = f.reshape(n, -1).shape[1]
-            pieces.append(" ".join([_spec(f, self.precision)] * width))
-            arrays.append(f.reshape(n, -1).astype(np.float64))
-        template = " ".join(pieces) + "\n"
-        table = np.concatenate(arrays, axis=1) if arrays else np.zeros((n, 0))
-        text = _lines(template, table) if arrays else template * n
-        if res.words is not None:
-            text = "".join(f"{line} {word}\n" for line, word in
-                           zip(text.splitlines(), res.words))
-        if self.kept:
-            text = "".join(" ".join((*kept, line)) + "\n" for kept, line in
-                           zip(res.kept.tolist(), text.splitlines()))
-        self.out.write(text)
-        self.rows += n
-
-    def bad(self, row: BadRow) -> None:
-        kept = " ".join(row.kept) + " " if self.kept and row.kept is not None else ""
-        self.out.write(f"{kept}error: {row.message}\n")
-        self.bad_rows += 1
-
-
-class CsvWriter(_Writer):
-    """A header, then a line per row: row, the kept columns (``--keep``), the point's
-    columns, value, gradients."""
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self.header_done = False
-        self.widths = None
-        self.pending: list = []
-
-    def _header(self, meta: Outcome | None, res: Result | None) -> None:
-        header = ["row"] + self.kept + list(self.labels)
-        widths = [len(self.labels)]
-        if meta is not None:
-            if self.kind.has_value(meta):
-                shape = np.shape(res.value)[1:]
-                header += element_labels("value", shape)
-                widths.append(max(1, int(np.prod(shape))))
-            for k, (name, a) in enumerate(zip(self.kind.names(meta), res.grads)):
-                shape = np.shape(a)[1:] if a is not None else \
-                    self.kind.missing_shape(meta, k)
-                header += element_labels(f"{self.kind.prefix}{name}", shape)
-            if self.kind.word:
-                header.append(self.kind.word)
-                widths.append(max(1, int(np.prod(shape))))
-        self.out.write(",".join(_csv_field(h) for h in header) + "\n")
-        self.width = len(header)
-        self.header_done = True
-        for row in self.pending:
-            self._bad(row)
-        self.pending = []
-
-    def write(self, res: Result) -> None:
-        meta = self.meta_of()
-        if not self.header_done:
-            self._header(meta, res)
-        n = res.n
-        specs = ["%d"] + ["%r" if self.precision is None else f"%.{self.precision}g"] * \
-            res.columns.shape[1]
-        arrays = [np.arange(res.start, res.start + n, dtype=np.float64)[:, None],
-                  _ready(res.columns)]  # (the point too: -0.0 prints 0.0, as everywhere)
-        with_value = self.kind.has_value(meta)
-        fields = ([res.value] if with_value else []) + list(res.grads)
-        for k, f in enumerate(fields):
-            if f is None:
-                shape = self.kind.missing_shape(meta, k - with_value)
-                specs += [""] * max(1, int(np.prod(shape)))
-                continue
-            f = _ready(f, self.precision)
-            flat = f.reshape(n, -1)
-            specs += [_spec(f, self.precision)] * flat.shape[1]
-            arrays.append(flat.astype(np.float64))
-        template = ",".join(specs) + "\n"
-        table = np.concatenate(arrays, axis=1)
-        text = _lines(template, table)
-        if res.words is not None:
-            text = "".join(f"{line},{_csv_field(word)}\n" for line, word in
-                           zip(text.splitlines(), res.words))
-        if self.kept:   # after the row number
-            lines = []
-            for line, kept in zip(text.splitlines(), res.kept.tolist()):
-                row, _, rest = line.partition(",")
-                lines.append(f"{row},{','.join(map(_csv_field, kept))},{rest}\n")
-            text = "".join(lines)
-        self.out.write(text)
-        self.rows += n
-
-    def bad(self, row: BadRow) -> None:
-        self.bad_rows += 1
-        if not self.header_done:
-            self.pending.append(row)
-            if len(self.pending) < 100_000:
-                return
-            self._header(None, None)
-            return
-        self._bad(row)
-
-    def _bad(self, row: BadRow) -> None:
-        kept = [_csv_field(text) for text in row.kept] if self.kept and row.kept else []
-        self.out.write(",".join([str(row.row), *kept]) + "," * (self.width - 1 - len(kept))
-                       + "\n")
-
-    def finish(self) -> None:
-        if not self.header_done:
-            self._header(None, None)
-
-
-def _csv_field(text: str) -> str:
-    return '"' + text.replace('"', '""') + '"' if ("," in text or '"' in text) else text
-
-
-class HumanWriter(_Writer):
+class HumanWriter(Writer):
     """The first rows as a table, and a summary of all of them."""
 
     def __init__(self, *args):
@@ -800,7 +537,7 @@ class HumanWriter(_Writer):
         title = (f"{what}: the first {len(rows)} of {total} rows" if total > len(rows)
                  else f"{what}: {total} rows")
         if rows:
-            render._show(out, headers, rows, title=title)
+            render.show_table(out, headers, rows, title=title)
         lines = [f"rows: {total:,}" + (f" ({self.bad_rows:,} could not be read or computed)"
                                         if self.bad_rows else "")]
         if self.value_min is not None:
@@ -825,242 +562,7 @@ class HumanWriter(_Writer):
         else:
             lines.append("non-finite results: none")
         for line in lines:
-            render._emit(out, line)
-
-
-class NpzWriter(_Writer):
-    """``--output PATH.npz``: the rows as numpy arrays, each with a leading row axis, in
-    this order: ``row`` (int64), the kept columns (``--keep``: strings, the text as it
-    is), the point (each name the source sets, float64, its value at the row), ``value``
-    (where the command gives one), one array per output as the CSV header names them
-    (``d_x``; ``jacobian``'s ``d_x`` of shape (N, *target, *source); ``hessian``'s
-    ``gradient``, ``hessian``, ``eigenvalues`` and ``verdict``; ``jvp``'s ``jvp``),
-    ``error`` (bool: a row ``--skip-bad-rows`` recorded; its numbers
-    are nan, its words empty) and ``error_message`` (the messages of those rows, in row
-    order). An unconnected gradient (``null`` in JSON) has no array. The numbers are the
-    computed ones (no text in between: ``--precision`` does not apply)."""
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        self.npz = self.out
-        self.outputs = None   # name -> _Spool, made at the first computed rows
-        self.pending = 0      # bad rows before then (their output rows are blank)
-
-    def _fields(self, meta, res: Result) -> dict:
-        kind = self.kind
-        fields = {"value": res.value} if kind.has_value(meta) else {}
-        for name, g in zip(kind.names(meta), res.grads):
-            fields[f"{kind.prefix}{name}"] = g
-        if kind.word:
-            fields[kind.word] = np.array(res.words, dtype=f"<U{kind.word_width}")
-        return fields
-
-    def write(self, res: Result) -> None:
-        npz, n = self.npz, res.n
-        fields = self._fields(self.meta_of(), res)
-        if self.outputs is None:
-            self.outputs = {}
-            npz.check_names(list(fields))
-            for name, a in fields.items():
-                if a is not None:
-                    self.outputs[name] = npz.spool(name, a.dtype, a.shape[1:])
-                    self.outputs[name].blank(self.pending)
-        npz.base["row"].write(np.arange(res.start, res.start + n, dtype=np.int64))
-        for k, label in enumerate(self.kept):
-            npz.texts[label].write(res.kept[:, k].tolist())
-        for name in npz.names:
-            npz.base[name].write(res.values[name])
-        for name, spool in self.outputs.items():
-            a = fields.get(name)
-            if a is None:
-                spool.blank(n)
-            else:
-                spool.write(a)
-        npz.base["error"].write(np.zeros(n, dtype=bool))
-        self.rows += n
-
-    def bad(self, row: BadRow) -> None:
-        npz = self.npz
-        npz.base["row"].write(np.array([row.row], dtype=np.int64))
-        for k, label in enumerate(self.kept):
-            npz.texts[label].write([row.kept[k] if row.kept is not None else ""])
-        for name in npz.names:
-            npz.base[name].blank(1)
-        if self.outputs is None:
-            self.pending += 1
-        else:
-            for spool in self.outputs.values():
-                spool.blank(1)
-        npz.base["error"].write(np.ones(1, dtype=bool))
-        npz.message(row.message)
-        self.bad_rows += 1
-
-    def start(self, res: Result, point: list) -> None:
-        try:
-            super().start(res, point)
-        except GradcliError:
-            self.npz.refused = True   # (no .npz at all)
-            raise
-
-    def flush(self) -> None:
-        pass
-
-    def finish(self) -> None:
-        self.npz.assemble(self.rows + self.bad_rows, self.bad_rows,
-                          list(self.outputs or {}))
-
-    def stopped(self) -> None:
-        """The run stopped (a bad row, Ctrl-C): the .npz of the rows completed so far
-        (none at all when its names were refused)."""
-        if self.npz.refused:
-            self.npz.discard()
-        else:
-            self.finish()
-
-
-class _Spool:
-    """One array's rows streamed to a file of raw C-order data; its .npy header, which
-    needs the number of rows, is written when the .npz is assembled."""
-
-    def __init__(self, path: str, dtype, shape: tuple):
-        self.path, self.dtype, self.shape = path, np.dtype(dtype), tuple(int(k) for k in shape)
-        self.fill = (np.nan if self.dtype.kind in "fc" else "" if self.dtype.kind == "U"
-                     else 0)
-        self.file = open(path, "wb")
-
-    @property
-    def row_bytes(self) -> int:
-        return self.dtype.itemsize * int(np.prod(self.shape, dtype=np.int64))
-
-    def write(self, arr) -> None:
-        arr = np.ascontiguousarray(arr, dtype=self.dtype)
-        self.file.write(arr.reshape(-1).view(np.uint8).data if arr.size else b"")
-
-    def blank(self, n: int) -> None:
-        while n > 0:
-            k = min(n, WRITE_ROWS)
-            self.write(np.full((k, *self.shape), self.fill, dtype=self.dtype))
-            n -= k
-
-
-class _TextSpool:
-    """An array of strings streamed to a file (each text UTF-8, after its length), made
-    a ``<U{longest}`` array when the .npz is assembled (the longest is known only then)."""
-
-    def __init__(self, path: str):
-        self.file = open(path, "wb")
-        self.width = 1
-
-    def write(self, texts) -> None:
-        for text in texts:
-            data = text.encode("utf-8")
-            self.width = max(self.width, len(text))
-            self.file.write(len(data).to_bytes(4, "little") + data)
-
-    def copy(self, member, count: int) -> None:
-        """The first ``count`` texts into ``member`` as a .npy array."""
-        dtype = np.dtype(f"<U{self.width}")
-        _npy_header(member, dtype, (count,))
-        with open(self.file.name, "rb") as f:
-            for at in range(0, count, WRITE_ROWS):
-                texts = []
-                for _ in range(min(WRITE_ROWS, count - at)):
-                    size = int.from_bytes(f.read(4), "little")
-                    texts.append(f.read(size).decode("utf-8"))
-                member.write(np.array(texts, dtype=dtype).tobytes())
-
-
-class NpzOutput:
-    """Where ``NpzWriter`` puts its arrays: a temporary directory beside PATH (one file
-    per array, so memory does not grow with the rows), assembled at the end as
-    ``np.savez`` would store the same arrays (zip entries STORED, zip64) into an
-    ``OutputFile`` renamed into place; the directory is removed whatever happens."""
-
-    def __init__(self, path: str, names: list, shapes: dict, kept: list = ()):
-        from ..io.outfile import ScratchDirectory
-        self.shown = self.path = path
-        self.names = list(names)
-        self.refused = False
-        self.scratch = ScratchDirectory(path)
-        self.tmp = self.scratch.path
-        self._spools: dict = {}
-        self.base = {"row": self.spool("row", np.int64, ())}
-        for name in self.names:
-            self.base[name] = self.spool(name, np.float64, shapes[name])
-        self.base["error"] = self.spool("error", np.bool_, ())
-        # Text arrays: the kept columns (--keep), then the messages of the bad rows.
-        self.texts = {label: _TextSpool(os.path.join(self.tmp, f"kept{k}.txt"))
-                      for k, label in enumerate(kept)}
-        self.messages = self.texts["error_message"] = _TextSpool(
-            os.path.join(self.tmp, "error_message.txt"))
-
-    def spool(self, name: str, dtype, shape) -> _Spool:
-        """A new array ``name`` (rows of ``shape``), in a file of its own."""
-        spool = _Spool(os.path.join(self.tmp, f"{len(self._spools)}.bin"), dtype, shape)
-        self._spools[name] = spool
-        return spool
-
-    def check_names(self, outputs: list) -> None:
-        """Every array needs its own name: a point's name may not be an output's."""
-        names = ["row", *self.texts, *self.names, *outputs, "error"]
-        twice = sorted({n for n in names if names.count(n) > 1})
-        if twice:
-            self.refused = True
-            raise InputError(f"--output {self.shown}: the source sets {', '.join(twice)}, a "
-                             "name .npz output gives an array of its own (row, value, "
-                             "d_NAME, error...): rename it in the program, or write .jsonl "
-                             "or .csv")
-
-    def message(self, text: str) -> None:
-        self.messages.write([text])
-
-    def assemble(self, rows: int, bad_rows: int, outputs: list) -> None:
-        """Write PATH: ``rows`` rows of every array (what the spools hold beyond them,
-        a chunk cut short by Ctrl-C, is left out), then remove the directory."""
-        import zipfile
-
-        from ..io.outfile import OutputFile
-        for spool in [*self._spools.values(), *self.texts.values()]:
-            spool.file.close()
-        kept = [label for label in self.texts if label != "error_message"]
-        try:
-            with OutputFile(self.path, binary=True) as target, \
-                    zipfile.ZipFile(target, "w", compression=zipfile.ZIP_STORED,
-                                    allowZip64=True) as archive:
-                for name in ["row", *kept, *self.names, *outputs, "error", "error_message"]:
-                    with archive.open(name + ".npy", "w", force_zip64=True) as member:
-                        if name in self.texts:
-                            self.texts[name].copy(member, bad_rows if name == "error_message"
-                                                  else rows)
-                            continue
-                        spool = self._spools[name]
-                        _npy_header(member, spool.dtype, (rows, *spool.shape))
-                        with open(spool.path, "rb") as f:
-                            _copy(f, member, rows * spool.row_bytes)
-        finally:
-            self.discard()
-
-    def discard(self) -> None:
-        """Remove the temporary directory (PATH itself is not touched)."""
-        for spool in [*self._spools.values(), *self.texts.values()]:
-            spool.file.close()
-        self.scratch.remove()
-
-
-def _npy_header(f, dtype: np.dtype, shape: tuple) -> None:
-    """The .npy header np.save writes for a C-order array of ``dtype`` and ``shape``."""
-    np.lib.format.write_array_header_1_0(f, {
-        "descr": np.lib.format.dtype_to_descr(dtype), "fortran_order": False,
-        "shape": tuple(int(k) for k in shape)})
-
-
-def _copy(source, target, size: int) -> None:
-    while size > 0:
-        block = source.read(min(size, 1 << 20))
-        if not block:
-            raise OSError("a temporary file of the .npz output ended early")
-        target.write(block)
-        size -= len(block)
+            render.emit(out, line)
 
 
 def render_console(stderr: bool = False):
@@ -1086,7 +588,7 @@ def _print_check(out, report: dict, precision) -> None:
     for entry in report["rows"]:
         render.print_check(out, entry, precision, title=f"cross-check of row {entry['row']}")
     checked = ", ".join(str(e["row"]) for e in report["rows"]) or "none"
-    render._emit(out, f"check at {len(report['rows'])} sampled row"
+    render.emit(out, f"check at {len(report['rows'])} sampled row"
                       f"{'s' if len(report['rows']) != 1 else ''} ({checked}): "
                       f"{report['verdict']}")
 
@@ -1260,8 +762,7 @@ def run(kind, s, prepare) -> None:
 
 def _run(kind, s, fmt: str, model, source, out, to_file: bool) -> None:
     evaluate = Evaluator(model, kind)
-    writer_class = {"json": JsonLinesWriter, "plain": PlainWriter, "csv": CsvWriter,
-                    "human": HumanWriter, "npz": NpzWriter}[fmt]
+    writer_class = {**WRITERS, "human": HumanWriter}[fmt]
     writer = writer_class(out, s.precision, lambda: evaluate.meta, source.labels, kind,
                           source.kept)
     sample = Sample(s.check_rows if s.check_rows is not None else 5, s.seed) \
@@ -1373,35 +874,6 @@ def _open_output(path: str | None, fmt: str):
     if fmt == "json" and os.path.splitext(path)[1].lower() == ".json":
         return JsonArrayFile(out)
     return out
-
-
-class JsonArrayFile:
-    """``--output PATH.json``: one JSON document, an array whose elements are the JSON
-    Lines writer's lines (the rows, then ``{"check": ...}``), so that ``json.load``
-    reads the file; the commit closes the array. Every write is whole lines, and a line
-    holds no raw newline (JSON escapes them in strings)."""
-
-    def __init__(self, out):
-        self.out = out
-        self.started = self.closed = False
-
-    def write(self, text: str) -> None:
-        if text:
-            self.out.write((",\n" if self.started else "[\n") +
-                           text[:-1].replace("\n", ",\n"))
-            self.started = True
-
-    def flush(self) -> None:
-        self.out.flush()
-
-    def commit(self) -> None:
-        if not self.closed:
-            self.closed = True
-            self.out.write("\n]\n" if self.started else "[]\n")
-        self.out.commit()
-
-    def discard(self) -> None:
-        self.out.discard()
 
 
 def _stream(source, evaluate, writer, sample, progress, skip: bool) -> None:

@@ -59,7 +59,7 @@ def _note_default_sources(sources) -> None:
 
 def _emit_sources(out, sources) -> None:
     if sources is not None:
-        render._emit(out, (sources.sentence, "dim"))
+        render.emit(out, (sources.sentence, "dim"))
 
 
 # ---------------------------------------------------------------------------------------
@@ -98,11 +98,11 @@ def jacobian_json(result, check: dict | None = None) -> dict:
 
 def _print_jacobian(result, precision, check, target, out=None) -> None:
     out = out or render.console()
-    render._emit(out, ("jacobian", "bold"), "  ",
+    render.emit(out, ("jacobian", "bold"), "  ",
                  (f"d {target or 'target'} / d source: shape target.shape + source.shape "
                   f"({result.computed_by} mode)", "dim"))
     _emit_sources(out, result.sources)
-    render._value_lines(out, f"value of {target}" if target else "value", result.value,
+    render.print_value_lines(out, f"value of {target}" if target else "value", result.value,
                         precision)
     _jacobian_table(out, result, precision)
     if check is not None:
@@ -113,9 +113,9 @@ def _jacobian_table(out, result, precision) -> None:
     rows = []
     for j in result.jacobians:
         shown = render.array_text(j.jacobian, precision)
-        cell = shown if j.connected else render._text(shown, (" (not connected)", "dim"))
+        cell = shown if j.connected else render.styled(shown, (" (not connected)", "dim"))
         rows.append([j.name, cell, (str(j.shape), "dim")])
-    render._show(out, ["source", "jacobian", "shape"], rows)
+    render.show_table(out, ["source", "jacobian", "shape"], rows)
 
 
 # ---------------------------------------------------------------------------------------
@@ -212,11 +212,11 @@ def _tolerance_words(result) -> str:
 def _print_hessian(result, precision, check, target, out=None) -> None:
     out = out or render.console()
     n = len(result.labels)
-    render._emit(out, ("hessian", "bold"), "  ",
+    render.emit(out, ("hessian", "bold"), "  ",
                  (f"d2 {target or 'target'} / d source^2 over {', '.join(result.names)} "
                   f"({n} element{'s' if n != 1 else ''}; nested reverse mode)", "dim"))
     _emit_sources(out, result.sources)
-    render._value_lines(out, f"value of {target}" if target else "value", result.value,
+    render.print_value_lines(out, f"value of {target}" if target else "value", result.value,
                         precision)
     headers = ["element", "gradient"]
     if n <= _MAX_TABLE:
@@ -227,17 +227,17 @@ def _print_hessian(result, precision, check, target, out=None) -> None:
         if n <= _MAX_TABLE:
             row += [render.number_text(v, precision) for v in result.hessian[i]]
         rows.append(row)
-    render._show(out, headers, rows)
+    render.show_table(out, headers, rows)
     if n > _MAX_TABLE:
-        render._emit(out, "Hessian (rows and columns in the order above):")
+        render.emit(out, "Hessian (rows and columns in the order above):")
         for line in render.array_text(result.hessian, precision).split("\n"):
-            render._emit(out, "  " + line)
+            render.emit(out, "  " + line)
     if result.eigenvalues is not None:
-        render._emit(out, "eigenvalues: ", render.array_text(result.eigenvalues, precision))
-        render._emit(out, "  ", (_tolerance_words(result), "dim"))
-    render._emit(out, "verdict: ", (result.verdict, "bold"), ": " + _explain(result))
+        render.emit(out, "eigenvalues: ", render.array_text(result.eigenvalues, precision))
+        render.emit(out, "  ", (_tolerance_words(result), "dim"))
+    render.emit(out, "verdict: ", (result.verdict, "bold"), ": " + _explain(result))
     if not result.symmetric:
-        render._emit(out, ("warning:", "bold red"),
+        render.emit(out, ("warning:", "bold red"),
                      f" the Hessian is not symmetric: max |H - H^T| = "
                      f"{render.number_text(result.asymmetry, 3)}, beyond round-off "
                      f"({render.number_text(result.asymmetry_tolerance, 3)}): a derivative "
@@ -282,7 +282,7 @@ def run_grad_order(s) -> None:
 
 def _print_order(outcome, order: int, precision, check, texts, out=None) -> None:
     out = out or render.console()
-    render._emit(out, (f"grad --order {order}", "bold"), "  ",
+    render.emit(out, (f"grad --order {order}", "bold"), "  ",
                  (f"the pure partial derivatives of order {order}: gradients_function "
                   f"nested {order} times", "dim"))
     headers = ["argument", f"d^{order} / d argument^{order}" if order > 1 else "gradient"]
@@ -296,8 +296,8 @@ def _print_order(outcome, order: int, precision, check, texts, out=None) -> None
             row.append(str(texts.get(g.name) or ""))
         rows.append(row)
     if rows:
-        render._show(out, headers, rows)
-    render._notes(out, outcome.notes)
+        render.show_table(out, headers, rows)
+    render.print_notes(out, outcome.notes)
     if check is not None:
         render.print_check(out, check, precision)
 
@@ -335,10 +335,10 @@ class CompareRow:
     def print_human(self, precision, out=None) -> None:
         out = out or render.console()
         if self.error:
-            render._emit(out, "jacobian (tf.GradientTape.jacobian): ", ("error:", "red"),
+            render.emit(out, "jacobian (tf.GradientTape.jacobian): ", ("error:", "red"),
                          " " + self.error)
             return
-        render._emit(out, ("jacobian", "bold"), "  ",
+        render.emit(out, ("jacobian", "bold"), "  ",
                      ("tf.GradientTape.jacobian(target, sources): each element of the "
                       "target, not their sum", "dim"))
         _emit_sources(out, self.result.sources)

@@ -37,23 +37,23 @@ def outcome_json(outcome, check: dict | None = None) -> dict:
 def plain_lines(outcome, precision: int | None, labelled: bool = False) -> list[str]:
     """The value, then the jvp, each flattened on one line; ``labelled`` (compare's jvp
     row): ``jvp value ...`` and ``jvp jvp ...``, as compare labels its other lines."""
-    from .render import _flat
-    return [("jvp value " if labelled else "") + _flat(outcome.value, precision),
-            ("jvp jvp " if labelled else "") + _flat(outcome.jvp, precision)]
+    from .render import flat_text
+    return [("jvp value " if labelled else "") + flat_text(outcome.value, precision),
+            ("jvp jvp " if labelled else "") + flat_text(outcome.jvp, precision)]
 
 
 def print_human(outcome, precision: int | None, check: dict | None = None,
                 target: str | None = None) -> None:
     from ..run.directional import API_CALL
-    from .render import _emit, _shape, array_text, console, print_check
+    from .render import emit, shape_text, array_text, console, print_check
     out = console()  # literal text only: nothing the user typed is interpreted
-    _emit(out, ("jvp", "bold"), "  ", (API_CALL, "dim"))
+    emit(out, ("jvp", "bold"), "  ", (API_CALL, "dim"))
     label = f"value of {target}" if target else "value"
-    _emit(out, f"{label}: ", (array_text(outcome.value, precision), "bold"),
-          "  ", (f"shape {_shape(outcome.value)}", "dim"))
-    _emit(out, "along: " + _direction(outcome, precision))
-    _emit(out, "jvp (directional derivative): ", (array_text(outcome.jvp, precision), "bold"),
-          "  ", (f"shape {_shape(outcome.jvp)}", "dim"))
+    emit(out, f"{label}: ", (array_text(outcome.value, precision), "bold"),
+          "  ", (f"shape {shape_text(outcome.value)}", "dim"))
+    emit(out, "along: " + _direction(outcome, precision))
+    emit(out, "jvp (directional derivative): ", (array_text(outcome.jvp, precision), "bold"),
+          "  ", (f"shape {shape_text(outcome.jvp)}", "dim"))
     if check is not None:
         print_check(out, check, precision)
 
@@ -121,9 +121,9 @@ def run_compare(s: Settings) -> None:
                                    symbolics=symbolics if s.symbolic else None)
         out = render.console()
         if isinstance(jvp, str):
-            render._emit(out, "jvp (forward mode): ", ("error:", "red"), f" {jvp}")
+            render.emit(out, "jvp (forward mode): ", ("error:", "red"), f" {jvp}")
         else:
-            render._emit(out, "jvp (forward mode, tf.autodiff.ForwardAccumulator) along "
+            render.emit(out, "jvp (forward mode, tf.autodiff.ForwardAccumulator) along "
                          f"{_direction(jvp, s.precision)}: value "
                          f"{render.array_text(jvp.value, s.precision)}, directional "
                          "derivative ", (render.array_text(jvp.jvp, s.precision), "bold"))

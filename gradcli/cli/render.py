@@ -244,7 +244,7 @@ def plain_lines(outcome: Outcome, precision: int | None, labelled: bool = False)
     fields = ([("value", outcome.value)] if outcome.mode in ("tape", "value-grad") else [])
     fields += [(f"gradient {g.name}", g.gradient) for g in outcome.gradients]
     return [(f"{outcome.mode} {label} " if labelled else "")
-            + ("null" if value is None else _flat(value, precision))
+            + ("null" if value is None else flat_text(value, precision))
             for label, value in fields]
 
 
@@ -272,7 +272,7 @@ def print_plain(outcome: Outcome, precision: int | None, labelled: bool = False)
         sys.stderr.write("".join(f"note: {label}{note}\n" for note in notes))
 
 
-def _flat(value, precision: int | None) -> str:
+def flat_text(value, precision: int | None) -> str:
     arr = np.asarray(value)
     if arr.dtype == np.bool_:
         arr = arr.astype(np.int8)
@@ -284,7 +284,7 @@ def _flat(value, precision: int | None) -> str:
 
 
 # ---------------------------------------------------------------------------------------
-# Human (rich): every piece of text is a Text, and every table goes through _show
+# Human (rich): every piece of text is a Text, and every table goes through show_table
 # ---------------------------------------------------------------------------------------
 def console(stderr: bool = False, width: int | None = None, file=None):
     """The one console of the human output: no markup, emoji or highlighting, so no user
@@ -301,7 +301,7 @@ def _closed_pipe() -> None:
     raise BrokenPipeError(32, "Broken pipe")
 
 
-def _text(*parts):
+def styled(*parts):
     """A rich Text from strings and (string, style) pairs, all taken literally."""
     from rich.text import Text
 
@@ -329,18 +329,18 @@ def _breaks(line: str, width: int, hang: int) -> list[int]:
     return offsets
 
 
-def _emit(out, *parts) -> None:
+def emit(out, *parts) -> None:
     """Print one logical line, wrapped at spaces to the terminal's width (an indented
     line with a hanging indent); a number is never cut, and nothing is interpreted."""
-    for line in _text(*parts).split("\n", allow_blank=True):
+    for line in styled(*parts).split("\n", allow_blank=True):
         indent = len(line.plain) - len(line.plain.lstrip(" "))
         hang = indent + 2 if indent else 0  # a field's continuation under its value
         for i, piece in enumerate(line.divide(_breaks(line.plain, max(out.width, 1), hang))):
             piece.rstrip()
-            out.print(_text(" " * hang) + piece if i else piece, soft_wrap=True, crop=False)
+            out.print(styled(" " * hang) + piece if i else piece, soft_wrap=True, crop=False)
 
 
-def _shape(value) -> str:
+def shape_text(value) -> str:
     return "" if value is None else str(tuple(np.shape(value)))
 
 
@@ -349,7 +349,7 @@ def _status_style(status: str) -> str:
             "non-differentiable": "magenta", "overflow": "cyan"}.get(status, "")
 
 
-def _show(out, headers: list, rows: list, *, title: str | None = None,
+def show_table(out, headers: list, rows: list, *, title: str | None = None,
           lines: bool = False, edge: bool = False, prose: bool = False) -> None:
     """A table whose columns are at least as wide as their longest word (so no number is
     ever cut or elided); when even that does not fit, the same rows one field per line.
@@ -359,12 +359,12 @@ def _show(out, headers: list, rows: list, *, title: str | None = None,
     from rich.measure import Measurement
     from rich.table import Table
 
-    table = Table(title=_text(title) if title else None, show_edge=edge, show_lines=lines,
+    table = Table(title=styled(title) if title else None, show_edge=edge, show_lines=lines,
                   box=box.HEAVY_HEAD, header_style="bold")
     for header in headers:
-        table.add_column(_text(header), overflow="fold")
+        table.add_column(styled(header), overflow="fold")
     for row in rows:
-        table.add_row(*[_text(cell) if isinstance(cell, (str, tuple)) else cell for cell in row])
+        table.add_row(*[styled(cell) if isinstance(cell, (str, tuple)) else cell for cell in row])
     wide = out.options.update_width(10 ** 6)
     whole = Measurement.get(out, wide, table)
     if whole.maximum > out.width:
@@ -393,34 +393,34 @@ def _vertical(out, headers: list, rows: list, title: str | None) -> None:
     """The rows of a table too wide for the terminal: the first field as a heading, the
     others indented below it, one per line (a multi-line value under its name)."""
     if title:
-        _emit(out, (title, "bold"))
+        emit(out, (title, "bold"))
     for row in rows:
-        _emit(out, (f"{headers[0]}: ", "bold"), row[0])
+        emit(out, (f"{headers[0]}: ", "bold"), row[0])
         for header, cell in zip(headers[1:], row[1:]):
             plain = cell if isinstance(cell, str) else cell[0] if isinstance(cell, tuple) \
                 else cell.plain
             if "\n" in plain:
-                _emit(out, f"  {header}:")
+                emit(out, f"  {header}:")
                 for line in plain.split("\n"):
-                    _emit(out, "    " + line)
+                    emit(out, "    " + line)
             else:
-                _emit(out, f"  {header}: ", cell)
+                emit(out, f"  {header}: ", cell)
 
 
-def _value_lines(out, label: str, value, precision: int | None) -> None:
+def print_value_lines(out, label: str, value, precision: int | None) -> None:
     text = array_text(value, precision)
-    shape = f"shape {_shape(value)}"
+    shape = f"shape {shape_text(value)}"
     if "\n" in text:
-        _emit(out, f"{label} ({shape}):")
+        emit(out, f"{label} ({shape}):")
         for line in text.split("\n"):
-            _emit(out, "  " + line)
+            emit(out, "  " + line)
     else:
-        _emit(out, f"{label}: ", (text, "bold"), "  ", (shape, "dim"))
+        emit(out, f"{label}: ", (text, "bold"), "  ", (shape, "dim"))
 
 
-def _notes(out, notes) -> None:
+def print_notes(out, notes) -> None:
     for note in notes:
-        _emit(out, ("note:", "yellow"), " " + note)
+        emit(out, ("note:", "yellow"), " " + note)
 
 
 def print_human(outcome: Outcome, precision: int | None, *, check: dict | None = None,
@@ -432,9 +432,9 @@ def print_human(outcome: Outcome, precision: int | None, *, check: dict | None =
             sys.stdout.write(text)
             return
     out = out or console()
-    _emit(out, (outcome.mode, "bold"), "  ", (API_CALLS[outcome.mode], "dim"))
+    emit(out, (outcome.mode, "bold"), "  ", (API_CALLS[outcome.mode], "dim"))
     if outcome.mode in ("tape", "value-grad"):
-        _value_lines(out, f"value of {target}" if target else "value", outcome.value,
+        print_value_lines(out, f"value of {target}" if target else "value", outcome.value,
                      precision)
     pairs = outcome.mode in ("implicit", "value-grad")
     headers = ["variable" if pairs else "source" if outcome.mode == "tape" else "argument",
@@ -444,15 +444,15 @@ def print_human(outcome: Outcome, precision: int | None, *, check: dict | None =
     rows = []
     for g in outcome.gradients:
         row = [g.name, array_text(g.gradient, precision) if g.gradient is not None
-               else ("None (not connected)", "dim"), (_shape(g.gradient), "dim")]
+               else ("None (not connected)", "dim"), (shape_text(g.gradient), "dim")]
         if symbolic is not None:
             row.append(str(symbolic.get(g.name) or ""))
         rows.append(row)
     if rows:
         if pairs:
-            _emit(out, "(gradient, variable) pairs:")
-        _show(out, headers, rows)
-    _notes(out, outcome.notes)
+            emit(out, "(gradient, variable) pairs:")
+        show_table(out, headers, rows)
+    print_notes(out, outcome.notes)
     if check is not None:
         print_check(out, check, precision, tapes={g.name: g.gradient for g in outcome.gradients})
 
@@ -506,7 +506,7 @@ def _literal(text: str, cell: bool = False) -> bool:
 
 
 def _plain_lines(line: str, width: int) -> list[str]:
-    """:func:`_emit`'s lines for one line of literal text, without rich."""
+    """:func:`emit`'s lines for one line of literal text, without rich."""
     indent = len(line) - len(line.lstrip(" "))
     hang = indent + 2 if indent else 0
     offsets = _breaks(line, max(width, 1), hang)
@@ -534,7 +534,7 @@ def _plain_human(outcome: Outcome, precision: int | None, target: str | None) ->
     headers = ["variable" if pairs else "source" if outcome.mode == "tape" else "argument",
                "gradient", "shape"]
     rows = [[g.name, "None (not connected)" if g.gradient is None
-             else array_text(g.gradient, precision), _shape(g.gradient)]
+             else array_text(g.gradient, precision), shape_text(g.gradient)]
             for g in outcome.gradients]
     cells = [cell for row in rows for cell in row]
     notes = [f"note: {note}" for note in outcome.notes]
@@ -567,11 +567,11 @@ def print_check(out, check: dict, precision: int | None, tapes: dict | None = No
                      _cell(entry.get("symbolic"), precision),
                      _cell(entry.get("numeric"), precision),
                      _err(entry.get("abs_error")), _err(entry.get("rel_error")),
-                     _text((status, _status_style(status)), f" ({reason})" if reason else "")])
-    _show(out, ["name", "tape", "symbolic", "finite diff", "abs err", "rel err", "status"],
+                     styled((status, _status_style(status)), f" ({reason})" if reason else "")])
+    show_table(out, ["name", "tape", "symbolic", "finite diff", "abs err", "rel err", "status"],
           rows, title=title)
     verdict = check_verdict(check)
-    _emit(out, "check: ", {"passed": ("passed", "green"), "mismatch": ("MISMATCH", "bold red")
+    emit(out, "check: ", {"passed": ("passed", "green"), "mismatch": ("MISMATCH", "bold red")
                            }.get(verdict, (verdict, "yellow")),
           f" ({check['reason']})" if check.get("reason") else "")
 
@@ -631,7 +631,7 @@ def print_compare_human(results: dict, precision: int | None, *, checks: dict | 
     rows = []
     for mode, result in results.items():
         if isinstance(result, str):
-            rows.append([mode, API_NAMES[mode], "-", _text(("error:", "red"), " " + result)])
+            rows.append([mode, API_NAMES[mode], "-", styled(("error:", "red"), " " + result)])
             continue
         value = (array_text(result.value, precision) if mode in ("tape", "value-grad")
                  else ("not returned", "dim"))
@@ -643,16 +643,16 @@ def print_compare_human(results: dict, precision: int | None, *, checks: dict | 
             if symbolic is not None:
                 lines.append(f"  symbolic: {symbolic.get(g.name) or '-'}")
         rows.append([mode, API_NAMES[mode], value, "\n".join(lines) or ("(none)", "dim")])
-    _show(out, ["mode", "TensorFlow API", "value", "gradients (in the API's order)"], rows,
+    show_table(out, ["mode", "TensorFlow API", "value", "gradients (in the API's order)"], rows,
           title="the four gradient APIs on one program", lines=True, edge=True)
-    _emit(out, ("tape: w.r.t. what the tape watched (trainable variables read, --watch); "
+    emit(out, ("tape: w.r.t. what the tape watched (trainable variables read, --watch); "
                 "grad: w.r.t. the arguments, variables are constants; implicit: w.r.t. the "
                 "trainable variables read; value-grad: the same, plus the value.", "dim"))
     notes: dict = {}
     for mode, result in results.items():
         for note in ([] if isinstance(result, str) else result.notes):
             notes.setdefault(note, []).append(mode)
-    _notes(out, [f"({', '.join(modes)}) {note}" for note, modes in notes.items()])
+    print_notes(out, [f"({', '.join(modes)}) {note}" for note, modes in notes.items()])
     for mode, check in (checks or {}).items():
         print_check(out, check, precision, title=f"cross-check of {mode}",
                     tapes={g.name: g.gradient for g in results[mode].gradients})
@@ -691,8 +691,8 @@ def print_functions_human(entries, constants: dict, out=None) -> None:
         if op.variadic:
             args = "[x, ...]" + args[2:]
         rows.append([op.name, ", ".join(op.aliases), args, op.derivative, op.domain, op.doc])
-    _show(out, ["name", "aliases", "arguments", "derivative", "domain", "description"], rows,
+    show_table(out, ["name", "aliases", "arguments", "derivative", "domain", "description"], rows,
           title="gradcli functions", prose=True)
-    _emit(out, "constants: " + ", ".join(f"{k} = {v!r}" for k, v in constants.items()))
-    _emit(out, "operators: + - * / ** (also ^) @, unary -, comparisons < <= > >= == != "
+    emit(out, "constants: " + ", ".join(f"{k} = {v!r}" for k, v in constants.items()))
+    emit(out, "operators: + - * / ** (also ^) @, unary -, comparisons < <= > >= == != "
                "(where conditions), indexing x[i], x[1:3], x[:, 0]")
