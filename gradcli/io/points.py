@@ -34,7 +34,7 @@ import numpy as np
 
 from ..errors import GradcliError, InputError, LimitError, shown_path
 from ..lang.limits import MAX_ELEMENTS
-from ..lang.values import _is_number, check_file
+from ..lang.values import is_number_text, check_file
 from .columns import CsvOptions, resolve, split_fields
 
 __all__ = ["Slot", "Chunk", "BadRow", "Source", "CsvOptions", "open_source",
@@ -615,7 +615,7 @@ class _Fields:
         for k in self.used:
             if not fields[k]:
                 return f"missing value in column {k + 1}", kept
-            if not _is_number(fields[k]):
+            if not is_number_text(fields[k]):
                 return f"{fields[k]!r} is not a number (column {k + 1})", kept
         return None, kept
 
@@ -651,7 +651,7 @@ def _open_csv(shown: str, where: str, text: TextLines, slots: dict, chunk: int |
     at = f"{where}:{line_no}"
     if options.header:
         names = split_fields(_content(first), delimiter)
-        if all(_is_number(f) for f in names):
+        if all(is_number_text(f) for f in names):
             raise InputError(f"{at}: the first line must be a header naming what each column "
                              "sets (x,y or W[0,0],W[0,1]...), not numbers; for a file without "
                              "header, give --no-header and --columns x=1,y=2")

@@ -322,7 +322,7 @@ def _fields(content: str, delimiter: str | None) -> list[tuple[int, str]]:
     return out
 
 
-def _is_number(field: str) -> bool:
+def is_number_text(field: str) -> bool:
     """Whether a text field is one number as numpy's reader reads it."""
     if "_" in field:  # float() reads 1_000, numpy's reader does not
         return False
@@ -336,7 +336,7 @@ def _is_number(field: str) -> bool:
 def _header(line: str, delimiter: str | None) -> tuple[str, ...] | None:
     """The column names if ``line`` is a header row: no field of it is a number."""
     fields = [text for _, text in _fields(line.split("#", 1)[0], delimiter)]
-    if not fields or any(not text or _is_number(text) for text in fields):
+    if not fields or any(not text or is_number_text(text) for text in fields):
         return None
     return tuple(text.strip("\"'") for text in fields)
 
@@ -353,7 +353,7 @@ def _locate_bad_field(text: str, shown: str, delimiter: str | None,
             continue
         fields = _fields(content, delimiter)
         for col, field in fields:
-            if not _is_number(field):
+            if not is_number_text(field):
                 raise InputError(f"{shown}, line {number}: {field!r} is not a number",
                                  source=text, line=number, col=col,
                                  width=max(1, len(field))) from None
@@ -367,7 +367,7 @@ def _locate_bad_field(text: str, shown: str, delimiter: str | None,
 # ---------------------------------------------------------------------------------------
 # The ordered collection
 # ---------------------------------------------------------------------------------------
-def _labelled(label: str, work: Callable, *args):
+def with_option_label(label: str, work: Callable, *args):
     """``work(*args)``, with the option (``--arg x``) named in any error it raises."""
     try:
         return work(*args)
@@ -422,9 +422,9 @@ class Declarations:
         if value is None:
             declaration = Declaration(kind, name, None, "")
         elif isinstance(value, str):
-            load = _labelled(label, prepare_value, value)
+            load = with_option_label(label, prepare_value, value)
             declaration = Declaration(kind, name, None, value,
-                                      load=lambda: _labelled(label, load))
+                                      load=lambda: with_option_label(label, load))
         else:
             try:
                 array = _numbers(value, label)

@@ -39,7 +39,7 @@ def parse_tangents(model, options) -> dict:
     number for an array source is that number in every element. Refused (exit 2): no
     tangent, an unknown or computed name, a name given twice, a shape that does not fit.
     """
-    from ..lang.values import _labelled, load_value, parse_declaration
+    from ..lang.values import with_option_label, load_value, parse_declaration
     if not options:
         raise InputError("jvp needs a direction: give --tangent NAME=VALUE for an "
                          "argument or variable (repeatable)")
@@ -47,7 +47,7 @@ def parse_tangents(model, options) -> dict:
                                                                   "variable")]
     parsed: list[tuple[str, str]] = []
     for option in options:
-        name, text = _labelled("--tangent", parse_declaration, option)
+        name, text = with_option_label("--tangent", parse_declaration, option)
         if name in (n for n, _ in parsed):
             raise InputError(f"--tangent {name} is given twice")
         if name not in declared:
@@ -63,7 +63,7 @@ def parse_tangents(model, options) -> dict:
         parsed.append((name, text))
     tangents = {}
     for name, text in parsed:  # values only once every name is known good
-        value = _labelled(f"--tangent {name}", load_value, text)  # as --arg's errors
+        value = with_option_label(f"--tangent {name}", load_value, text)  # as --arg's errors
         shape = model.source(name).shape
         if value.shape != shape:
             if value.ndim:
