@@ -1,5 +1,5 @@
 """Independent evaluations of the linear algebra entries, for the differential fuzzer
-(tests/test_fuzz_differential.py).
+(tests/engine/test_fuzz_differential.py).
 
 numpy.linalg refuses ``longdouble`` ("array type float128 is unsupported in linalg"), so
 the fuzzer's extended-precision walk cannot call these entries' forwards. Here each one is

@@ -1,6 +1,6 @@
 """gradcli's import graph, read from the source with ``ast`` (no module is imported to
 find it): every import statement counts, those inside functions too, which hid three
-cycles before issue 21. Shared by tests/test_layers.py and tests/test_engine_layers.py."""
+cycles before issue 21. Shared by tests/cli/test_layers.py and tests/engine/test_engine_layers.py."""
 from __future__ import annotations
 
 import ast

@@ -1,5 +1,5 @@
 """Cases for the entries of ``gradcli/engine/more_ops.py``, read by the table-wide tests
-(tests/test_ops_table.py, test_check_symbolic.py, test_check_compare.py,
+(tests/engine/test_ops_table.py, test_check_symbolic.py, test_check_compare.py,
 test_lang_sympy_agreement.py), so each new entry is checked there like the others.
 
 ``CASES[name]`` is a list of ``(program text, call, shapes)``: the same computation as

@@ -79,7 +79,7 @@ def run_mode(mode: str, s: Settings) -> None:
     else:
         render.print_human(outcome, s.precision, check=check, symbolic=symbolic,
                            target=model.target_name)
-    # Only a mismatch fails: "nothing to check" is said, not failed (README, --check).
+    # Only a mismatch fails: "nothing to check" is said, not failed (docs/check.md).
     if check is not None and check["verdict"] == "mismatch":
         raise typer.Exit(1)
 

@@ -373,7 +373,7 @@ def _ravel(value):
 
 
 def result_json(result, optimizer: str, lr, default: bool = False) -> dict:
-    """The JSON object of ``minimize --json`` (README, "gradcli minimize"); training on
+    """The JSON object of ``minimize --json`` (docs/minimize.md); training on
     data rows adds "rows", "batch_size", "epochs" (not for lbfgs or gd), "shuffle",
     "seed", and "epoch" and "rows" in each history entry."""
     from . import render

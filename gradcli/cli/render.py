@@ -49,7 +49,7 @@ def number_text(x, precision: int | None = None) -> str:
     dtype (``repr`` of a float64; numpy's shortest repr of a float32). With
     ``precision=N``: at most N significant digits (``format(x, ".Ng")``).
     Non-finite numbers are ``nan``, ``inf``, ``-inf``; booleans ``True``/``False``; a
-    zero is ``0.0`` (``0``), never ``-0.0`` (``x + 0.0``; README: "A zero prints as").
+    zero is ``0.0`` (``0``), never ``-0.0`` (``x + 0.0``; docs/output.md: "A zero prints as").
 
     >>> number_text(0.1), number_text(np.float32(2.957324266433716)), number_text(2.9573, 2)
     ('0.1', '2.9573243', '3')
@@ -516,7 +516,7 @@ def _plain_lines(line: str, width: int) -> list[str]:
 
 def _plain_human(outcome: Outcome, precision: int | None, target: str | None) -> str | None:
     """:func:`print_human`'s text for a scalar value and scalar gradients written to a file
-    or pipe, exactly as rich prints it (tests/test_render_fallback.py compares the two);
+    or pipe, exactly as rich prints it (tests/cli/test_render_fallback.py compares the two);
     None for anything else (arrays, a terminal, a table wider than the output, text that
     is not printable ASCII), which rich prints."""
     has_value = outcome.mode in ("tape", "value-grad")

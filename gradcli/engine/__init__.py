@@ -1,7 +1,7 @@
 """The engine: values, the function table, tapes and the gradient APIs. It knows nothing
 of text, sympy or terminals.
 
-Three parts, importing one way (tests/test_engine_layers.py holds it, counting the
+Three parts, importing one way (tests/engine/test_engine_layers.py holds it, counting the
 imports inside functions too):
 
 - ``core/``: what a newcomer reads. ``tensor`` (values), ``table`` (what an entry is, the

@@ -1,7 +1,7 @@
 """The engine's speed tricks, apart from its algorithm, behind one switch.
 
 Each trick is a named step that the plain algorithm calls at one place, and each gives the
-same numbers as the plain algorithm (tests/test_fast_paths.py runs a sample of the table
+same numbers as the plain algorithm (tests/engine/test_fast_paths.py runs a sample of the table
 both ways):
 
 - ``upstream``: the backward pass's view of a node's incoming gradient: a broadcast scalar

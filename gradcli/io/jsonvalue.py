@@ -24,7 +24,7 @@ def unsigned_zero(arr: np.ndarray) -> np.ndarray:
     """An array with -0.0 made 0.0 and everything else unchanged, in C: ``arr + 0`` in
     its own dtype (IEEE, rounding to nearest: -0.0 + 0.0 is 0.0). Integer and boolean
     arrays are returned as they are. Every text output prints numbers through this
-    (README: "A zero prints as 0.0"): a zero result is 0.0, whatever sign IEEE
+    (docs/output.md: "A zero prints as 0.0"): a zero result is 0.0, whatever sign IEEE
     arithmetic left on it (``-x * 0``).
 
     >>> unsigned_zero(np.array([-0.0, -1.5, 0.0])).tolist()

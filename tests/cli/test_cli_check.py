@@ -177,7 +177,7 @@ def test_the_corpus_calls_every_function_of_the_table():
         if name in more_cases.NOT_IN_LANGUAGE:
             continue
         if REGISTRY[name].sympy is None and name != "stop_gradient":
-            continue  # eigh, svd: no sympy form, so never "ok" here (tests/test_linalg.py)
+            continue  # eigh, svd: no sympy form, so never "ok" here (tests/engine/test_linalg.py)
         spelled = operators.get(name) or f"{name}("
         if spelled not in text:
             missing.append(name)

@@ -5,7 +5,7 @@ and names, formulas and notes full of square brackets go through the human outpu
 plain output, JSON, the check table and the compare table at several terminal widths;
 the printed numbers are parsed back and compared with the values (or with the values
 rounded to the requested precision). The render functions run in-process for speed;
-tests/test_cli.py runs the real command.
+tests/cli/test_cli.py runs the real command.
 
 GRADCLI_PROPERTY_EXAMPLES sets the number of examples (default 60).
 """
@@ -69,7 +69,7 @@ def outcomes(draw, mode=None):
 def canonical(value, precision):
     """The numbers the output must show for ``value``: the value of the shortest text of
     its own dtype, or the value rounded to ``precision`` significant digits; a zero
-    without its sign (README: "A zero prints as `0.0`", never -0.0)."""
+    without its sign (docs/output.md: "A zero prints as `0.0`", never -0.0)."""
     arr = np.asarray(value)
     if precision is not None:
         shown = [float(format(float(v), f".{precision}g")) for v in arr.ravel()]

@@ -2,7 +2,7 @@
 that it reads back to the computed value, and every name, label, formula and note as
 written (issue 9, "Rich markup eats output" and "Numbers are cut").
 
-As in tests/test_cli_output.py: random results (nan, inf, -0.0, huge and tiny numbers,
+As in tests/cli/test_cli_output.py: random results (nan, inf, -0.0, huge and tiny numbers,
 float32 and float64) with names full of square brackets go through the render functions
 of gradcli/cli/higher.py in-process at widths 40, 80 and 200; the printed numbers are
 parsed back and compared with the values. The real commands run at the same widths with

@@ -163,7 +163,7 @@ ARGS = ["x*y", "--arg", f"x={X}", "--arg", f"y={Y}"]
 
 def test_the_programs_give_negative_zeros_in_ieee_arithmetic():
     # The premise of the tests below, in numpy: these results are -0.0, and the library
-    # (which keeps the sign: README, "A zero prints as `0.0`") computes the same.
+    # (which keeps the sign: docs/output.md, "A zero prints as `0.0`") computes the same.
     import gradcli as gc
     assert np.signbit(np.float64(X) * np.float64(Y))
     _, dx, _ = rosenbrock(1.0, 1.0)

@@ -142,7 +142,7 @@ def default_run(how) -> set[str]:
 
 def test_a_default_run_of_scalar_results_does_not_import_rich(default_run, json_run):
     # rich is ~25 ms of a default run: its scalar results are printed as rich would print
-    # them without it (tests/test_render_fallback.py proves the text identical)
+    # them without it (tests/cli/test_render_fallback.py proves the text identical)
     assert not {m for m in default_run if m == "rich" or m.startswith("rich.")}
     assert default_run == json_run  # nothing more than the --json run needs
 

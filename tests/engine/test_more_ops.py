@@ -1,7 +1,7 @@
 """The entries of more_ops.py at the points where their rules need care: cumprod with
 zeros, sort/median through the permutation, std at equal elements, sinc near 0 and near
 integers, erf/erfc against the math module, argmax as an index, split's pieces, float32,
-TF aliases. (The README's function list is checked against the table in
+TF aliases. (docs/language.md's function list is checked against the table in
 test_ops_table.py.)"""
 from __future__ import annotations
 

@@ -358,7 +358,7 @@ def test_entry_rules_work_from_what_a_lean_node_keeps(fn, args, monkeypatch):
 def test_the_docs_list_every_function_of_the_table():
     """docs/language.md's list of functions (the paragraph after "Functions come from the
     table") names every entry and alias of the table, and nothing that is not one (in
-    process: the quick subset keeps it; tests/test_docs.py checks the same through the CLI)."""
+    process: the quick subset keeps it; tests/cli/test_docs.py checks the same through the CLI)."""
     import re
     from pathlib import Path
     readme = (Path(__file__).resolve().parents[2] / "docs" / "language.md").read_text()

@@ -39,7 +39,7 @@ def number(value):
 
 def signed_zeros(numbers, hand) -> np.ndarray:
     """JSON numbers with each zero given the sign of the hand computation's (numpy's IEEE
-    result): text output writes a zero unsigned, .npz keeps the computed sign (README)."""
+    result): text output writes a zero unsigned, .npz keeps the computed sign (docs/output.md)."""
     arr = np.asarray(numbers, dtype=np.float64)
     return np.where(arr == 0, np.copysign(0.0, hand), arr)
 

@@ -13,7 +13,7 @@ from hypothesis import strategies as st
 
 from gradcli.io.jsonvalue import dumps, json_value
 
-# More examples on demand: GRADCLI_PROPERTY_EXAMPLES=5000 pytest tests/test_jsonvalue.py
+# More examples on demand: GRADCLI_PROPERTY_EXAMPLES=5000 pytest tests/io/test_jsonvalue.py
 EXAMPLES = int(os.environ.get("GRADCLI_PROPERTY_EXAMPLES", "300"))
 
 STRINGS = [

@@ -21,7 +21,7 @@ from gradcli.cli import render
 from gradcli.io.jsonvalue import NumberList, dumps, json_value, number_list, write_line
 from gradcli.run.modes import Gradient, Outcome
 
-# More examples on demand: GRADCLI_PROPERTY_EXAMPLES=5000 pytest tests/test_output_at_c_speed.py
+# More examples on demand: GRADCLI_PROPERTY_EXAMPLES=5000 pytest tests/io/test_output_at_c_speed.py
 EXAMPLES = int(os.environ.get("GRADCLI_PROPERTY_EXAMPLES", "200"))
 
 

@@ -337,7 +337,7 @@ def test_slicing_gradients_flow_back():
 
 
 def test_where_differentiates_both_branches_as_the_readme_says():
-    # README: where(x > 0, log(x), 0) has gradient nan at 0 (0 * inf, as TensorFlow);
+    # docs/python-api.md: where(x > 0, log(x), 0) has gradient nan at 0 (0 * inf, as TensorFlow);
     # the double-where idiom keeps the unused branch finite: gradients 0, 0, 1/2.
     from gradcli.run.modes import run_mode
     x = ["x=[-1, 0, 2]"]

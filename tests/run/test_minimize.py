@@ -38,7 +38,7 @@ def test_lbfgs_reaches_rosenbrock_minimum_in_under_100_iterations():
 
 @pytest.mark.slow
 def test_adam_reaches_rosenbrock_minimum_within_1e_3_with_documented_settings():
-    # README: --optimizer adam --lr 0.02 --steps 10000
+    # docs/minimize.md: --optimizer adam --lr 0.02 --steps 10000
     x, y, f = rosenbrock_variables()
     minimize(f, optimizer="adam", lr=0.02, steps=10000)
     assert abs(float(x.numpy()) - 1) < 1e-3 and abs(float(y.numpy()) - 1) < 1e-3

@@ -86,7 +86,7 @@ def test_full_batch_lbfgs_equals_lstsq_to_1e_8(data):
 ])
 def test_mini_batch_training_gets_within_documented_tolerance_of_lstsq(data, optimizer,
                                                                         options):
-    # README: --batch-size 20 with these settings ends within 0.02 of lstsq (the noise of
+    # docs/minimize.md: --batch-size 20 with these settings ends within 0.02 of lstsq (the noise of
     # mini-batches at a constant rate keeps it from the exact minimum)
     path, x, y = data
     result, w, b = train(path, "--optimizer", optimizer, "--batch-size", "20", "--seed", "3",
@@ -196,7 +196,7 @@ def test_mini_batch_steps_use_exactly_the_rows_of_the_seeds_order(data):
     lr, size, seed = 0.1, 16, 11
     result, w, b = train(path, "--optimizer", "sgd", "--lr", str(lr), "--steps", "14",
                          "--batch-size", str(size), "--seed", str(seed))
-    # The documented order (README, optimize.batch_order), replayed without gradcli:
+    # The documented order (docs/minimize.md, optimize.batch_order), replayed without gradcli:
     # one permutation of the rows per epoch from one default_rng(seed); 200 rows in
     # batches of 16 are 12 full batches and one of 8, then the next epoch's permutation.
     rng = np.random.default_rng(seed)

@@ -392,7 +392,7 @@ def vectorized_map(fn: Callable, elems, fallback_to_while_loop: bool = True):
     (``fallback_to_while_loop=False``: a ``ValueError``).
 
     Gradients taken inside ``fn`` are per example (JAX's ``vmap(grad(f))``): see
-    ``gradient`` below and the README's library section.
+    ``gradient`` below and docs/python-api.md.
 
     >>> import gradcli as gc, numpy as np
     >>> gc.vectorized_map(lambda x: x[0] * x[1], np.array([[1.0, 2.0], [3.0, 4.0]])).numpy()

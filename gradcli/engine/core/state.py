@@ -25,7 +25,7 @@ batching: list = []
 REFCOUNTS_EXACT = sys.version_info < (3, 14) and getattr(sys, "_is_gil_enabled", lambda: True)()
 
 # Hooks the higher modules set when imported, so that ``apply`` reaches them without
-# importing them (the engine's modules import one way: see tests/test_engine_layers.py).
+# importing them (the engine's modules import one way: see tests/engine/test_engine_layers.py).
 # batching.py: runs an entry's batching rule on a batched input (only batching makes one).
 apply_batched = None
 # forward.py: forward mode's bookkeeping (only forward.py makes an accumulator).

@@ -248,7 +248,7 @@ INPLACE: dict = {}
 # rules/__init__.py) is imported the first time one of its names is needed, not at every
 # start. Its names are read from its own source, never kept in a list: each entry there is
 # made by a call with ``name="..."`` (``derive.entry``, or a helper passing the name on),
-# its aliases are written ``aliases=(...)``, and tests/test_table_on_demand.py checks that
+# its aliases are written ``aliases=(...)``, and tests/engine/test_table_on_demand.py checks that
 # the names read are the ones the module registers. The containers below look complete to
 # every reader: a name they do not hold loads the module that defines it, and a read of
 # the whole (iteration, len, keys, items, ...) loads every pending module first; a hit
