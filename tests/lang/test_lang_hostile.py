@@ -100,7 +100,9 @@ def test_hostile_program_gives_own_error_quickly(scratch, text, cls):
         with pytest.raises(cls) as info:
             _run(text)
         assert info.value.render().startswith("error: ")
-    assert time.perf_counter() - start < 3.0
+    # a bound that catches a hang or an exponential blow-up (minutes), not a speed target:
+    # 3 s failed once with both cores busy (3.16 s for 90,000 characters of x**x**...)
+    assert time.perf_counter() - start < 20.0
 
 
 @pytest.mark.parametrize("option", [
