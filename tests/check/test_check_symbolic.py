@@ -35,6 +35,8 @@ from gradcli.lang.tree import (
     Unary,
 )
 
+ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+
 SEED = Program((ExprStatement(Binary("+", Binary("*", Name("w1"), Name("x1")),
                                      Binary("*", Name("w2"), Name("x2")))),))
 SEED_POINT = {"w1": 2.0, "w2": 3.0, "x1": 5.0, "x2": 7.0}
@@ -428,7 +430,7 @@ def test_timeout_is_respected():
     start = time.monotonic()
     res = symbolic_gradients(program(call("slow", Name("x"))), {"x": 1.0}, ["x", "y"],
                              timeout=0.5, lookup=_slow_lookup(30.0))
-    assert time.monotonic() - start < 3.0
+    assert time.monotonic() - start < 10.0  # the 0.5 s limit, not the function's 30 s
     assert res["x"].skipped == "took longer than 0.5s"
     assert res["y"].skipped == "took longer than 0.5s"
 
@@ -450,7 +452,7 @@ def test_results_finished_before_the_timeout_are_kept():
     start = time.monotonic()
     res = symbolic_gradients(prog, {"x": 0.3}, ["x", "h"], timeout=1.0,
                              lookup={"slow": fake, **REGISTRY}.get)
-    assert time.monotonic() - start < 4.0
+    assert time.monotonic() - start < 10.0
     assert float(res["x"].value) == pytest.approx(2 * np.cos(0.6), rel=1e-14)
     assert res["h"].skipped == "took longer than 1s"
 
@@ -479,7 +481,7 @@ def test_importing_the_check_package_does_not_import_sympy():
     code = ("import sys, gradcli.check, gradcli.check.compare, gradcli.check.numeric; "
             "print('sympy' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
-                         check=True, cwd=os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
+                         check=True, cwd=ROOT)
     assert out.stdout.strip() == "False"
 
 

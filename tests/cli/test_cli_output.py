@@ -283,7 +283,7 @@ def test_json_of_a_large_array_is_linear_and_complete():
     value = np.linspace(0, 1, 10 ** 6)
     start = time.perf_counter()
     out = render.json_array(value)
-    assert time.perf_counter() - start < 2.0
+    assert time.perf_counter() - start < 10.0  # a bound for quadratic work, not a speed target
     assert out == value.tolist()
 
 

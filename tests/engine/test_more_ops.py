@@ -294,7 +294,7 @@ def test_diff_of_an_order_beyond_the_length_is_empty_at_once():
     assert out.shape == (0,)
     [g] = grad(lambda t: gc.sum(gc.diff(t, 10 ** 9)), x)
     np.testing.assert_array_equal(g, np.zeros(3))
-    assert time.perf_counter() - start < 1.0
+    assert time.perf_counter() - start < 5.0  # 10**9 steps would hang: a bound, no target
 
 
 @pytest.mark.parametrize("name", ["mod", "fmod"])

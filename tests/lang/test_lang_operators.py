@@ -178,4 +178,4 @@ def test_functions_that_grow_arrays_are_refused_before_allocating(text):
     start = time.perf_counter()
     with pytest.raises(LimitError, match="over the array size limit"):
         model.function(*model.arg_values)
-    assert time.perf_counter() - start < 2.0
+    assert time.perf_counter() - start < 10.0  # refused before the work: a bound, no target
