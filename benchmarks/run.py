@@ -60,7 +60,7 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 IMPLS = ("numpy", "gradcli", "autograd", "torch")
-WORKLOADS = ("weighted", "chain", "big", "mlp", "deep", "cli", "hessian", "batch")
+WORKLOADS = ("weighted", "chain", "big", "mlp", "deep", "cli", "hessian", "jvp", "batch")
 
 # ---------------------------------------------------------------------------------------
 # optional libraries
@@ -467,6 +467,51 @@ def build_hessian(gc, ag, torch):
         impls["torch"] = torch_run
 
     return impls, hessian_numpy_hand(W, x0)
+
+
+# ---------------------------------------------------------------------------------------
+# jvp: forward mode through a chain of 1,000 elementwise operations on 10^5 elements
+# (issue 25): time against torch.func.jvp, peak memory against hand-written numpy
+
+JVP_N, JVP_STEPS = 10**5, 250  # four operations a step
+
+
+def jvp_data():
+    return np.linspace(-1.0, 1.0, JVP_N), np.cos(np.arange(JVP_N, dtype=float))
+
+
+def jvp_numpy_hand(x, t):
+    """The chain's value (summed) and its tangent, the chain rule written out."""
+    for _ in range(JVP_STEPS):
+        c = np.cos(x)
+        x = np.tanh(np.sin(x) * 1.01 + 0.1)
+        t = t * c * 1.01 * (1.0 - x * x)
+    return float(np.sum(x)), [t]
+
+
+def build_jvp(gc, ag, torch):
+    x0, t0 = jvp_data()
+    impls: dict[str, Any] = {"numpy": lambda: jvp_numpy_hand(x0, t0)}
+    if gc is not None:
+        def gradcli_run():
+            x = gc.constant(x0)
+            with gc.ForwardAccumulator(x, t0) as acc:
+                y = x
+                for _ in range(JVP_STEPS):
+                    y = gc.tanh(gc.sin(y) * 1.01 + 0.1)
+            return float(gc.sum(y)), [acc.jvp(y).numpy()]
+        impls["gradcli"] = gradcli_run
+    if torch is not None:
+        def chain(y):
+            for _ in range(JVP_STEPS):
+                y = torch.tanh(torch.sin(y) * 1.01 + 0.1)
+            return y
+
+        def torch_run():
+            y, t = torch.func.jvp(chain, (torch.tensor(x0),), (torch.tensor(t0),))
+            return float(y.sum()), [t.numpy()]
+        impls["torch"] = torch_run
+    return impls, jvp_numpy_hand(x0, t0)
 
 
 DEEP_SIZES = (10**4, 10**5)
@@ -1069,8 +1114,9 @@ def run_batch(results, quick: bool) -> None:
 MEMORY_CHILD_FLAG = "--_memory-child"
 
 
-def memory_child(impl: str) -> None:
-    """In a fresh process: peak traced memory of the second call of `big` for one impl."""
+def memory_child(impl: str, work: str = "big") -> None:
+    """In a fresh process: peak traced memory of the second call of `big` (or `jvp`) for
+    one impl."""
     import tracemalloc
 
     gc = ag = torch = None
@@ -1081,8 +1127,10 @@ def memory_child(impl: str) -> None:
             return
     if impl == "autograd":
         ag, _ = _import_autograd()
-    x = big_input()
-    fn = build_big_impls(gc, ag, torch, x, which=(impl,))[impl]
+    if work == "jvp":
+        fn = build_jvp(gc, None, None)[0][impl]
+    else:
+        fn = build_big_impls(gc, ag, torch, big_input(), which=(impl,))[impl]
     result = fn()  # first call: lazy imports, caches
     del result
     _pygc.collect()
@@ -1096,14 +1144,14 @@ def memory_child(impl: str) -> None:
     print(json.dumps({"peak": peak - before, "retained": current - before}))
 
 
-def run_memory(results, impls=("numpy", "gradcli", "autograd")):
+def run_memory(results, impls=("numpy", "gradcli", "autograd"), work="big"):
     entry: dict[str, Any] = {"peak": {}, "retained": {}, "input_bytes": BIG_N * 8, "errors": {}}
-    results["big_memory"] = entry
+    results[f"{work}_memory"] = entry
     for impl in impls:
         if impl == "autograd" and _import_autograd()[0] is None:
             continue
         try:
-            proc = subprocess.run([sys.executable, __file__, MEMORY_CHILD_FLAG, impl],
+            proc = subprocess.run([sys.executable, __file__, MEMORY_CHILD_FLAG, impl, work],
                                   capture_output=True, text=True, timeout=300, cwd=ROOT)
             data = json.loads(proc.stdout.strip().splitlines()[-1])
         except Exception as exc:  # noqa: BLE001
@@ -1165,6 +1213,15 @@ def targets(results) -> list[tuple[str, str, str, str]]:
         r = ratio(peaks.get("gradcli"), peaks.get("numpy"))
         rows.append(("big peak memory: gradcli / numpy", "n/a" if r is None else f"{r:.4f}x",
                      "<= 2x", verdict(r, 2.0)))
+    if "jvp" in results:
+        r = paired(results["jvp"], "gradcli", "torch")
+        rows.append(("jvp: 1,000-op chain on 10^5, gradcli / torch.func.jvp", fmt_ratio(r),
+                     "<= 1.5x", verdict(r, 1.5)))
+    if "jvp_memory" in results:
+        peaks = results["jvp_memory"]["peak"]
+        r = ratio(peaks.get("gradcli"), peaks.get("numpy"))
+        rows.append(("jvp peak memory: gradcli / numpy", "n/a" if r is None else f"{r:.4f}x",
+                     "<= 2x", verdict(r, 2.0)))
     if "deep" in results:
         d = results["deep"]
         big_key = f"gradcli_{DEEP_SIZES[1]}"
@@ -1225,7 +1282,7 @@ def report(results, meta):
     print()
 
     rows = []
-    for work in ("weighted", "chain", "big", "mlp"):
+    for work in ("weighted", "chain", "big", "mlp", "jvp"):
         if work not in results:
             continue
         e = results[work]
@@ -1248,16 +1305,24 @@ def report(results, meta):
         print_table(["workload", "numpy (hand)", "gradcli", "autograd", "torch",
                      "gc/numpy", "gc/torch", "gc/autograd"], rows)
         print()
-        bad = [(w, i, s) for w in ("weighted", "chain", "big", "mlp") if w in results
+        bad = [(w, i, s) for w in ("weighted", "chain", "big", "mlp", "jvp") if w in results
                for i, s in results[w].get("check", {}).items() if s != "ok"]
         for w, i, s in bad:
             print(f"  (!) {w}/{i}: {s}")
-        for w in ("weighted", "chain", "big", "mlp"):
+        for w in ("weighted", "chain", "big", "mlp", "jvp"):
             if w in results and results[w].get("error"):
                 print(f"  {w}: could not build: {results[w]['error']}")
         if "chain" in results:
             print("  numpy (hand) for chain runs on Python floats (math.sin, math.cos): "
                   "numpy's scalar ufuncs are ~10x slower.")
+        if "jvp" in results:
+            print("  jvp: value and tangent of 1,000 elementwise operations on 10^5 elements "
+                  "(torch: torch.func.jvp).")
+        if "jvp_memory" in results:
+            peaks = results["jvp_memory"]["peak"]
+            print("  jvp peak memory (tracemalloc, 2nd call, fresh process): " + ", ".join(
+                f"{impl} {fmt_bytes(peaks[impl])}" for impl in ("numpy", "gradcli")
+                if impl in peaks))
         print()
 
     if "big_memory" in results:
@@ -1385,7 +1450,7 @@ def profile(name: str, libs, calls: int, top: int) -> None:
 
 def main(argv=None) -> int:
     if argv is None and len(sys.argv) > 2 and sys.argv[1] == MEMORY_CHILD_FLAG:
-        memory_child(sys.argv[2])
+        memory_child(*sys.argv[2:4])
         return 0
     if argv is None and len(sys.argv) > 2 and sys.argv[1] == DEEP_CHILD_FLAG:
         deep_child(int(sys.argv[2]))
@@ -1465,7 +1530,7 @@ def main(argv=None) -> int:
     results: dict[str, Any] = {}
     t_start = time.perf_counter()
     builders = {"weighted": build_weighted, "chain": build_chain, "big": build_big, "mlp": build_mlp,
-                "hessian": build_hessian}
+                "hessian": build_hessian, "jvp": build_jvp}
     for work in only:
         _pygc.collect()
         time.sleep(0.2)  # let the previous workload's threads and allocations settle
@@ -1484,6 +1549,8 @@ def main(argv=None) -> int:
         results[work]["other_load"] = load.stop()
         if work == "big":
             run_memory(results)
+        if work == "jvp":
+            run_memory(results, ("numpy", "gradcli"), work="jvp")
         print(f"[{work}] {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     meta["seconds"] = round(time.perf_counter() - t_start, 1)
 

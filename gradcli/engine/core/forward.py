@@ -3,7 +3,9 @@
 An accumulator holds one tangent per value it has seen, keyed by the value's ``Node``
 (the node survives where the tensor object does not: the backward pass rebuilds tensors
 around saved values with their nodes, so a gradient computed inside the accumulator gets
-its tangent too — forward-over-reverse Hessian-vector products). While an accumulator is
+its tangent too — forward-over-reverse Hessian-vector products). It holds the nodes
+weakly (``Tangents``): a tangent dies with its primal, as in TensorFlow's accumulator, so
+a chain of a thousand operations keeps one tangent alive, not a thousand. While an accumulator is
 inside its ``with`` block, ``apply`` hands every operation to ``propagate``, which
 asks the entry's JVP rules (``Op.jvps``) for the output's tangent. The rules are in the
 table; this module is only the bookkeeping.
@@ -17,6 +19,8 @@ table; this module is only the bookkeeping.
 12.0
 """
 from __future__ import annotations
+
+import weakref
 
 import numpy as np
 
@@ -57,7 +61,7 @@ class ForwardAccumulator:
         flat_primals = flatten(primals, [])
         _distinct(flat_primals)
         flat_tangents = _flatten_like(primals, tangents)
-        self._tangents: dict[int, tuple] = {}  # id(node) -> (node, tangent)
+        self._tangents = Tangents()
         self._recording = False
         self._outer_tapes: list = []  # the tapes recording when the block was entered
         for primal, tangent in zip(flat_primals, flat_tangents):
@@ -74,8 +78,7 @@ class ForwardAccumulator:
                                  f"{np.shape(tangent)} for a primal of shape {primal.shape}")
             if primal._node is None:
                 primal._node = Node()  # a leaf: what its tangent is kept under
-            node = primal._node
-            self._tangents[id(node)] = (node, tangent)
+            self._tangents.put(primal._node, tangent)
 
     def __enter__(self) -> "ForwardAccumulator":
         if self._recording:
@@ -124,10 +127,41 @@ class ForwardAccumulator:
 
     def _tangent(self, x):
         node = x._node
-        if node is None:
-            return None
-        entry = self._tangents.get(id(node))
+        return None if node is None else self._tangents.get(node)
+
+
+class Tangents:
+    """An accumulator's tangents by node, holding the nodes weakly: an entry goes when
+    its node does (the primal's tensor, and any graph that held its node, were dropped),
+    so the tangents alive are those of the values alive.
+
+    Entries are kept by ``id(node)`` with a ``weakref.KeyedRef`` whose callback removes
+    them; the callback reaches the table through a weak reference, so no cycle keeps a
+    dropped accumulator's tangents alive until the cyclic collector runs."""
+
+    __slots__ = ("_by_id", "_forget", "__weakref__")
+
+    def __init__(self):
+        self._by_id: dict[int, tuple] = {}  # id(node) -> (KeyedRef to the node, tangent)
+        table = weakref.ref(self)
+
+        def forget(ref, table=table):
+            alive = table()
+            if alive is not None:
+                alive._by_id.pop(ref.key, None)
+        self._forget = forget
+
+    def get(self, node):
+        """The tangent held for ``node``, or None."""
+        entry = self._by_id.get(id(node))
         return None if entry is None else entry[1]
+
+    def put(self, node, tangent) -> None:
+        key = id(node)
+        self._by_id[key] = (weakref.KeyedRef(node, self._forget, key), tangent)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
 
 
 def _distinct(primals: list) -> None:
@@ -209,11 +243,11 @@ def propagate(op, out: Tensor, inputs, values, params) -> None:
         for i, x in enumerate(inputs):
             node = x._node if isinstance(x, Tensor) else None
             if node is not None:
-                entry = table.get(id(node))
-                if entry is not None:
+                tangent = table.get(node)
+                if tangent is not None:
                     if tangents is None:
                         tangents = [None] * len(inputs)
-                    tangents[i] = entry[1]
+                    tangents[i] = tangent
         if tangents is None:
             continue
         recording = state.recording
@@ -236,7 +270,7 @@ def propagate(op, out: Tensor, inputs, values, params) -> None:
         node = out._node
         if node is None:
             node = out._node = Node()  # a leaf of no tape: its tangent is kept under it
-        table[id(node)] = (node, tangent)
+        table.put(node, tangent)
 
 
 def _output_tangent(m, op, ans, inputs, tangents, params):

@@ -235,8 +235,10 @@ class Node:
       as its ``Shape`` only); ``ans``: the output value, when a rule reads it;
     - ``params``: the entry's static parameters; ``tapes``: the traces that recorded it;
       ``seq``: its place in recording order (the backward pass's topological order).
+
+    Forward accumulators hold nodes weakly (their tangents die with them).
     """
-    __slots__ = ("op", "parents", "values", "ans", "params", "tapes", "seq")
+    __slots__ = ("op", "parents", "values", "ans", "params", "tapes", "seq", "__weakref__")
 
     def __init__(self, op=None, parents=(), values=(), ans=None, params=None, tapes=(),
                  seq=0):

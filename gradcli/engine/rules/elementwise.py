@@ -421,8 +421,10 @@ STOP_GRADIENT = entry(name="stop_gradient", forward=_stop_gradient_forward, vjps
 
 
 # Entries whose result may be written over their first input's array (their rules read
-# no input, so no node keeps it; see fast.reusable_buffer), with the ufunc that writes there.
+# no input, so no node keeps it and no forward-mode rule reads it after the write; see
+# fast.reusable_buffer), with the ufunc that writes there.
 for _name, _ufunc in (("add", np.add), ("subtract", np.subtract), ("negative", np.negative),
                       ("exp", np.exp), ("tanh", np.tanh), ("sqrt", np.sqrt)):
     assert REGISTRY[_name].saves in ("none", "ans"), _name
+    assert REGISTRY[_name].jvps == REGISTRY[_name].vjps, _name  # JVPs read what VJPs read
     object.__setattr__(REGISTRY[_name], "reuse", _ufunc)
