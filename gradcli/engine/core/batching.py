@@ -57,15 +57,27 @@ def apply_batched(op: Op, inputs, params) -> Batched:
     items = [_pack(x) for x in inputs]
     batched = [isinstance(x, Batched) for x in items]
     if not any(batched):
-        raise NotBatchable("a value was read as a plain value inside vectorized_map")
+        raise NotBatchable(f"{op.name} read a value as a plain value inside vectorized_map")
     values = [x._tensor if b else x for x, b in zip(items, batched)]
-    batch_size(op, values, batched)
+    size = batch_size(op, values, batched)
+    if state.forward:
+        _repeat_shared_with_batched_tangents(values, batched, size)
     if params and op.axis_params:
         first = items[0]
         params = normalise_axes(op, first.ndim if isinstance(first, Batched)
                                 else np.ndim(first), params)
     rule = op.batch if callable(op.batch) else RULES[op.batch]
     return Batched(rule(op, values, batched, dict(params)))
+
+
+def _repeat_shared_with_batched_tangents(values: list, batched: list, size: int) -> None:
+    """A shared input whose tangent is batched (forward mode over a basis of tangents at
+    one point) becomes batched, with its tangents' examples (in place in the lists)."""
+    for i, x in enumerate(values):
+        if not batched[i] and isinstance(x, Tensor):
+            repeated = state.repeat_with_tangents(x, size)
+            if repeated is not None:
+                values[i], batched[i] = repeated, True
 
 
 def _pack(x):
@@ -96,7 +108,12 @@ def example_shape(value, is_batched: bool) -> tuple:
 
 def with_batch(value, size: int) -> Tensor:
     """An unbatched input made batched: the same example ``size`` times (a recorded
-    broadcast, so the gradient sums over the batch)."""
+    broadcast, so the gradient sums over the batch); its batched tangent, if forward mode
+    gave it one, becomes the result's, example by example."""
+    if state.forward and isinstance(value, Tensor):
+        repeated = state.repeat_with_tangents(value, size)
+        if repeated is not None:
+            return repeated
     shape = np.shape(value._value if isinstance(value, Tensor) else value)
     return apply(INTERNAL["broadcast_to"], (value,), {"shape": (size, *shape)})
 
@@ -418,21 +435,20 @@ def vectorized_map(fn: Callable, elems, fallback_to_while_loop: bool = True):
         # pair example i of one with example i of the other, or fail on their sizes.
         return _loop(fn, tensors, rebuild, size)
     state.batching.append(size)
+    reason = None
     try:
         out = fn(rebuild([Batched(t) for t in tensors]))
-    except NotBatchable:
-        out = NotBatchable
+    except NotBatchable as err:
+        reason = str(err)  # names the operation that could not batch
     finally:
         state.batching.pop()
-    if out is NotBatchable:
+    if reason is not None:
         if not fallback_to_while_loop:
-            raise ValueError("vectorized_map: fn reads a batched value as a plain value "
-                             "(data-dependent Python code) and fallback_to_while_loop is "
-                             "False")
+            raise ValueError(f"vectorized_map: fn cannot run batched ({reason}) and "
+                             f"fallback_to_while_loop is False")
         # Said once per call (the loop below runs fn once per example without a word).
-        warnings.warn("vectorized_map: fn reads a batched value as a plain value "
-                      "(data-dependent Python code); running it once per example instead",
-                      RuntimeWarning, stacklevel=2)
+        warnings.warn(f"vectorized_map: fn cannot run batched: {reason}; running it once "
+                      f"per example instead", RuntimeWarning, stacklevel=2)
         return _loop(fn, tensors, rebuild, size)
     results, rebuild_out = _flatten(out)
     return rebuild_out([_unbatched(r, size) for r in results])
@@ -507,7 +523,7 @@ _install()
 # meet batched values, once per call
 # ---------------------------------------------------------------------------------------
 _SHARED = ("a per-example gradient of a value shared by every example (not batched) was "
-           "asked for inside vectorized_map")
+           "asked for inside vectorized_map ({})")
 
 
 def gradient(tape, targets, seeds, sources, release: bool | None = None) -> list:
@@ -528,7 +544,8 @@ def gradient(tape, targets, seeds, sources, release: bool | None = None) -> list
             elif seed is not None:
                 seed = np.broadcast_to(as_value(seed, t.dtype), np.shape(t._value))
         elif isinstance(seed, Batched):
-            raise NotBatchable(_SHARED)
+            raise NotBatchable(_SHARED.format("tape.gradient with per-example "
+                                              "output_gradients of a shared target"))
         plain_targets.append(t)
         plain_seeds.append(seed)
     plain_sources, batched_source = [], []
@@ -551,7 +568,8 @@ def gradient(tape, targets, seeds, sources, release: bool | None = None) -> list
         elif b:
             out.append(Batched(g))
         elif batched_target:
-            raise NotBatchable(_SHARED)
+            raise NotBatchable(_SHARED.format("tape.gradient of a batched target with "
+                                              "respect to a shared source"))
         else:
             out.append(g)
     return out
@@ -562,13 +580,13 @@ def jacobian(tape, target, sources, unconnected: str) -> list:
     example, each seeding that element in every example at once; each example's rows
     are its own Jacobian."""
     if not isinstance(target, Batched):
-        raise NotBatchable(_SHARED)
+        raise NotBatchable(_SHARED.format("tape.jacobian of a shared target"))
     under = target._tensor
     shape = np.shape(under._value)
     size, tshape = shape[0], shape[1:]
     n = int(np.prod(tshape, dtype=np.int64))
     if n == 0:
-        raise NotBatchable("an empty Jacobian inside vectorized_map")
+        raise NotBatchable("tape.jacobian: an empty Jacobian inside vectorized_map")
     rows: list[list] = [[] for _ in sources]
     for k in range(n):
         seed = np.zeros((size, n), dtype=under.dtype)
@@ -591,10 +609,13 @@ def jacobian(tape, target, sources, unconnected: str) -> list:
 
 
 def batched_arguments(args: list, argnums) -> None:
-    """The differentiated arguments of a gradient function called on batched values
-    (in place in ``args``): an argument shared by every example is repeated for each
-    (a recorded broadcast), so that its gradient comes out per example too."""
-    if not state.batching or not any(isinstance(x, Batched) for x in args):
+    """The differentiated arguments of a gradient function called inside
+    ``vectorized_map`` (in place in ``args``): an argument shared by every example is
+    repeated for each (a recorded broadcast), so that its gradient comes out per example
+    too — also when only the function closes over batched values
+    (``vectorized_map(lambda x: gradients_function(lambda w: loss(w, x))(w0), xs)``),
+    as JAX's ``vmap`` of ``grad`` of such a closure gives per-example gradients."""
+    if not state.batching:
         return
     size = state.batching[-1]
     for i in argnums:

@@ -71,7 +71,7 @@ class ForwardAccumulator:
                 raise TypeError(f"ForwardAccumulator primals must be tensors or variables, "
                                 f"got {type(primal).__name__}; make one with "
                                 f"gradcli.constant(...)")
-            if not isinstance(tangent, Tensor):
+            if not isinstance(tangent, (Tensor, Batched)):
                 tangent = as_value(tangent, primal.dtype)
             if np.shape(tangent) != primal.shape:
                 raise ValueError(f"ForwardAccumulator: a tangent of shape "
@@ -122,7 +122,8 @@ class ForwardAccumulator:
             if tangent is None:
                 out.append(None if unconnected == "none" else _make(_zeros(x._value)))
             else:
-                out.append(tangent if isinstance(tangent, Tensor) else _make(tangent))
+                out.append(tangent if isinstance(tangent, (Tensor, Batched))
+                           else _make(tangent))
         return pack(primals, iter(out))
 
     def _tangent(self, x):
@@ -181,10 +182,16 @@ def _distinct(primals: list) -> None:
 def _batched_pair(primal, tangent):
     """A primal and its tangent inside ``vectorized_map``: a batched primal is its
     examples' tensor, whose tangent is the batched tangent's, or one tangent repeated
-    for every example; a batched tangent of a shared primal cannot be (NotBatchable)."""
-    from .batching import NotBatchable, with_batch
+    for every example. A primal shared by every example keeps its batched tangent as
+    it is: values computed from the primal alone stay shared, with batched tangents
+    (their rules run batched), and where one meets a batched value it is repeated for
+    each example first (``repeat_with_tangents``)."""
+    from .batching import with_batch
     if not isinstance(primal, Batched):
-        raise NotBatchable("a batched tangent for a primal shared by every example")
+        if isinstance(primal, Tensor) and np.shape(tangent) != primal.shape:
+            raise ValueError(f"ForwardAccumulator: a tangent of shape {np.shape(tangent)} "
+                             f"for a primal of shape {primal.shape}")
+        return primal, tangent
     size = primal._tensor.shape[0]
     if isinstance(tangent, Batched):
         tangent = tangent._tensor
@@ -240,6 +247,7 @@ def propagate(op, out: Tensor, inputs, values, params) -> None:
         acc = _active[level]
         table = acc._tangents
         tangents = None
+        batched = False  # a tangent per example of a shared value (see _batched_pair)
         for i, x in enumerate(inputs):
             node = x._node if isinstance(x, Tensor) else None
             if node is not None:
@@ -248,11 +256,12 @@ def propagate(op, out: Tensor, inputs, values, params) -> None:
                     if tangents is None:
                         tangents = [None] * len(inputs)
                     tangents[i] = tangent
+                    batched = batched or tangent.__class__ is Batched
         if tangents is None:
             continue
         recording = state.recording
         outer = acc._outer_tapes
-        if level == 0 and not any(trace in outer for trace in recording):
+        if level == 0 and not batched and not any(trace in outer for trace in recording):
             # Nothing outside watches: the rules run on numpy values (the fast path).
             tangent = _output_tangent(NP, op, out._value, values, tangents, params)
         else:
@@ -271,6 +280,44 @@ def propagate(op, out: Tensor, inputs, values, params) -> None:
         if node is None:
             node = out._node = Node()  # a leaf of no tape: its tangent is kept under it
         table.put(node, tangent)
+
+
+def repeat_with_tangents(x: Tensor, size: int):
+    """``x``, shared by every example inside ``vectorized_map``, repeated for each of
+    ``size`` examples (``batching.with_batch``) when an active accumulator holds a
+    batched tangent for it (else None: the caller repeats it as usual). The repeated
+    value's tangent is then the batched tangent's examples, one per example (not the
+    whole batch of tangents repeated for each example, as ``propagate`` would make it),
+    and a plain tangent is repeated alike. Called by ``with_batch`` and by
+    ``apply_batched`` for each shared input, which therefore pairs example i of the
+    value with tangent i."""
+    node = x._node
+    if node is None or not any(
+            acc._tangents.get(node).__class__ is Batched for acc in _active):
+        return None
+    from .batching import with_batch
+    active = _active[:]
+    del _active[:]  # the repetition's tangents are set below, not derived
+    try:
+        repeated = with_batch(x, size)
+        tangents = []
+        for acc in active:
+            t = acc._tangents.get(node)
+            if t is None:
+                continue
+            if t.__class__ is Batched:
+                tangents.append((acc, t._tensor))
+            elif isinstance(t, Tensor):
+                tangents.append((acc, with_batch(t, size)))
+            else:
+                tangents.append((acc, np.broadcast_to(t, (size, *np.shape(t)))))
+    finally:
+        _active.extend(active)
+    if repeated._node is None:
+        repeated._node = Node()
+    for acc, t in tangents:
+        acc._tangents.put(repeated._node, t)
+    return repeated
 
 
 def _output_tangent(m, op, ans, inputs, tangents, params):
@@ -321,3 +368,4 @@ def _no_rule(op, rules):
                     f"through it (use reverse mode, GradientTape, instead)")
 
 state.propagate = propagate  # (apply hands every operation here while an accumulator is active)
+state.repeat_with_tangents = repeat_with_tangents  # (batching's with_batch asks it)

@@ -159,11 +159,19 @@ class Batched:
         for i in range(len(self)):
             yield self[i]
 
-    def _unbatchable(self, *args, **kwargs):
-        raise NotBatchable("a batched value was read as a plain value (data-dependent "
-                           "Python code inside vectorized_map)")
+    def _unbatchable(read: str):
+        def unbatchable(self, *args, **kwargs):
+            raise NotBatchable(f"{read} of a batched value reads it as a plain value "
+                               f"(data-dependent Python code)")
+        return unbatchable
 
-    numpy = __float__ = __int__ = __index__ = __bool__ = __array__ = _unbatchable
+    numpy = _unbatchable(".numpy()")
+    __float__ = _unbatchable("float()")
+    __int__ = _unbatchable("int()")
+    __index__ = _unbatchable("an index")
+    __bool__ = _unbatchable("a truth test (if, while, and, or)")
+    __array__ = _unbatchable("a numpy conversion")
+    del _unbatchable
 
     def __repr__(self) -> str:
         return f"<gradcli.Batched per-example shape={self.shape} batch={self._tensor.shape[0]}>"
