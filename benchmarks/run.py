@@ -60,7 +60,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 IMPLS = ("numpy", "gradcli", "autograd", "torch")
-WORKLOADS = ("weighted", "chain", "big", "mlp", "deep", "cli", "hessian", "jvp", "batch")
+WORKLOADS = ("weighted", "chain", "big", "mlp", "deep", "cli", "hessian", "higher", "jvp",
+             "batch")
 
 # ---------------------------------------------------------------------------------------
 # optional libraries
@@ -467,6 +468,96 @@ def build_hessian(gc, ag, torch):
         impls["torch"] = torch_run
 
     return impls, hessian_numpy_hand(W, x0)
+
+
+# ---------------------------------------------------------------------------------------
+# higher: full Hessians and Jacobians in one batched pass (issue 25), against torch's
+# autograd.functional with vectorize=True
+
+HIGHER_HESSIAN_NS = (10, 100, 300)
+HIGHER_JACOBIANS = ((100, 100), (1000, 10))  # (inputs, outputs)
+
+
+def _rosen_lse_hand(x):
+    """Rosenbrock plus log-sum-exp, its value and Hessian written out by hand."""
+    n = x.size
+    value = (np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+             + np.log(np.sum(np.exp(x))))
+    H = np.zeros((n, n))
+    i = np.arange(n - 1)
+    H[i, i] += 1200.0 * x[:-1] ** 2 - 400.0 * x[1:] + 2.0
+    H[i + 1, i + 1] += 200.0
+    H[i, i + 1] = H[i + 1, i] = -400.0 * x[:-1]
+    p = np.exp(x) / np.sum(np.exp(x))
+    return float(value), [H + np.diag(p) - np.outer(p, p)]
+
+
+def build_higher_hessian(n):
+    def build(gc, ag, torch):
+        x0 = np.random.default_rng(n).standard_normal(n) * 0.5
+        impls: dict[str, Any] = {"numpy": lambda: _rosen_lse_hand(x0)}
+        if gc is not None:
+            def f(x):
+                return (gc.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+                        + gc.log(gc.sum(gc.exp(x))))
+            hessian = gc.hessians_function(f)
+            impls["gradcli"] = lambda: (float(f(gc.constant(x0))), [hessian(x0)[0][0].numpy()])
+        if torch is not None:
+            def ft(x):
+                return (torch.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+                        + torch.logsumexp(x, 0))
+
+            def torch_run():
+                x = torch.tensor(x0)
+                return float(ft(x)), [torch.autograd.functional.hessian(ft, x, vectorize=True)]
+            impls["torch"] = torch_run
+        return impls, _rosen_lse_hand(x0)
+    return build
+
+
+def build_higher_jacobian(n_in, n_out):
+    def build(gc, ag, torch):
+        rng = np.random.default_rng(n_in + n_out)
+        W, x0 = rng.standard_normal((n_out, n_in)) / np.sqrt(n_in), rng.standard_normal(n_in)
+
+        def hand():
+            t = np.tanh(W @ x0)
+            return float(np.sum(t)), [(1.0 - t * t)[:, None] * W]
+        impls: dict[str, Any] = {"numpy": hand}
+        if gc is not None:
+            Wc = gc.constant(W)
+
+            def gradcli_run():
+                x = gc.constant(x0)
+                with gc.GradientTape() as tape:
+                    tape.watch(x)
+                    y = gc.tanh(Wc @ x)
+                return float(gc.sum(y)), [tape.jacobian(y, x).numpy()]
+            impls["gradcli"] = gradcli_run
+        if torch is not None:
+            Wt = torch.tensor(W)
+
+            def torch_run():
+                x = torch.tensor(x0)
+                J = torch.autograd.functional.jacobian(lambda z: torch.tanh(Wt @ z), x,
+                                                       vectorize=True)
+                return float(torch.tanh(Wt @ x).sum()), [J]
+            impls["torch"] = torch_run
+        return impls, hand()
+    return build
+
+
+def higher_cases():
+    """(name, builder) of each higher-order case, in the order they are reported."""
+    return ([(f"hessian n={n}", build_higher_hessian(n)) for n in HIGHER_HESSIAN_NS]
+            + [(f"jacobian {i}->{o}", build_higher_jacobian(i, o)) for i, o in HIGHER_JACOBIANS])
+
+
+def run_higher(libs, repeat, min_batch, results):
+    entry: dict[str, Any] = {"cases": {}}
+    results["higher"] = entry
+    for name, builder in higher_cases():
+        run_timed_workload(name, builder, libs, repeat, min_batch, entry["cases"])
 
 
 # ---------------------------------------------------------------------------------------
@@ -1213,6 +1304,11 @@ def targets(results) -> list[tuple[str, str, str, str]]:
         r = ratio(peaks.get("gradcli"), peaks.get("numpy"))
         rows.append(("big peak memory: gradcli / numpy", "n/a" if r is None else f"{r:.4f}x",
                      "<= 2x", verdict(r, 2.0)))
+    for name, case in results.get("higher", {}).get("cases", {}).items():
+        r = paired(case, "gradcli", "torch")
+        peer = "hessian" if name.startswith("hessian") else "jacobian"
+        rows.append((f"{name}: gradcli / torch {peer}(vectorize=True)", fmt_ratio(r),
+                     "<= 1x", verdict(r, 1.0)))
     if "jvp" in results:
         r = paired(results["jvp"], "gradcli", "torch")
         rows.append(("jvp: 1,000-op chain on 10^5, gradcli / torch.func.jvp", fmt_ratio(r),
@@ -1370,6 +1466,18 @@ def report(results, meta):
         if loaded:
             print(f"  WARNING: the machine was busy during {', '.join(loaded)}: those timings "
                   f"and ratios are unreliable; run again on an idle machine.")
+        print()
+
+    if "higher" in results:
+        print("higher (hessians_function of Rosenbrock + log-sum-exp; tape.jacobian of "
+              "tanh(W @ x)), value included:")
+        for name, case in results["higher"]["cases"].items():
+            m = case.get("median", {})
+            cells = "  ".join(f"{impl} {fmt_time(m[impl]) if impl in m else 'n/a'}"
+                              + ("" if case.get("check", {}).get(impl) in (None, "ok")
+                                 else f" ({case['check'][impl]})")
+                              for impl in ("numpy", "gradcli", "torch"))
+            print(f"  {name:18s} {cells}")
         print()
 
     if "hessian" in results:
@@ -1546,6 +1654,8 @@ def main(argv=None) -> int:
             run_cli(cli_runs, results)
         elif work == "batch":
             run_batch(results, args.quick)
+        elif work == "higher":
+            run_higher(libs, repeat, min_batch, results)
         results[work]["other_load"] = load.stop()
         if work == "big":
             run_memory(results)

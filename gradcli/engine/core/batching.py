@@ -533,6 +533,8 @@ def gradient(tape, targets, seeds, sources, release: bool | None = None) -> list
     every example (not batched) of a batched target would get the sum over the examples
     instead: that raises ``NotBatchable``, and the map runs its function per example."""
     plain_targets, plain_seeds, batched_target = [], [], False
+    batched_seed = any(isinstance(t, Batched) for t in targets) is False and any(
+        isinstance(seed, Batched) for seed in seeds)  # one backward pass of many seeds
     for t, seed in zip(targets, seeds):
         if isinstance(t, Batched):
             batched_target = True
@@ -543,9 +545,10 @@ def gradient(tape, targets, seeds, sources, release: bool | None = None) -> list
                 seed = with_batch(seed, np.shape(t._value)[0])  # one seed for every example
             elif seed is not None:
                 seed = np.broadcast_to(as_value(seed, t.dtype), np.shape(t._value))
-        elif isinstance(seed, Batched):
+        elif isinstance(seed, Batched) and not batched_seed:
             raise NotBatchable(_SHARED.format("tape.gradient with per-example "
-                                              "output_gradients of a shared target"))
+                                              "output_gradients of a shared target beside "
+                                              "a batched target"))
         plain_targets.append(t)
         plain_seeds.append(seed)
     plain_sources, batched_source = [], []
@@ -565,6 +568,8 @@ def gradient(tape, targets, seeds, sources, release: bool | None = None) -> list
     for g, b in zip(grads, batched_source):
         if g is None:
             out.append(None)
+        elif batched_seed:
+            out.append(g)  # (the backward pass ran on the Batched seeds: per example)
         elif b:
             out.append(Batched(g))
         elif batched_target:
@@ -573,6 +578,67 @@ def gradient(tape, targets, seeds, sources, release: bool | None = None) -> list
         else:
             out.append(g)
     return out
+
+
+#: Elements of the largest batched cotangent a chunk of Jacobian rows may hold (32 MiB
+#: of float64): the basis is cut into chunks of rows so that memory stays bounded.
+JACOBIAN_CHUNK_ELEMENTS = 1 << 22
+
+
+def jacobian_rows(tape, target: Tensor, sources) -> list:
+    """The rows of d target / d sources (a target of n elements, not batched), as
+    TensorFlow's pfor and ``jax.jacrev`` compute them: a backward pass on a batch of
+    seeds, the basis of the target's cotangents, in chunks of rows that bound the
+    memory. Per source, a list of chunks (arrays of shape ``(rows, *source.shape)``;
+    zeros where the target does not reach it). An operation whose rule cannot batch
+    makes ``vectorized_map`` fall back to one backward pass per row, said once."""
+    tshape = target.shape
+    n = int(np.prod(tshape, dtype=np.int64))
+    widest = max([n, *(int(np.size(s._value)) for s in sources)])
+    chunk = max(1, min(n, JACOBIAN_CHUNK_ELEMENTS // max(widest, 1)))
+    out: list[list] = [[] for _ in sources]
+    connected = [False] * len(sources)
+    for start in range(0, n, chunk):
+        stop = min(n, start + chunk)
+        basis = np.zeros((stop - start, n), dtype=target.dtype)
+        basis[np.arange(stop - start), np.arange(start, stop)] = 1.0
+        basis = basis.reshape((stop - start, *tshape))
+
+        def row(seed):
+            grads = gradient(tape, [target], [seed], sources, release=False)
+            for j, g in enumerate(grads):
+                connected[j] = connected[j] or g is not None
+            return [g if g is not None else _make(np.zeros(s.shape, s.dtype)[()] if not s.ndim
+                                                   else np.zeros(s.shape, s.dtype))
+                    for g, s in zip(grads, sources)]
+        if n == 1:  # (one row: no batch to make)
+            parts = [FUNCTIONS["reshape"](g, (1, *s.shape)) if state.recording else
+                     _make(np.reshape(g._value, (1, *s.shape)))
+                     for g, s in zip(row(basis[0]), sources)]
+        else:
+            parts = _map_basis(row, basis)
+        for j, part in enumerate(parts):
+            out[j].append(part)
+    return [chunks if c else [None] for chunks, c in zip(out, connected)]
+
+
+def _map_basis(row, basis):
+    """``vectorized_map(row, basis)`` for a Jacobian: its fallback warning, if a rule
+    cannot batch, is said as the Jacobian's (the caller wrote no map); other warnings
+    pass unchanged."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        parts = vectorized_map(row, basis)
+    for w in caught:
+        text = str(w.message)
+        if w.category is RuntimeWarning and text.startswith("vectorized_map: fn cannot run "
+                                                              "batched: "):
+            reason = text.split("batched: ", 1)[1].rsplit("; running it", 1)[0]
+            warnings.warn(f"jacobian: {reason}; computing it one row at a time instead",
+                          RuntimeWarning, stacklevel=4)
+        else:
+            warnings.warn(w.message, w.category, stacklevel=4)
+    return parts
 
 
 def jacobian(tape, target, sources, unconnected: str) -> list:
