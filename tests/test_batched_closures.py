@@ -121,3 +121,25 @@ def test_the_fallback_warning_names_the_gradient_of_a_shared_tape_source():
     with pytest.warns(RuntimeWarning, match="tape.gradient of a batched target"):
         got = gc.vectorized_map(fn, XS)
     np.testing.assert_allclose(got.numpy(), 4.0 * XS.sum(axis=1))
+
+
+def test_batched_output_gradients_of_a_shared_target_are_vector_jacobian_products():
+    """vectorized_map of tape.gradient(y, x, output_gradients=v) over a basis of v: the
+    rows of the Jacobian's transpose products, one backward pass for all of them."""
+    x0 = RNG.standard_normal(N)
+    x = gc.constant(x0)
+    a = gc.constant(A)
+
+    def vjp(v):
+        with gc.GradientTape() as tape:
+            tape.watch(x)
+            y = gc.tanh(a @ x) * gc.sum(x)
+        return tape.gradient(y, x, output_gradients=v)
+
+    vs = RNG.standard_normal((3, N))
+    got = _no_fallback(vjp, vs).numpy()
+
+    def f(z):
+        return np.tanh(A @ z) * np.sum(z)
+    J = np.stack([_central(f, x0, e) for e in np.eye(N)], axis=1)  # J[i, k] = dy_i/dx_k
+    np.testing.assert_allclose(got, vs @ J, rtol=1e-6, atol=1e-8)
