@@ -147,3 +147,20 @@ def test_a_rule_that_cannot_batch_computes_row_by_row_and_says_so_once():
         J = tape.jacobian(y, x).numpy()
     assert len([w for w in caught if "jacobian" in str(w.message)]) == 1
     np.testing.assert_allclose(J, np.diag(4.0 * x.numpy()))
+
+
+def test_a_chunk_is_bounded_by_the_widest_intermediate_too(backward_passes, monkeypatch):
+    """A target and source of 12 elements through a 12x12 intermediate: the chunks are
+    sized by the intermediate's 144 elements per row, not by the target's 12."""
+    monkeypatch.setattr(batching, "JACOBIAN_CHUNK_ELEMENTS", 144 * 4)  # 4 rows a chunk
+    x0 = RNG.standard_normal(12)
+    x = gc.constant(x0)
+    with gc.GradientTape() as tape:
+        tape.watch(x)
+        outer = gc.reshape(x, (12, 1)) * gc.reshape(x, (1, 12))  # 144 elements
+        y = gc.sum(gc.sin(outer), axis=1)  # y_i = sum_j sin(x_i x_j)
+    J = tape.jacobian(y, x).numpy()
+    assert len(backward_passes) == 3  # 12 rows, 4 a chunk
+    c = np.cos(np.outer(x0, x0))
+    want = c * x0[:, None] + np.diag(c @ x0)  # d y_i / d x_k = c_ik x_i + [i=k] (c x)_i
+    np.testing.assert_allclose(J, want, rtol=1e-12, atol=1e-13)

@@ -594,7 +594,7 @@ def jacobian_rows(tape, target: Tensor, sources) -> list:
     makes ``vectorized_map`` fall back to one backward pass per row, said once."""
     tshape = target.shape
     n = int(np.prod(tshape, dtype=np.int64))
-    widest = max([n, *(int(np.size(s._value)) for s in sources)])
+    widest = max([n, _widest_recorded(target), *(int(np.size(s._value)) for s in sources)])
     chunk = max(1, min(n, JACOBIAN_CHUNK_ELEMENTS // max(widest, 1)))
     out: list[list] = [[] for _ in sources]
     connected = [False] * len(sources)
@@ -620,6 +620,24 @@ def jacobian_rows(tape, target: Tensor, sources) -> list:
         for j, part in enumerate(parts):
             out[j].append(part)
     return [chunks if c else [None] for chunks, c in zip(out, connected)]
+
+
+def _widest_recorded(target) -> int:
+    """The most elements of any value recorded on the way to ``target`` (each node's
+    inputs, kept as arrays or as their ``Shape``): a chunk of rows holds a cotangent of
+    that size per row, so it bounds the chunk, not only the target and sources do."""
+    node = target._node if isinstance(target, Tensor) else None
+    widest, stack, seen = 0, [node] if node is not None else [], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for v in node.values:
+            shape = v.shape if hasattr(v, "shape") else ()
+            widest = max(widest, int(np.prod(shape, dtype=np.int64)))
+        stack.extend(p for p in node.parents if p is not None)
+    return widest
 
 
 def _map_basis(row, basis):
