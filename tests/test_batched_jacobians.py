@@ -164,3 +164,31 @@ def test_a_chunk_is_bounded_by_the_widest_intermediate_too(backward_passes, monk
     c = np.cos(np.outer(x0, x0))
     want = c * x0[:, None] + np.diag(c @ x0)  # d y_i / d x_k = c_ik x_i + [i=k] (c x)_i
     np.testing.assert_allclose(J, want, rtol=1e-12, atol=1e-13)
+
+
+def test_the_jacobian_command_in_forward_mode_is_one_pass_over_the_basis(monkeypatch):
+    """``jacobian --mode fwd`` runs the program once on the batch of unit tangents (as
+    jax.jacfwd), not once per source element; the Jacobian is the one written by hand."""
+    from gradcli.lang import Declarations, build, parse_program
+    from gradcli.run.derivatives import jacobian
+
+    entered = []
+    original = gc.ForwardAccumulator.__enter__
+
+    def counting(self):
+        entered.append(1)
+        return original(self)
+    monkeypatch.setattr(gc.ForwardAccumulator, "__enter__", counting)
+    A = np.array([[1.0, 2.0, 0.5], [3.0, -4.0, 1.0]])
+    v = np.array([0.5, -1.0, 2.0])
+    decls = Declarations.from_options(arg=[f"A={A.tolist()}", f"v={v.tolist()}"])
+    model = build(parse_program("tanh(A @ v) * sum(v)"), decls)
+    context = _quiet()
+    try:
+        result = jacobian(model, ["v"], mode="fwd")
+    finally:
+        context.__exit__(None, None, None)
+    assert result.computed_by == "forward" and len(entered) == 1
+    t = np.tanh(A @ v)
+    want = ((1.0 - t * t)[:, None] * A) * np.sum(v) + t[:, None]  # d/dv of t * sum(v)
+    np.testing.assert_allclose(result.jacobians[0].jacobian, want, rtol=1e-13)
