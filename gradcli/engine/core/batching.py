@@ -31,6 +31,7 @@ array([ 5., 25.])
 """
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any, Callable
 
@@ -634,8 +635,9 @@ def _widest_recorded(target) -> int:
             continue
         seen.add(id(node))
         for v in node.values:
-            shape = v.shape if hasattr(v, "shape") else ()
-            widest = max(widest, int(np.prod(shape, dtype=np.int64)))
+            shape = getattr(v, "shape", None)  # (arrays and Shapes; numbers are 1)
+            if shape:
+                widest = max(widest, math.prod(shape))
         stack.extend(p for p in node.parents if p is not None)
     return widest
 
