@@ -60,7 +60,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 IMPLS = ("numpy", "gradcli", "autograd", "torch")
-WORKLOADS = ("weighted", "chain", "big", "mlp", "deep", "cli", "hessian", "batch")
+WORKLOADS = ("weighted", "chain", "big", "mlp", "deep", "cli", "hessian", "higher", "jvp",
+             "batch")
 
 # ---------------------------------------------------------------------------------------
 # optional libraries
@@ -467,6 +468,183 @@ def build_hessian(gc, ag, torch):
         impls["torch"] = torch_run
 
     return impls, hessian_numpy_hand(W, x0)
+
+
+# ---------------------------------------------------------------------------------------
+# higher: full Hessians and Jacobians in one batched pass (issue 25), against torch's
+# autograd.functional with vectorize=True
+
+HIGHER_HESSIAN_NS = (10, 100, 300)
+HIGHER_JACOBIANS = ((100, 100), (1000, 10))  # (inputs, outputs)
+
+
+def _rosen_lse_hand(x):
+    """Rosenbrock plus log-sum-exp, its value and Hessian written out by hand."""
+    n = x.size
+    value = (np.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+             + np.log(np.sum(np.exp(x))))
+    H = np.zeros((n, n))
+    i = np.arange(n - 1)
+    H[i, i] += 1200.0 * x[:-1] ** 2 - 400.0 * x[1:] + 2.0
+    H[i + 1, i + 1] += 200.0
+    H[i, i + 1] = H[i + 1, i] = -400.0 * x[:-1]
+    p = np.exp(x) / np.sum(np.exp(x))
+    return float(value), [H + np.diag(p) - np.outer(p, p)]
+
+
+def build_higher_hessian(n):
+    def build(gc, ag, torch):
+        x0 = np.random.default_rng(n).standard_normal(n) * 0.5
+        impls: dict[str, Any] = {"numpy": lambda: _rosen_lse_hand(x0)}
+        if gc is not None:
+            def f(x):
+                return (gc.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+                        + gc.log(gc.sum(gc.exp(x))))
+            hessian = gc.hessians_function(f)
+            impls["gradcli"] = lambda: (float(f(gc.constant(x0))), [hessian(x0)[0][0].numpy()])
+        if torch is not None:
+            def ft(x):
+                return (torch.sum(100.0 * (x[1:] - x[:-1] ** 2) ** 2 + (1.0 - x[:-1]) ** 2)
+                        + torch.logsumexp(x, 0))
+
+            def torch_run():
+                x = torch.tensor(x0)
+                return float(ft(x)), [torch.autograd.functional.hessian(ft, x, vectorize=True)]
+            impls["torch"] = torch_run
+        return impls, _rosen_lse_hand(x0)
+    return build
+
+
+def build_higher_jacobian(n_in, n_out):
+    def build(gc, ag, torch):
+        rng = np.random.default_rng(n_in + n_out)
+        W, x0 = rng.standard_normal((n_out, n_in)) / np.sqrt(n_in), rng.standard_normal(n_in)
+
+        def hand():
+            t = np.tanh(W @ x0)
+            return float(np.sum(t)), [(1.0 - t * t)[:, None] * W]
+        impls: dict[str, Any] = {"numpy": hand}
+        if gc is not None:
+            Wc = gc.constant(W)
+
+            def gradcli_run():
+                x = gc.constant(x0)
+                with gc.GradientTape() as tape:
+                    tape.watch(x)
+                    y = gc.tanh(Wc @ x)
+                return float(gc.sum(y)), [tape.jacobian(y, x).numpy()]
+            impls["gradcli"] = gradcli_run
+        if torch is not None:
+            Wt = torch.tensor(W)
+
+            def torch_run():
+                x = torch.tensor(x0)
+                J = torch.autograd.functional.jacobian(lambda z: torch.tanh(Wt @ z), x,
+                                                       vectorize=True)
+                return float(torch.tanh(Wt @ x).sum()), [J]
+            impls["torch"] = torch_run
+        return impls, hand()
+    return build
+
+
+HIGHER_PER_EXAMPLE = (10**3, 10**5)  # batch sizes B, examples of d = 50
+
+
+def build_per_example(batch, d=50):
+    """Per-example gradients of (tanh(w . x) - t)^2 at one shared w, the closure
+    pattern vectorized_map(lambda (x, t): gradients_function(loss)(w0, x, t)), against
+    torch.func.vmap(grad) (in_dims=(None, 0, 0))."""
+    def build(gc, ag, torch):
+        rng = np.random.default_rng(batch)
+        X, t, w0 = rng.standard_normal((batch, d)), rng.standard_normal(batch), \
+            rng.standard_normal(d) * 0.1
+
+        def hand():
+            th = np.tanh(X @ w0)
+            return float(np.sum((th - t) ** 2)), [(2.0 * (th - t) * (1.0 - th * th))[:, None] * X]
+        impls: dict[str, Any] = {"numpy": hand}
+        if gc is not None:
+            def loss(w, x, target):
+                return (gc.tanh(gc.sum(w * x)) - target) ** 2
+            grad = gc.value_and_gradients_function(loss, params=[0])
+
+            def gradcli_run():
+                values, grads = gc.vectorized_map(lambda a: grad(w0, a[0], a[1]), [X, t])
+                return float(gc.sum(values)), [grads[0].numpy()]
+            impls["gradcli"] = gradcli_run
+        if torch is not None:
+            from torch.func import grad as tgrad, vmap
+            Xt, tt, wt = torch.tensor(X), torch.tensor(t), torch.tensor(w0)
+
+            def tloss(w, x, target):
+                return (torch.tanh(torch.sum(w * x)) - target) ** 2
+            per_example = vmap(tgrad(tloss), in_dims=(None, 0, 0))
+
+            def torch_run():
+                return (float(vmap(tloss, in_dims=(None, 0, 0))(wt, Xt, tt).sum()),
+                        [per_example(wt, Xt, tt)])
+            impls["torch"] = torch_run
+        return impls, hand()
+    return build
+
+
+def higher_cases():
+    """(name, builder) of each higher-order case, in the order they are reported."""
+    return ([(f"hessian n={n}", build_higher_hessian(n)) for n in HIGHER_HESSIAN_NS]
+            + [(f"jacobian {i}->{o}", build_higher_jacobian(i, o)) for i, o in HIGHER_JACOBIANS]
+            + [(f"per-example B={b:.0e}", build_per_example(b)) for b in HIGHER_PER_EXAMPLE])
+
+
+def run_higher(libs, repeat, min_batch, results):
+    entry: dict[str, Any] = {"cases": {}}
+    results["higher"] = entry
+    for name, builder in higher_cases():
+        run_timed_workload(name, builder, libs, repeat, min_batch, entry["cases"])
+
+
+# ---------------------------------------------------------------------------------------
+# jvp: forward mode through a chain of 1,000 elementwise operations on 10^5 elements
+# (issue 25): time against torch.func.jvp, peak memory against hand-written numpy
+
+JVP_N, JVP_STEPS = 10**5, 250  # four operations a step
+
+
+def jvp_data():
+    return np.linspace(-1.0, 1.0, JVP_N), np.cos(np.arange(JVP_N, dtype=float))
+
+
+def jvp_numpy_hand(x, t):
+    """The chain's value (summed) and its tangent, the chain rule written out."""
+    for _ in range(JVP_STEPS):
+        c = np.cos(x)
+        x = np.tanh(np.sin(x) * 1.01 + 0.1)
+        t = t * c * 1.01 * (1.0 - x * x)
+    return float(np.sum(x)), [t]
+
+
+def build_jvp(gc, ag, torch):
+    x0, t0 = jvp_data()
+    impls: dict[str, Any] = {"numpy": lambda: jvp_numpy_hand(x0, t0)}
+    if gc is not None:
+        def gradcli_run():
+            x = gc.constant(x0)
+            with gc.ForwardAccumulator(x, t0) as acc:
+                y = x
+                for _ in range(JVP_STEPS):
+                    y = gc.tanh(gc.sin(y) * 1.01 + 0.1)
+            return float(gc.sum(y)), [acc.jvp(y).numpy()]
+        impls["gradcli"] = gradcli_run
+    if torch is not None:
+        def chain(y):
+            for _ in range(JVP_STEPS):
+                y = torch.tanh(torch.sin(y) * 1.01 + 0.1)
+            return y
+
+        def torch_run():
+            y, t = torch.func.jvp(chain, (torch.tensor(x0),), (torch.tensor(t0),))
+            return float(y.sum()), [t.numpy()]
+        impls["torch"] = torch_run
+    return impls, jvp_numpy_hand(x0, t0)
 
 
 DEEP_SIZES = (10**4, 10**5)
@@ -1069,8 +1247,9 @@ def run_batch(results, quick: bool) -> None:
 MEMORY_CHILD_FLAG = "--_memory-child"
 
 
-def memory_child(impl: str) -> None:
-    """In a fresh process: peak traced memory of the second call of `big` for one impl."""
+def memory_child(impl: str, work: str = "big") -> None:
+    """In a fresh process: peak traced memory of the second call of `big` (or `jvp`) for
+    one impl."""
     import tracemalloc
 
     gc = ag = torch = None
@@ -1081,8 +1260,10 @@ def memory_child(impl: str) -> None:
             return
     if impl == "autograd":
         ag, _ = _import_autograd()
-    x = big_input()
-    fn = build_big_impls(gc, ag, torch, x, which=(impl,))[impl]
+    if work == "jvp":
+        fn = build_jvp(gc, None, None)[0][impl]
+    else:
+        fn = build_big_impls(gc, ag, torch, big_input(), which=(impl,))[impl]
     result = fn()  # first call: lazy imports, caches
     del result
     _pygc.collect()
@@ -1096,14 +1277,14 @@ def memory_child(impl: str) -> None:
     print(json.dumps({"peak": peak - before, "retained": current - before}))
 
 
-def run_memory(results, impls=("numpy", "gradcli", "autograd")):
+def run_memory(results, impls=("numpy", "gradcli", "autograd"), work="big"):
     entry: dict[str, Any] = {"peak": {}, "retained": {}, "input_bytes": BIG_N * 8, "errors": {}}
-    results["big_memory"] = entry
+    results[f"{work}_memory"] = entry
     for impl in impls:
         if impl == "autograd" and _import_autograd()[0] is None:
             continue
         try:
-            proc = subprocess.run([sys.executable, __file__, MEMORY_CHILD_FLAG, impl],
+            proc = subprocess.run([sys.executable, __file__, MEMORY_CHILD_FLAG, impl, work],
                                   capture_output=True, text=True, timeout=300, cwd=ROOT)
             data = json.loads(proc.stdout.strip().splitlines()[-1])
         except Exception as exc:  # noqa: BLE001
@@ -1165,6 +1346,21 @@ def targets(results) -> list[tuple[str, str, str, str]]:
         r = ratio(peaks.get("gradcli"), peaks.get("numpy"))
         rows.append(("big peak memory: gradcli / numpy", "n/a" if r is None else f"{r:.4f}x",
                      "<= 2x", verdict(r, 2.0)))
+    for name, case in results.get("higher", {}).get("cases", {}).items():
+        r = paired(case, "gradcli", "torch")
+        peer = ("vmap(grad)" if name.startswith("per-example") else
+                f"{name.split()[0]}(vectorize=True)")
+        rows.append((f"{name}: gradcli / torch {peer}", fmt_ratio(r), "<= 1x",
+                     verdict(r, 1.0)))
+    if "jvp" in results:
+        r = paired(results["jvp"], "gradcli", "torch")
+        rows.append(("jvp: 1,000-op chain on 10^5, gradcli / torch.func.jvp", fmt_ratio(r),
+                     "<= 1.5x", verdict(r, 1.5)))
+    if "jvp_memory" in results:
+        peaks = results["jvp_memory"]["peak"]
+        r = ratio(peaks.get("gradcli"), peaks.get("numpy"))
+        rows.append(("jvp peak memory: gradcli / numpy", "n/a" if r is None else f"{r:.4f}x",
+                     "<= 2x", verdict(r, 2.0)))
     if "deep" in results:
         d = results["deep"]
         big_key = f"gradcli_{DEEP_SIZES[1]}"
@@ -1225,7 +1421,7 @@ def report(results, meta):
     print()
 
     rows = []
-    for work in ("weighted", "chain", "big", "mlp"):
+    for work in ("weighted", "chain", "big", "mlp", "jvp"):
         if work not in results:
             continue
         e = results[work]
@@ -1248,16 +1444,24 @@ def report(results, meta):
         print_table(["workload", "numpy (hand)", "gradcli", "autograd", "torch",
                      "gc/numpy", "gc/torch", "gc/autograd"], rows)
         print()
-        bad = [(w, i, s) for w in ("weighted", "chain", "big", "mlp") if w in results
+        bad = [(w, i, s) for w in ("weighted", "chain", "big", "mlp", "jvp") if w in results
                for i, s in results[w].get("check", {}).items() if s != "ok"]
         for w, i, s in bad:
             print(f"  (!) {w}/{i}: {s}")
-        for w in ("weighted", "chain", "big", "mlp"):
+        for w in ("weighted", "chain", "big", "mlp", "jvp"):
             if w in results and results[w].get("error"):
                 print(f"  {w}: could not build: {results[w]['error']}")
         if "chain" in results:
             print("  numpy (hand) for chain runs on Python floats (math.sin, math.cos): "
                   "numpy's scalar ufuncs are ~10x slower.")
+        if "jvp" in results:
+            print("  jvp: value and tangent of 1,000 elementwise operations on 10^5 elements "
+                  "(torch: torch.func.jvp).")
+        if "jvp_memory" in results:
+            peaks = results["jvp_memory"]["peak"]
+            print("  jvp peak memory (tracemalloc, 2nd call, fresh process): " + ", ".join(
+                f"{impl} {fmt_bytes(peaks[impl])}" for impl in ("numpy", "gradcli")
+                if impl in peaks))
         print()
 
     if "big_memory" in results:
@@ -1305,6 +1509,18 @@ def report(results, meta):
         if loaded:
             print(f"  WARNING: the machine was busy during {', '.join(loaded)}: those timings "
                   f"and ratios are unreliable; run again on an idle machine.")
+        print()
+
+    if "higher" in results:
+        print("higher (hessians_function of Rosenbrock + log-sum-exp; tape.jacobian of "
+              "tanh(W @ x)), value included:")
+        for name, case in results["higher"]["cases"].items():
+            m = case.get("median", {})
+            cells = "  ".join(f"{impl} {fmt_time(m[impl]) if impl in m else 'n/a'}"
+                              + ("" if case.get("check", {}).get(impl) in (None, "ok")
+                                 else f" ({case['check'][impl]})")
+                              for impl in ("numpy", "gradcli", "torch"))
+            print(f"  {name:18s} {cells}")
         print()
 
     if "hessian" in results:
@@ -1385,7 +1601,7 @@ def profile(name: str, libs, calls: int, top: int) -> None:
 
 def main(argv=None) -> int:
     if argv is None and len(sys.argv) > 2 and sys.argv[1] == MEMORY_CHILD_FLAG:
-        memory_child(sys.argv[2])
+        memory_child(*sys.argv[2:4])
         return 0
     if argv is None and len(sys.argv) > 2 and sys.argv[1] == DEEP_CHILD_FLAG:
         deep_child(int(sys.argv[2]))
@@ -1465,7 +1681,7 @@ def main(argv=None) -> int:
     results: dict[str, Any] = {}
     t_start = time.perf_counter()
     builders = {"weighted": build_weighted, "chain": build_chain, "big": build_big, "mlp": build_mlp,
-                "hessian": build_hessian}
+                "hessian": build_hessian, "jvp": build_jvp}
     for work in only:
         _pygc.collect()
         time.sleep(0.2)  # let the previous workload's threads and allocations settle
@@ -1481,9 +1697,13 @@ def main(argv=None) -> int:
             run_cli(cli_runs, results)
         elif work == "batch":
             run_batch(results, args.quick)
+        elif work == "higher":
+            run_higher(libs, repeat, min_batch, results)
         results[work]["other_load"] = load.stop()
         if work == "big":
             run_memory(results)
+        if work == "jvp":
+            run_memory(results, ("numpy", "gradcli"), work="jvp")
         print(f"[{work}] {time.perf_counter() - t0:.1f} s", file=sys.stderr, flush=True)
     meta["seconds"] = round(time.perf_counter() - t_start, 1)
 

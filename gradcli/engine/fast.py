@@ -114,12 +114,14 @@ def owned(g):
     return g if ENABLED and exclusive(g, 3) else g.copy()
 
 
-def reusable_buffer(inputs, values, frames: int, recording, forward):
+def reusable_buffer(inputs, values, frames: int, recording):
     """The first input's array, when the result may be written over it (else None). It
     holds when the first input is a tensor nobody else holds (a temporary of the user's
     expression), its array is its own and no one else's (no node kept it), no tape will
     keep it (the entry's rules read no input, and no persistent or nested tape records),
-    and the result has its shape and dtype. Large arrays only: there a fresh result costs
+    and the result has its shape and dtype. Forward mode reuses alike: the entries' JVP
+    rules read no input either (their tangents come from the output and the input
+    tangents, which an accumulator holds, so they are never the array written over). Large arrays only: there a fresh result costs
     more than the arithmetic, in page faults and in the memory the next operations must
     stream through the caches. ``frames``: how many Python frames lie between the user's
     expression and ``apply``."""
@@ -133,8 +135,6 @@ def reusable_buffer(inputs, values, frames: int, recording, forward):
             or array.base is not None or not array.flags.writeable):
         return None
     if recording and (len(recording) > 1 or recording[0].persistent):
-        return None
-    if forward:  # an accumulator may still read the input (the rules' contract)
         return None
     # Holders of a temporary: the caller's expression, `frames` frames in between, the
     # inputs tuple, this function's local, getrefcount's argument. Of the array: its

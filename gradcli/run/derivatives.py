@@ -244,25 +244,30 @@ def _jacobian(mode: str, model, sources: list) -> tuple:
 
 
 def _forward_columns(model, source, tshape: tuple):
-    """d target / d source by forward mode: one pass per element of the source, each
-    along a unit tangent; None when no tangent reaches the target."""
+    """d target / d source by forward mode: one forward pass on the batch of unit
+    tangents, one per element of the source (``vectorized_map`` over the basis, as
+    ``jax.jacfwd``; a loop of passes, said once, where an operation cannot batch, and
+    inside ``--at``'s own map); None when no tangent reaches the target."""
+    from ..engine.core.batching import vectorized_map
     size = int(np.prod(source.shape, dtype=np.int64))
-    columns, connected = [], False
-    for k in range(size):
-        unit = np.zeros(size, dtype=source.dtype)
-        unit[k] = 1.0
-        with gc.ForwardAccumulator(source, unit.reshape(source.shape)) as acc:
-            target = model.function(*model.arg_values)
-        column = acc.jvp(target)
-        connected = connected or column is not None
-        columns.append(np.zeros(tshape, dtype=source.dtype) if column is None else column)
-    if not connected:
-        return None
-    if not columns:
+    if size == 0:
         return gc.constant(np.zeros(tuple(tshape) + tuple(source.shape)), dtype=source.dtype)
+    connected = [False]
+
+    def column(unit):
+        with gc.ForwardAccumulator(source, unit) as acc:
+            target = model.function(*model.arg_values)
+        tangent = acc.jvp(target)
+        connected[0] = connected[0] or tangent is not None
+        return acc.jvp(target, unconnected_gradients="zero")
+
+    basis = np.eye(size, dtype=source.dtype).reshape((size, *source.shape))
+    columns = vectorized_map(column, basis)  # (size, *tshape): column k along unit k
+    if not connected[0]:
+        return None
     # Engine ops, not numpy: inside vectorized_map (--at) the columns are batched values.
-    stacked = gc.FUNCTIONS["stack"](columns, axis=-1)
-    return gc.FUNCTIONS["reshape"](stacked, tuple(tshape) + tuple(source.shape))
+    moved = gc.FUNCTIONS["moveaxis"](gc.FUNCTIONS["reshape"](columns, (size, -1)), 0, -1)
+    return gc.FUNCTIONS["reshape"](moved, tuple(tshape) + tuple(source.shape))
 
 
 # ---------------------------------------------------------------------------------------

@@ -31,6 +31,7 @@ array([ 5., 25.])
 """
 from __future__ import annotations
 
+import math
 import warnings
 from typing import Any, Callable
 
@@ -57,15 +58,27 @@ def apply_batched(op: Op, inputs, params) -> Batched:
     items = [_pack(x) for x in inputs]
     batched = [isinstance(x, Batched) for x in items]
     if not any(batched):
-        raise NotBatchable("a value was read as a plain value inside vectorized_map")
+        raise NotBatchable(f"{op.name} read a value as a plain value inside vectorized_map")
     values = [x._tensor if b else x for x, b in zip(items, batched)]
-    batch_size(op, values, batched)
+    size = batch_size(op, values, batched)
+    if state.forward:
+        _repeat_shared_with_batched_tangents(values, batched, size)
     if params and op.axis_params:
         first = items[0]
         params = normalise_axes(op, first.ndim if isinstance(first, Batched)
                                 else np.ndim(first), params)
     rule = op.batch if callable(op.batch) else RULES[op.batch]
     return Batched(rule(op, values, batched, dict(params)))
+
+
+def _repeat_shared_with_batched_tangents(values: list, batched: list, size: int) -> None:
+    """A shared input whose tangent is batched (forward mode over a basis of tangents at
+    one point) becomes batched, with its tangents' examples (in place in the lists)."""
+    for i, x in enumerate(values):
+        if not batched[i] and isinstance(x, Tensor):
+            repeated = state.repeat_with_tangents(x, size)
+            if repeated is not None:
+                values[i], batched[i] = repeated, True
 
 
 def _pack(x):
@@ -96,7 +109,12 @@ def example_shape(value, is_batched: bool) -> tuple:
 
 def with_batch(value, size: int) -> Tensor:
     """An unbatched input made batched: the same example ``size`` times (a recorded
-    broadcast, so the gradient sums over the batch)."""
+    broadcast, so the gradient sums over the batch); its batched tangent, if forward mode
+    gave it one, becomes the result's, example by example."""
+    if state.forward and isinstance(value, Tensor):
+        repeated = state.repeat_with_tangents(value, size)
+        if repeated is not None:
+            return repeated
     shape = np.shape(value._value if isinstance(value, Tensor) else value)
     return apply(INTERNAL["broadcast_to"], (value,), {"shape": (size, *shape)})
 
@@ -418,21 +436,20 @@ def vectorized_map(fn: Callable, elems, fallback_to_while_loop: bool = True):
         # pair example i of one with example i of the other, or fail on their sizes.
         return _loop(fn, tensors, rebuild, size)
     state.batching.append(size)
+    reason = None
     try:
         out = fn(rebuild([Batched(t) for t in tensors]))
-    except NotBatchable:
-        out = NotBatchable
+    except NotBatchable as err:
+        reason = str(err)  # names the operation that could not batch
     finally:
         state.batching.pop()
-    if out is NotBatchable:
+    if reason is not None:
         if not fallback_to_while_loop:
-            raise ValueError("vectorized_map: fn reads a batched value as a plain value "
-                             "(data-dependent Python code) and fallback_to_while_loop is "
-                             "False")
+            raise ValueError(f"vectorized_map: fn cannot run batched ({reason}) and "
+                             f"fallback_to_while_loop is False")
         # Said once per call (the loop below runs fn once per example without a word).
-        warnings.warn("vectorized_map: fn reads a batched value as a plain value "
-                      "(data-dependent Python code); running it once per example instead",
-                      RuntimeWarning, stacklevel=2)
+        warnings.warn(f"vectorized_map: fn cannot run batched: {reason}; running it once "
+                      f"per example instead", RuntimeWarning, stacklevel=2)
         return _loop(fn, tensors, rebuild, size)
     results, rebuild_out = _flatten(out)
     return rebuild_out([_unbatched(r, size) for r in results])
@@ -507,7 +524,7 @@ _install()
 # meet batched values, once per call
 # ---------------------------------------------------------------------------------------
 _SHARED = ("a per-example gradient of a value shared by every example (not batched) was "
-           "asked for inside vectorized_map")
+           "asked for inside vectorized_map ({})")
 
 
 def gradient(tape, targets, seeds, sources, release: bool | None = None) -> list:
@@ -517,6 +534,8 @@ def gradient(tape, targets, seeds, sources, release: bool | None = None) -> list
     every example (not batched) of a batched target would get the sum over the examples
     instead: that raises ``NotBatchable``, and the map runs its function per example."""
     plain_targets, plain_seeds, batched_target = [], [], False
+    batched_seed = any(isinstance(t, Batched) for t in targets) is False and any(
+        isinstance(seed, Batched) for seed in seeds)  # one backward pass of many seeds
     for t, seed in zip(targets, seeds):
         if isinstance(t, Batched):
             batched_target = True
@@ -527,8 +546,10 @@ def gradient(tape, targets, seeds, sources, release: bool | None = None) -> list
                 seed = with_batch(seed, np.shape(t._value)[0])  # one seed for every example
             elif seed is not None:
                 seed = np.broadcast_to(as_value(seed, t.dtype), np.shape(t._value))
-        elif isinstance(seed, Batched):
-            raise NotBatchable(_SHARED)
+        elif isinstance(seed, Batched) and not batched_seed:
+            raise NotBatchable(_SHARED.format("tape.gradient with per-example "
+                                              "output_gradients of a shared target beside "
+                                              "a batched target"))
         plain_targets.append(t)
         plain_seeds.append(seed)
     plain_sources, batched_source = [], []
@@ -548,13 +569,96 @@ def gradient(tape, targets, seeds, sources, release: bool | None = None) -> list
     for g, b in zip(grads, batched_source):
         if g is None:
             out.append(None)
+        elif batched_seed:
+            out.append(g)  # (the backward pass ran on the Batched seeds: per example)
         elif b:
             out.append(Batched(g))
         elif batched_target:
-            raise NotBatchable(_SHARED)
+            raise NotBatchable(_SHARED.format("tape.gradient of a batched target with "
+                                              "respect to a shared source"))
         else:
             out.append(g)
     return out
+
+
+#: Elements of the largest batched cotangent a chunk of Jacobian rows may hold (32 MiB
+#: of float64): the basis is cut into chunks of rows so that memory stays bounded.
+JACOBIAN_CHUNK_ELEMENTS = 1 << 22
+
+
+def jacobian_rows(tape, target: Tensor, sources) -> list:
+    """The rows of d target / d sources (a target of n elements, not batched), as
+    TensorFlow's pfor and ``jax.jacrev`` compute them: a backward pass on a batch of
+    seeds, the basis of the target's cotangents, in chunks of rows that bound the
+    memory. Per source, a list of chunks (arrays of shape ``(rows, *source.shape)``;
+    zeros where the target does not reach it). An operation whose rule cannot batch
+    makes ``vectorized_map`` fall back to one backward pass per row, said once."""
+    tshape = target.shape
+    n = int(np.prod(tshape, dtype=np.int64))
+    widest = max([n, _widest_recorded(target), *(int(np.size(s._value)) for s in sources)])
+    chunk = max(1, min(n, JACOBIAN_CHUNK_ELEMENTS // max(widest, 1)))
+    out: list[list] = [[] for _ in sources]
+    connected = [False] * len(sources)
+    for start in range(0, n, chunk):
+        stop = min(n, start + chunk)
+        basis = np.zeros((stop - start, n), dtype=target.dtype)
+        basis[np.arange(stop - start), np.arange(start, stop)] = 1.0
+        basis = basis.reshape((stop - start, *tshape))
+
+        def row(seed):
+            grads = gradient(tape, [target], [seed], sources, release=False)
+            for j, g in enumerate(grads):
+                connected[j] = connected[j] or g is not None
+            return [g if g is not None else _make(np.zeros(s.shape, s.dtype)[()] if not s.ndim
+                                                   else np.zeros(s.shape, s.dtype))
+                    for g, s in zip(grads, sources)]
+        if n == 1:  # (one row: no batch to make)
+            parts = [FUNCTIONS["reshape"](g, (1, *s.shape)) if state.recording else
+                     _make(np.reshape(g._value, (1, *s.shape)))
+                     for g, s in zip(row(basis[0]), sources)]
+        else:
+            parts = _map_basis(row, basis)
+        for j, part in enumerate(parts):
+            out[j].append(part)
+    return [chunks if c else [None] for chunks, c in zip(out, connected)]
+
+
+def _widest_recorded(target) -> int:
+    """The most elements of any value recorded on the way to ``target`` (each node's
+    inputs, kept as arrays or as their ``Shape``): a chunk of rows holds a cotangent of
+    that size per row, so it bounds the chunk, not only the target and sources do."""
+    node = target._node if isinstance(target, Tensor) else None
+    widest, stack, seen = 0, [node] if node is not None else [], set()
+    while stack:
+        node = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        for v in node.values:
+            shape = getattr(v, "shape", None)  # (arrays and Shapes; numbers are 1)
+            if shape:
+                widest = max(widest, math.prod(shape))
+        stack.extend(p for p in node.parents if p is not None)
+    return widest
+
+
+def _map_basis(row, basis):
+    """``vectorized_map(row, basis)`` for a Jacobian: its fallback warning, if a rule
+    cannot batch, is said as the Jacobian's (the caller wrote no map); other warnings
+    pass unchanged."""
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        parts = vectorized_map(row, basis)
+    for w in caught:
+        text = str(w.message)
+        if w.category is RuntimeWarning and text.startswith("vectorized_map: fn cannot run "
+                                                              "batched: "):
+            reason = text.split("batched: ", 1)[1].rsplit("; running it", 1)[0]
+            warnings.warn(f"jacobian: {reason}; computing it one row at a time instead",
+                          RuntimeWarning, stacklevel=4)
+        else:
+            warnings.warn(w.message, w.category, stacklevel=4)
+    return parts
 
 
 def jacobian(tape, target, sources, unconnected: str) -> list:
@@ -562,13 +666,13 @@ def jacobian(tape, target, sources, unconnected: str) -> list:
     example, each seeding that element in every example at once; each example's rows
     are its own Jacobian."""
     if not isinstance(target, Batched):
-        raise NotBatchable(_SHARED)
+        raise NotBatchable(_SHARED.format("tape.jacobian of a shared target"))
     under = target._tensor
     shape = np.shape(under._value)
     size, tshape = shape[0], shape[1:]
     n = int(np.prod(tshape, dtype=np.int64))
     if n == 0:
-        raise NotBatchable("an empty Jacobian inside vectorized_map")
+        raise NotBatchable("tape.jacobian: an empty Jacobian inside vectorized_map")
     rows: list[list] = [[] for _ in sources]
     for k in range(n):
         seed = np.zeros((size, n), dtype=under.dtype)
@@ -591,10 +695,13 @@ def jacobian(tape, target, sources, unconnected: str) -> list:
 
 
 def batched_arguments(args: list, argnums) -> None:
-    """The differentiated arguments of a gradient function called on batched values
-    (in place in ``args``): an argument shared by every example is repeated for each
-    (a recorded broadcast), so that its gradient comes out per example too."""
-    if not state.batching or not any(isinstance(x, Batched) for x in args):
+    """The differentiated arguments of a gradient function called inside
+    ``vectorized_map`` (in place in ``args``): an argument shared by every example is
+    repeated for each (a recorded broadcast), so that its gradient comes out per example
+    too — also when only the function closes over batched values
+    (``vectorized_map(lambda x: gradients_function(lambda w: loss(w, x))(w0), xs)``),
+    as JAX's ``vmap`` of ``grad`` of such a closure gives per-example gradients."""
+    if not state.batching:
         return
     size = state.batching[-1]
     for i in argnums:

@@ -3,7 +3,9 @@
 An accumulator holds one tangent per value it has seen, keyed by the value's ``Node``
 (the node survives where the tensor object does not: the backward pass rebuilds tensors
 around saved values with their nodes, so a gradient computed inside the accumulator gets
-its tangent too — forward-over-reverse Hessian-vector products). While an accumulator is
+its tangent too — forward-over-reverse Hessian-vector products). It holds the nodes
+weakly (``Tangents``): a tangent dies with its primal, as in TensorFlow's accumulator, so
+a chain of a thousand operations keeps one tangent alive, not a thousand. While an accumulator is
 inside its ``with`` block, ``apply`` hands every operation to ``propagate``, which
 asks the entry's JVP rules (``Op.jvps``) for the output's tangent. The rules are in the
 table; this module is only the bookkeeping.
@@ -17,6 +19,8 @@ table; this module is only the bookkeeping.
 12.0
 """
 from __future__ import annotations
+
+import weakref
 
 import numpy as np
 
@@ -57,7 +61,7 @@ class ForwardAccumulator:
         flat_primals = flatten(primals, [])
         _distinct(flat_primals)
         flat_tangents = _flatten_like(primals, tangents)
-        self._tangents: dict[int, tuple] = {}  # id(node) -> (node, tangent)
+        self._tangents = Tangents()
         self._recording = False
         self._outer_tapes: list = []  # the tapes recording when the block was entered
         for primal, tangent in zip(flat_primals, flat_tangents):
@@ -67,15 +71,14 @@ class ForwardAccumulator:
                 raise TypeError(f"ForwardAccumulator primals must be tensors or variables, "
                                 f"got {type(primal).__name__}; make one with "
                                 f"gradcli.constant(...)")
-            if not isinstance(tangent, Tensor):
+            if not isinstance(tangent, (Tensor, Batched)):
                 tangent = as_value(tangent, primal.dtype)
             if np.shape(tangent) != primal.shape:
                 raise ValueError(f"ForwardAccumulator: a tangent of shape "
                                  f"{np.shape(tangent)} for a primal of shape {primal.shape}")
             if primal._node is None:
                 primal._node = Node()  # a leaf: what its tangent is kept under
-            node = primal._node
-            self._tangents[id(node)] = (node, tangent)
+            self._tangents.put(primal._node, tangent)
 
     def __enter__(self) -> "ForwardAccumulator":
         if self._recording:
@@ -119,15 +122,47 @@ class ForwardAccumulator:
             if tangent is None:
                 out.append(None if unconnected == "none" else _make(_zeros(x._value)))
             else:
-                out.append(tangent if isinstance(tangent, Tensor) else _make(tangent))
+                out.append(tangent if isinstance(tangent, (Tensor, Batched))
+                           else _make(tangent))
         return pack(primals, iter(out))
 
     def _tangent(self, x):
         node = x._node
-        if node is None:
-            return None
-        entry = self._tangents.get(id(node))
+        return None if node is None else self._tangents.get(node)
+
+
+class Tangents:
+    """An accumulator's tangents by node, holding the nodes weakly: an entry goes when
+    its node does (the primal's tensor, and any graph that held its node, were dropped),
+    so the tangents alive are those of the values alive.
+
+    Entries are kept by ``id(node)`` with a ``weakref.KeyedRef`` whose callback removes
+    them; the callback reaches the table through a weak reference, so no cycle keeps a
+    dropped accumulator's tangents alive until the cyclic collector runs."""
+
+    __slots__ = ("_by_id", "_forget", "__weakref__")
+
+    def __init__(self):
+        self._by_id: dict[int, tuple] = {}  # id(node) -> (KeyedRef to the node, tangent)
+        table = weakref.ref(self)
+
+        def forget(ref, table=table):
+            alive = table()
+            if alive is not None:
+                alive._by_id.pop(ref.key, None)
+        self._forget = forget
+
+    def get(self, node):
+        """The tangent held for ``node``, or None."""
+        entry = self._by_id.get(id(node))
         return None if entry is None else entry[1]
+
+    def put(self, node, tangent) -> None:
+        key = id(node)
+        self._by_id[key] = (weakref.KeyedRef(node, self._forget, key), tangent)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
 
 
 def _distinct(primals: list) -> None:
@@ -147,10 +182,16 @@ def _distinct(primals: list) -> None:
 def _batched_pair(primal, tangent):
     """A primal and its tangent inside ``vectorized_map``: a batched primal is its
     examples' tensor, whose tangent is the batched tangent's, or one tangent repeated
-    for every example; a batched tangent of a shared primal cannot be (NotBatchable)."""
-    from .batching import NotBatchable, with_batch
+    for every example. A primal shared by every example keeps its batched tangent as
+    it is: values computed from the primal alone stay shared, with batched tangents
+    (their rules run batched), and where one meets a batched value it is repeated for
+    each example first (``repeat_with_tangents``)."""
+    from .batching import with_batch
     if not isinstance(primal, Batched):
-        raise NotBatchable("a batched tangent for a primal shared by every example")
+        if isinstance(primal, Tensor) and np.shape(tangent) != primal.shape:
+            raise ValueError(f"ForwardAccumulator: a tangent of shape {np.shape(tangent)} "
+                             f"for a primal of shape {primal.shape}")
+        return primal, tangent
     size = primal._tensor.shape[0]
     if isinstance(tangent, Batched):
         tangent = tangent._tensor
@@ -206,19 +247,21 @@ def propagate(op, out: Tensor, inputs, values, params) -> None:
         acc = _active[level]
         table = acc._tangents
         tangents = None
+        batched = False  # a tangent per example of a shared value (see _batched_pair)
         for i, x in enumerate(inputs):
             node = x._node if isinstance(x, Tensor) else None
             if node is not None:
-                entry = table.get(id(node))
-                if entry is not None:
+                tangent = table.get(node)
+                if tangent is not None:
                     if tangents is None:
                         tangents = [None] * len(inputs)
-                    tangents[i] = entry[1]
+                    tangents[i] = tangent
+                    batched = batched or tangent.__class__ is Batched
         if tangents is None:
             continue
         recording = state.recording
         outer = acc._outer_tapes
-        if level == 0 and not any(trace in outer for trace in recording):
+        if level == 0 and not batched and not any(trace in outer for trace in recording):
             # Nothing outside watches: the rules run on numpy values (the fast path).
             tangent = _output_tangent(NP, op, out._value, values, tangents, params)
         else:
@@ -236,7 +279,45 @@ def propagate(op, out: Tensor, inputs, values, params) -> None:
         node = out._node
         if node is None:
             node = out._node = Node()  # a leaf of no tape: its tangent is kept under it
-        table[id(node)] = (node, tangent)
+        table.put(node, tangent)
+
+
+def repeat_with_tangents(x: Tensor, size: int):
+    """``x``, shared by every example inside ``vectorized_map``, repeated for each of
+    ``size`` examples (``batching.with_batch``) when an active accumulator holds a
+    batched tangent for it (else None: the caller repeats it as usual). The repeated
+    value's tangent is then the batched tangent's examples, one per example (not the
+    whole batch of tangents repeated for each example, as ``propagate`` would make it),
+    and a plain tangent is repeated alike. Called by ``with_batch`` and by
+    ``apply_batched`` for each shared input, which therefore pairs example i of the
+    value with tangent i."""
+    node = x._node
+    if node is None or not any(
+            acc._tangents.get(node).__class__ is Batched for acc in _active):
+        return None
+    from .batching import with_batch
+    active = _active[:]
+    del _active[:]  # the repetition's tangents are set below, not derived
+    try:
+        repeated = with_batch(x, size)
+        tangents = []
+        for acc in active:
+            t = acc._tangents.get(node)
+            if t is None:
+                continue
+            if t.__class__ is Batched:
+                tangents.append((acc, t._tensor))
+            elif isinstance(t, Tensor):
+                tangents.append((acc, with_batch(t, size)))
+            else:
+                tangents.append((acc, np.broadcast_to(t, (size, *np.shape(t)))))
+    finally:
+        _active.extend(active)
+    if repeated._node is None:
+        repeated._node = Node()
+    for acc, t in tangents:
+        acc._tangents.put(repeated._node, t)
+    return repeated
 
 
 def _output_tangent(m, op, ans, inputs, tangents, params):
@@ -287,3 +368,4 @@ def _no_rule(op, rules):
                     f"through it (use reverse mode, GradientTape, instead)")
 
 state.propagate = propagate  # (apply hands every operation here while an accumulator is active)
+state.repeat_with_tangents = repeat_with_tangents  # (batching's with_batch asks it)

@@ -73,7 +73,7 @@ def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
         # makes every batched value, set state.apply_batched).
         return state.apply_batched(op, inputs, params)
     buffer = None if op.reuse is None else fast.reusable_buffer(inputs, values, frames,
-                                                                _recording, _forward)
+                                                                _recording)
     try:
         if buffer is not None:
             ans = op.reuse(*values, out=buffer)

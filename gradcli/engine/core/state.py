@@ -28,5 +28,7 @@ REFCOUNTS_EXACT = sys.version_info < (3, 14) and getattr(sys, "_is_gil_enabled",
 # importing them (the engine's modules import one way: see tests/engine/test_engine_layers.py).
 # batching.py: runs an entry's batching rule on a batched input (only batching makes one).
 apply_batched = None
-# forward.py: forward mode's bookkeeping (only forward.py makes an accumulator).
+# forward.py: forward mode's bookkeeping (only forward.py makes an accumulator), and a
+# shared value with a batched tangent repeated for each example (see forward.py).
 propagate = None
+repeat_with_tangents = None

@@ -204,7 +204,9 @@ class GradientTape:
 
     def _backward(self, targets, seeds, sources, release: bool = False) -> list:
         """The reverse pass: one gradient (or None) per source; speed tricks: ``fast``."""
-        differentiable = bool(_recording) or bool(state.forward)  # then rules use engine ops
+        # (engine ops also for a batch of seeds, whose rules run batched: jacobians)
+        differentiable = (bool(_recording) or bool(state.forward)
+                          or any(seed.__class__ is Batched for seed in seeds))
         m, speed, in_place = (ENGINE, False, None) if differentiable else (
             NP, fast.ENABLED, fast.InPlace)
         trace, watched, release = self._trace, self._trace.watched, release and not differentiable
@@ -270,10 +272,12 @@ class GradientTape:
                  parallel_iterations=None, experimental_use_pfor=True):
         """d target / d source for every element: shape ``target.shape + source.shape``.
 
-        ``parallel_iterations`` and ``experimental_use_pfor`` are accepted for
-        TensorFlow compatibility and change nothing: the rows are computed by a loop of
-        backward passes either way (and, unlike TensorFlow's while_loop path, that loop
-        also works on a non-persistent tape)."""
+        The rows are computed as TensorFlow's pfor computes them: one backward pass on a
+        batch of seeds (the basis), in chunks that bound the memory
+        (``batching.jacobian_rows``); an operation whose rule cannot batch makes it a
+        loop of backward passes, said once in a warning. ``parallel_iterations`` and
+        ``experimental_use_pfor`` are accepted for TensorFlow compatibility and change
+        nothing (unlike TensorFlow's while_loop path, a non-persistent tape works too)."""
         if not isinstance(target, (Tensor, Batched)):
             raise TypeError(f"jacobian target must be a tensor, got {type(target).__name__}")
         _check_unconnected(unconnected_gradients)
@@ -302,26 +306,22 @@ class GradientTape:
                 None if g is None and unconnected_gradients == "none"
                 else _make(np.zeros(tshape + src.shape, dtype=src.dtype))
                 for g, src in zip(grads, flat_sources)))
-        for k in range(n):
-            seed = np.zeros(n, dtype=target.dtype)
-            seed[k] = 1.0
-            seed = seed.reshape(tshape)
-            grads = self._backward([target], [seed[()] if seed.ndim == 0 else seed], flat_sources)
-            for j, g in enumerate(grads):
-                rows[j].append(g)
+        from .batching import jacobian_rows  # one backward pass per chunk of rows
+        for j, chunks in enumerate(jacobian_rows(self, target, flat_sources)):
+            rows[j].extend(chunks)
         results = []
         for src, row in zip(flat_sources, rows):
             if all(g is None for g in row):
                 results.append(None if unconnected_gradients == "none"
                                else _make(np.zeros(tshape + src.shape, dtype=src.dtype)))
                 continue
-            parts = [g if g is not None else _zeros_like(src) for g in row]
             if bool(_recording):
-                stacked = FUNCTIONS["stack"](parts)
+                stacked = FUNCTIONS["concatenate"](row, axis=0) if len(row) > 1 else row[0]
                 results.append(FUNCTIONS["reshape"](stacked, tshape + src.shape))
             else:
-                values = [p._value for p in parts]
-                results.append(_make(np.reshape(np.stack(values), tshape + src.shape)))
+                values = [p._value for p in row]
+                stacked = np.concatenate(values) if len(values) > 1 else values[0]
+                results.append(_make(np.reshape(stacked, tshape + src.shape)))
         return pack(sources, iter(results))
 
     def batch_jacobian(self, target, source, unconnected_gradients="none",
@@ -443,13 +443,13 @@ def _seed(target: Tensor, seed, differentiable: bool):
     value = target._value
     if seed is None:
         seed = np.ones_like(value) if value.ndim else value.dtype.type(1)
-    elif not (differentiable and isinstance(seed, Tensor)):
+    elif not (differentiable and isinstance(seed, (Tensor, Batched))):
         # (a boolean or integer target's seed is read as numbers; only a target that
         # is its own source keeps it, in its dtype)
         seed = as_value(seed, value.dtype if value.dtype.kind == "f" else None)
         if np.shape(seed) != np.shape(value):
             raise ValueError(f"output_gradients shape {np.shape(seed)} does not match the "
                              f"target's shape {np.shape(value)}")
-    if differentiable and not isinstance(seed, Tensor):
+    if differentiable and not isinstance(seed, (Tensor, Batched)):
         seed = _make(seed)
     return seed

@@ -159,11 +159,19 @@ class Batched:
         for i in range(len(self)):
             yield self[i]
 
-    def _unbatchable(self, *args, **kwargs):
-        raise NotBatchable("a batched value was read as a plain value (data-dependent "
-                           "Python code inside vectorized_map)")
+    def _unbatchable(read: str):
+        def unbatchable(self, *args, **kwargs):
+            raise NotBatchable(f"{read} of a batched value reads it as a plain value "
+                               f"(data-dependent Python code)")
+        return unbatchable
 
-    numpy = __float__ = __int__ = __index__ = __bool__ = __array__ = _unbatchable
+    numpy = _unbatchable(".numpy()")
+    __float__ = _unbatchable("float()")
+    __int__ = _unbatchable("int()")
+    __index__ = _unbatchable("an index")
+    __bool__ = _unbatchable("a truth test (if, while, and, or)")
+    __array__ = _unbatchable("a numpy conversion")
+    del _unbatchable
 
     def __repr__(self) -> str:
         return f"<gradcli.Batched per-example shape={self.shape} batch={self._tensor.shape[0]}>"
@@ -235,8 +243,10 @@ class Node:
       as its ``Shape`` only); ``ans``: the output value, when a rule reads it;
     - ``params``: the entry's static parameters; ``tapes``: the traces that recorded it;
       ``seq``: its place in recording order (the backward pass's topological order).
+
+    Forward accumulators hold nodes weakly (their tangents die with them).
     """
-    __slots__ = ("op", "parents", "values", "ans", "params", "tapes", "seq")
+    __slots__ = ("op", "parents", "values", "ans", "params", "tapes", "seq", "__weakref__")
 
     def __init__(self, op=None, parents=(), values=(), ans=None, params=None, tapes=(),
                  seq=0):

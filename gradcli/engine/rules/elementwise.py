@@ -18,7 +18,7 @@ import numpy as np
 from ..core.derive import entry
 from ..core.recording import NP
 from ..core.table import REGISTRY
-from ..core.tensor import Tensor
+from ..core.tensor import Batched, Tensor
 from ..fast import fits_into
 
 
@@ -130,15 +130,17 @@ def gate(m, keep, gradient, upstream):
     nan there, as ``0 * nan`` in TensorFlow (``upstream``: the incoming gradient, broadcast
     as ``gradient`` is). Selections (``where``, ``maximum``, ``clip``) do not come here:
     their unchosen side gets 0 whatever comes, as in TensorFlow."""
-    out = m.where(keep, gradient, _zero_or_nan(upstream, gradient))
+    out = m.where(keep, gradient, _zero_or_nan(m, upstream, gradient))
     # a scalar stays a numpy scalar, as the product it replaces was
     return out[()] if out.__class__ is np.ndarray and not out.ndim else out
 
 
-def _zero_or_nan(upstream, like):
+def _zero_or_nan(m, upstream, like):
     """0.0; or, where ``upstream`` holds nan, nan there and 0 elsewhere (in ``like``'s
     dtype). A sum is the cheap first look: it is nan only if a nan (or inf and -inf) is
     in there."""
+    if upstream.__class__ is Batched:  # a batch of seeds (a Jacobian's rows): per element
+        return m.where(upstream != upstream, math.nan, 0.0)  # (nan alone is != itself)
     raw = upstream._value if isinstance(upstream, Tensor) else upstream
     if raw.__class__ is not np.ndarray:
         return raw if math.isnan(raw) else 0.0
@@ -421,8 +423,10 @@ STOP_GRADIENT = entry(name="stop_gradient", forward=_stop_gradient_forward, vjps
 
 
 # Entries whose result may be written over their first input's array (their rules read
-# no input, so no node keeps it; see fast.reusable_buffer), with the ufunc that writes there.
+# no input, so no node keeps it and no forward-mode rule reads it after the write; see
+# fast.reusable_buffer), with the ufunc that writes there.
 for _name, _ufunc in (("add", np.add), ("subtract", np.subtract), ("negative", np.negative),
                       ("exp", np.exp), ("tanh", np.tanh), ("sqrt", np.sqrt)):
     assert REGISTRY[_name].saves in ("none", "ans"), _name
+    assert REGISTRY[_name].jvps == REGISTRY[_name].vjps, _name  # JVPs read what VJPs read
     object.__setattr__(REGISTRY[_name], "reuse", _ufunc)
