@@ -13,6 +13,7 @@ from .common import (
     compare_modes,
     guarded,
     mode_options,
+    observed,
     prepare,
     print_compare_plain,
     refuse,
@@ -53,6 +54,9 @@ def run_mode(mode: str, s: Settings) -> None:
     imported only then)."""
     from ..run.modes import run_mode as compute
     if s.at is not None:
+        if s.debug_nans:
+            guarded(lambda: refuse("--debug-nans cannot be used with --at yet: run the "
+                                   "point alone"))
         from . import batch
         return batch.run(batch.ModeKind(mode, guarded(lambda: mode_options(s))), s, prepare)
     if s.output is not None or s.csv or s.chunk is not None or s.skip_bad_rows \
@@ -64,7 +68,7 @@ def run_mode(mode: str, s: Settings) -> None:
     def work():
         options = mode_options(s)  # a malformed option before any file is read
         model = prepare(s)
-        outcome = compute(mode, model, options)
+        outcome = observed(s, model, lambda: compute(mode, model, options))
         check = check_outcome(s, model, outcome) if s.check else None
         symbolic = symbolic_texts(s, model, outcome) if s.symbolic else None
         return model, outcome, check, symbolic
@@ -156,6 +160,9 @@ def _many_or_one(s: Settings, kind: str, arguments, one) -> None:
     if s.at is None:
         guarded(lambda: batch.check_options(s))
         return one(s)
+    if s.debug_nans:
+        guarded(lambda: refuse("--debug-nans cannot be used with --at yet: run the point "
+                               "alone"))
     return batch.run(getattr(batch, kind)(*guarded(arguments)), s, prepare)
 
 

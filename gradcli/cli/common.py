@@ -19,7 +19,7 @@ class Settings:
     check = symbolic = no_watch_accessed = csv = skip_bad_rows = False
     rtol = atol = wrt = watch = params = at = output = chunk = check_rows = seed = None
     columns = keep = delimiter = None
-    no_header = False
+    no_header = debug_nans = False
     check_timeout = 5.0
     unconnected = "none"
 
@@ -94,6 +94,25 @@ def guarded(work):
         raise
     except Exception as err:  # a bug or an unforeseen input: still one clear line
         _fail(GradcliError(f"could not evaluate the program: {type(err).__name__}: {err}"))
+
+
+def observed(s: Settings, model, compute):
+    """``compute()`` (a mode run on ``model``), under ``--debug-nans`` when asked: the
+    first nan or inf stops it with the report (run/nonfinite.py) on standard error and
+    exit 1; without the flag, a non-finite result gets a note suggesting it."""
+    from ..run import nonfinite
+    if not s.debug_nans:
+        outcome = compute()
+        if hasattr(outcome, "notes"):
+            nonfinite.note_non_finite(outcome)
+        return outcome
+    from ..engine.core.observe import NonFiniteError, debug_nans
+    try:
+        with debug_nans():
+            return compute()
+    except NonFiniteError as err:
+        sys.stderr.write(nonfinite.report(err, model.program.source) + "\n")
+        raise typer.Exit(1) from None
 
 
 def check_outcome(s: Settings, model, outcome) -> dict:

@@ -5,7 +5,7 @@ command's options from the signature it is given.
 Option groups: ``PROGRAM``, ``DECLARATIONS`` (--var, --frozen, --arg, --target),
 ``OUTPUT`` (--json, --plain, --precision, --dtype), ``CHECK``, ``TAPE``, ``GRAD``,
 ``BATCH`` (--at and its options, ``CSV_SOURCE`` included), ``SOURCES``, ``JACOBIAN_MODE``,
-``ORDER``, ``HIGHER_CHECK`` and ``TANGENTS``.
+``ORDER``, ``HIGHER_CHECK``, ``TANGENTS`` and ``INSIDE`` (seeing inside a gradient).
 """
 from __future__ import annotations
 
@@ -177,3 +177,8 @@ TANGENTS = [option("tangent", Annotated[Optional[List[str]], typer.Option(
     "--tangent", metavar="NAME=VALUE", show_default=False,
     help="The direction: a tangent for an argument or variable (repeatable; others are "
          "held constant). VALUE as for --arg; one number fills an array.")], None)]
+#: Seeing inside a gradient (issue 23): tape, grad, implicit, value-grad and jvp.
+INSIDE = [option("debug_nans", Annotated[bool, typer.Option(
+    "--debug-nans", help="Stop at the first operation whose value (forward pass) or "
+                         "gradient (backward pass) is nan or inf: exit 1 with a caret into "
+                         "the program, its inputs and a hint.")], False)]

@@ -205,8 +205,9 @@ class GradientTape:
     def _backward(self, targets, seeds, sources, release: bool = False) -> list:
         """The reverse pass: one gradient (or None) per source; speed tricks: ``fast``."""
         differentiable = bool(_recording) or bool(state.forward)  # then rules use engine ops
+        observer = state.observing[-1] if state.observing else None  # (core/observe.py)
         m, speed, in_place = (ENGINE, False, None) if differentiable else (
-            NP, fast.ENABLED, fast.InPlace)
+            NP, fast.ENABLED and observer is None, fast.InPlace)
         trace, watched, release = self._trace, self._trace.watched, release and not differentiable
         grads, frontier, keep, ends = self._seeded(targets, seeds, sources, differentiable)
         while frontier:
@@ -214,6 +215,8 @@ class GradientTape:
             key, op, params = id(node), node.op, node.params
             g = grads.get(key) if key in keep else grads.pop(key)
             args, ans = _rebuilt(node) if differentiable else (node.values, node.ans)
+            if observer is not None:
+                observer.reached(node, g)
             spent = release and node.tapes is trace.alone  # recorded by this tape alone: freed
             g, full = (fast.upstream(node, g, ans, args, trace, spent, key in keep)  # (full: g
                        if speed and g.__class__ is np.ndarray else (g, None))  # as a scalar)
@@ -231,6 +234,8 @@ class GradientTape:
                     continue
                 if gx.shape != args[i].shape or full is not None:
                     gx = unbroadcast(m, gx, args[i].shape, full)
+                if observer is not None:
+                    observer.flowed(node, i, parent, g, gx)
                 prev = grads.get(k := id(parent))
                 if prev is None:  # a recorded node enters the heap with its first gradient
                     grads[k] = gx
