@@ -19,7 +19,7 @@ class Settings:
     check = symbolic = no_watch_accessed = csv = skip_bad_rows = False
     rtol = atol = wrt = watch = params = at = output = chunk = check_rows = seed = None
     columns = keep = delimiter = None
-    no_header = debug_nans = False
+    no_header = debug_nans = explain = explain_all = False
     check_timeout = 5.0
     unconnected = "none"
 
@@ -96,23 +96,39 @@ def guarded(work):
         _fail(GradcliError(f"could not evaluate the program: {type(err).__name__}: {err}"))
 
 
-def observed(s: Settings, model, compute):
-    """``compute()`` (a mode run on ``model``), under ``--debug-nans`` when asked: the
-    first nan or inf stops it with the report (run/nonfinite.py) on standard error and
-    exit 1; without the flag, a non-finite result gets a note suggesting it."""
+def observed(s: Settings, model, compute) -> tuple:
+    """``compute()`` (a mode run on ``model``) -> ``(outcome, explanation)``.
+
+    ``--debug-nans``: the first nan or inf stops it with the report (run/nonfinite.py)
+    on standard error and exit 1; without it, a non-finite result gets a note suggesting
+    it. ``--explain``/``--explain-all``: the explanation (run/explain.py), else None."""
     from ..run import nonfinite
-    if not s.debug_nans:
+    explaining = s.explain or s.explain_all
+    if not s.debug_nans and not explaining:
         outcome = compute()
         if hasattr(outcome, "notes"):
             nonfinite.note_non_finite(outcome)
-        return outcome
-    from ..engine.core.observe import NonFiniteError, debug_nans
+        return outcome, None
+    from ..engine.core.observe import NonFiniteError, Recorder, observing
     try:
-        with debug_nans():
-            return compute()
+        with observing(Recorder(stop_at_nan=s.debug_nans)) as recorder:
+            outcome = compute()
     except NonFiniteError as err:
         sys.stderr.write(nonfinite.report(err, model.program.source) + "\n")
         raise typer.Exit(1) from None
+    if hasattr(outcome, "notes") and not s.debug_nans:
+        nonfinite.note_non_finite(outcome)
+    if not explaining:
+        return outcome, None
+    from ..run.explain import explain
+    return outcome, explain(recorder, model, outcome, show_all=s.explain_all)
+
+
+def print_explanation(s: Settings, explanation: dict | None) -> None:
+    """--explain's text after the result (human and plain; JSON has it as a key)."""
+    if explanation is not None and not s.json_out:
+        from ..run.explain import explain_lines
+        sys.stdout.write("".join(line + "\n" for line in explain_lines(explanation)))
 
 
 def check_outcome(s: Settings, model, outcome) -> dict:

@@ -23,7 +23,7 @@ def _work(s: Settings):
     from ..run.directional import parse_tangents, run_jvp
     model = prepare(s)
     tangents = parse_tangents(model, s.tangent)
-    outcome = observed(s, model, lambda: run_jvp(model, tangents))
+    outcome, _ = observed(s, model, lambda: run_jvp(model, tangents))
     return model, outcome
 
 

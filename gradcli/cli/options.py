@@ -177,8 +177,16 @@ TANGENTS = [option("tangent", Annotated[Optional[List[str]], typer.Option(
     "--tangent", metavar="NAME=VALUE", show_default=False,
     help="The direction: a tangent for an argument or variable (repeatable; others are "
          "held constant). VALUE as for --arg; one number fills an array.")], None)]
-#: Seeing inside a gradient (issue 23): tape, grad, implicit, value-grad and jvp.
+#: Seeing inside a gradient (issue 23): tape, grad, implicit and value-grad; jvp takes
+#: --debug-nans only (``INSIDE[:1]``).
 INSIDE = [option("debug_nans", Annotated[bool, typer.Option(
     "--debug-nans", help="Stop at the first operation whose value (forward pass) or "
                          "gradient (backward pass) is nan or inf: exit 1 with a caret into "
-                         "the program, its inputs and a hint.")], False)]
+                         "the program, its inputs and a hint.")], False),
+    option("explain", Annotated[bool, typer.Option(
+        "--explain", help="After the result, the computation as the engine saw it: each "
+                          "recorded operation with its program text and value, then the "
+                          "backward pass with each adjoint and rule (the first and last "
+                          "10 of each).")], False),
+    option("explain_all", Annotated[bool, typer.Option(
+        "--explain-all", help="--explain with every operation.")], False)]

@@ -48,7 +48,7 @@ def _has(values, test) -> bool:
                    for v in values if np.asarray(v).dtype.kind in "fcbiu")
 
 
-def _operand(node, index):
+def operand_of(node, index):
     """The sub-expression of tree node ``node`` that is its input ``index``."""
     name = type(node).__name__
     if name == "Call" and index is not None and index < len(node.args):
@@ -57,6 +57,8 @@ def _operand(node, index):
         return node.left if index in (0, None) else node.right
     if name == "Unary":
         return node.operand
+    if name == "ArrayLit" and index is not None and index < len(node.elements):
+        return node.elements[index]
     return None
 
 
@@ -64,7 +66,7 @@ def double_where(err, source: str) -> str | None:
     """The "double where" rewrite: the untaken branch's input made safe by the same
     condition, so that its gradient is finite and the outer where's zero stays zero."""
     outer, inner = err.zeroed_by, err.where
-    operand = _operand(inner, err.index)
+    operand = operand_of(inner, err.index)
     if (outer is None or operand is None or type(outer).__name__ != "Call"
             or len(outer.args) != 3):
         return None

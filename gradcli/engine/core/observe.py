@@ -156,3 +156,37 @@ became inf in the backward pass
     # (numpy's warnings are off in the block: the first non-finite value is an error)
     with np.errstate(all="ignore"), observing(DebugNans()) as observer:
         yield observer
+
+
+class Recorder(DebugNans):
+    """Keep what the computation did, for ``--explain`` and ``--graph``: every operation
+    with its output tensor, inputs and ``where`` (``operations``), the nodes the backward
+    pass took with the adjoint that reached each (``taken``), and each gradient a rule
+    gave an input (``flows``: node, input index, parent node, gradient). With
+    ``stop_at_nan`` it is also ``DebugNans``."""
+
+    def __init__(self, stop_at_nan: bool = False):
+        super().__init__()
+        self.stop_at_nan = stop_at_nan
+        self.operations: list[tuple] = []  # (op, out, inputs, where)
+        self.taken: list[tuple] = []       # (node, adjoint)
+        self.flows: list[tuple] = []       # (node, index, parent, gradient)
+
+    def forward(self, op, out, inputs) -> None:
+        self.operations.append((op, out, tuple(inputs), self.where))
+        if self.stop_at_nan:
+            super().forward(op, out, inputs)
+
+    def reached(self, node, g) -> None:
+        self.taken.append((node, _kept(g)))
+
+    def flowed(self, node, index, parent, g, gx) -> None:
+        self.flows.append((node, index, parent, _kept(gx)))
+        if self.stop_at_nan:
+            super().flowed(node, index, parent, g, gx)
+
+
+def _kept(g):
+    """A gradient's value (no copy: with an observer the backward pass runs without
+    fast.py's in-place additions, so a gradient it has made is never changed)."""
+    return getattr(g, "_value", g)
