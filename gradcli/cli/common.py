@@ -97,26 +97,25 @@ def guarded(work):
 
 
 def observed(s: Settings, model, compute) -> tuple:
-    """``compute()`` (a mode run on ``model``) -> ``(outcome, explanation)``.
-
-    ``--debug-nans``: the first nan or inf stops it with the report (run/nonfinite.py)
-    on standard error and exit 1; without it, a non-finite result gets a note suggesting
-    it. ``--explain``/``--explain-all``: the explanation (run/explain.py), else None."""
+    """``compute()`` (a mode run on ``model``) -> ``(outcome, explanation)``, watched by
+    engine observers: operations at a kink get a note (run/kinks.py); ``--debug-nans``:
+    the first nan or inf stops the run with the report (run/nonfinite.py) on standard
+    error and exit 1, and without it a non-finite result gets a note suggesting it;
+    ``--explain``/``--explain-all``: the explanation (run/explain.py), else None."""
+    from ..engine.core.observe import Both, NonFiniteError, Recorder, observing
     from ..run import nonfinite
+    from ..run.kinks import KinkNotes
     explaining = s.explain or s.explain_all
-    if not s.debug_nans and not explaining:
-        outcome = compute()
-        if hasattr(outcome, "notes"):
-            nonfinite.note_non_finite(outcome)
-        return outcome, None
-    from ..engine.core.observe import NonFiniteError, Recorder, observing
+    kinks = KinkNotes(model.program.source)
+    recorder = Recorder(stop_at_nan=s.debug_nans) if s.debug_nans or explaining else None
     try:
-        with observing(Recorder(stop_at_nan=s.debug_nans)) as recorder:
+        with observing(kinks if recorder is None else Both(recorder, kinks)):
             outcome = compute()
     except NonFiniteError as err:
         sys.stderr.write(nonfinite.report(err, model.program.source) + "\n")
         raise typer.Exit(1) from None
-    if hasattr(outcome, "notes") and not s.debug_nans:
+    if hasattr(outcome, "notes"):
+        outcome.notes.extend(kinks.notes)
         nonfinite.note_non_finite(outcome)
     if not explaining:
         return outcome, None

@@ -25,6 +25,7 @@ from . import state
 class Observer:
     """The base observer: sees everything, does nothing. Subclasses override the hooks."""
     where = None  # set by the caller (the evaluator): what is being evaluated now
+    keeps = False  # True: it keeps the gradients it sees (no in-place tricks may touch them)
 
     def forward(self, op, out, inputs) -> None:
         """``op`` ran on ``inputs`` (tensors or plain values) and gave the tensor ``out``
@@ -40,8 +41,9 @@ class Observer:
 
 @contextmanager
 def observing(observer: Observer):
-    """Install ``observer`` for the block (the backward pass then runs the plain
-    algorithm, without fast.py's in-place tricks, so that what it sees stays true)."""
+    """Install ``observer`` for the block (when it ``keeps`` what it sees, the backward
+    pass runs the plain algorithm, without fast.py's in-place tricks, so that what it
+    kept stays true)."""
     state.observing.append(observer)
     try:
         yield observer
@@ -158,12 +160,42 @@ became inf in the backward pass
         yield observer
 
 
+class Both(Observer):
+    """Two observers told everything, the first first (``where`` is set on both)."""
+
+    def __init__(self, first: Observer, second: Observer):
+        self.first, self.second = first, second
+        self.keeps = first.keeps or second.keeps
+
+    @property
+    def where(self):
+        return self.first.where
+
+    @where.setter
+    def where(self, node) -> None:
+        self.first.where = self.second.where = node
+
+    def forward(self, op, out, inputs) -> None:
+        self.first.forward(op, out, inputs)
+        self.second.forward(op, out, inputs)
+
+    def reached(self, node, g) -> None:
+        self.first.reached(node, g)
+        self.second.reached(node, g)
+
+    def flowed(self, node, index, parent, g, gx) -> None:
+        self.first.flowed(node, index, parent, g, gx)
+        self.second.flowed(node, index, parent, g, gx)
+
+
 class Recorder(DebugNans):
     """Keep what the computation did, for ``--explain`` and ``--graph``: every operation
     with its output tensor, inputs and ``where`` (``operations``), the nodes the backward
     pass took with the adjoint that reached each (``taken``), and each gradient a rule
     gave an input (``flows``: node, input index, parent node, gradient). With
     ``stop_at_nan`` it is also ``DebugNans``."""
+
+    keeps = True
 
     def __init__(self, stop_at_nan: bool = False):
         super().__init__()
