@@ -74,3 +74,10 @@ def test_cli_kink_notes_in_human_plain_and_json():
     assert "^^^^^^^^^^" in r.stderr
     r = run(*args, env={"NO_COLOR": "1", "COLUMNS": "200"})
     assert "abs is not differentiable at 0" in r.stdout and "^^^^^^^^^^" in r.stdout
+
+
+def test_many_kinks_are_counted_after_the_first_ten():
+    program = "\n".join(f"y{k} = abs(x - 1) * {k}" for k in range(12)) + "\n" + \
+        " + ".join(f"y{k}" for k in range(12))
+    notes = _run(program, "x=1").notes
+    assert len(notes) == 11 and notes[-1] == "2 more operations were differentiated at a kink"

@@ -115,7 +115,7 @@ def observed(s: Settings, model, compute) -> tuple:
         sys.stderr.write(nonfinite.report(err, model.program.source) + "\n")
         raise typer.Exit(1) from None
     if hasattr(outcome, "notes"):
-        outcome.notes.extend(kinks.notes)
+        outcome.notes.extend(kinks.notes())
         nonfinite.note_non_finite(outcome)
     if not explaining:
         return outcome, None

@@ -16,7 +16,17 @@ from ..errors import GradcliError
 
 
 def _at(x, value) -> bool:
+    if x.__class__ is np.float64 or x.__class__ is float:  # (the common case, quickly)
+        return x == value
     return bool(np.any(np.asarray(x) == value))
+
+
+def _tie(a, b) -> bool:
+    """Whether some element of ``a`` equals its counterpart in ``b`` (broadcast)."""
+    if (a.__class__ is np.float64 or a.__class__ is float) and (
+            b.__class__ is np.float64 or b.__class__ is float):
+        return a == b
+    return bool(np.any(np.asarray(a) == np.asarray(b)))
 
 
 def _tie_in_reduction(values, out, params) -> bool:
@@ -43,9 +53,9 @@ KINKS = {
             "(sign(0); PyTorch's and sympy's choice)"),
     "relu": (lambda v, out, p: _at(v[0], 0),
              "relu is not differentiable at 0: its derivative there is taken as 0"),
-    "maximum": (lambda v, out, p: _at(np.asarray(v[0]) - np.asarray(v[1]), 0),
+    "maximum": (lambda v, out, p: _tie(v[0], v[1]),
                 "a tie in maximum: the gradient is split equally between the two inputs"),
-    "minimum": (lambda v, out, p: _at(np.asarray(v[0]) - np.asarray(v[1]), 0),
+    "minimum": (lambda v, out, p: _tie(v[0], v[1]),
                 "a tie in minimum: the gradient is split equally between the two inputs"),
     "max": (_tie_in_reduction,
             "a tie in max: the gradient is split equally among the tied elements"),
@@ -54,8 +64,7 @@ KINKS = {
     "sort": (_tie_in_sort,
              "a tie in sort: each tied element gets the gradient of the place numpy's "
              "stable sort put it in"),
-    "clip": (lambda v, out, p: _at(np.asarray(v[0]) - np.asarray(v[1]), 0)
-             or _at(np.asarray(v[0]) - np.asarray(v[2]), 0),
+    "clip": (lambda v, out, p: _tie(v[0], v[1]) or _tie(v[0], v[2]),
              "clip at a bound: its derivative there is taken as 1 (the bounds are inside)"),
     "norm": (lambda v, out, p: _at(out, 0),
              "norm at the zero vector: its gradient there is taken as 0"),
@@ -64,13 +73,22 @@ KINKS = {
 }
 
 
+MAX_NOTES = 10  # then only counted: a loop of kinks is not a page of notes
+
+
 class KinkNotes(Observer):
-    """Collects ``notes``: one per sub-expression evaluated at a kink."""
+    """Collects notes: one per sub-expression evaluated at a kink (the first
+    ``MAX_NOTES``, then a count: ``notes()``)."""
 
     def __init__(self, source: str):
         self.source = source
-        self.notes: list[str] = []
+        self.said: list[str] = []
         self.seen: set = set()
+
+    def notes(self) -> list[str]:
+        more = len(self.seen) - len(self.said)
+        return self.said + ([f"{more} more operations were differentiated at a kink"]
+                            if more else [])
 
     def forward(self, op, out, inputs) -> None:
         kink = KINKS.get(op.name)
@@ -88,7 +106,8 @@ class KinkNotes(Observer):
             return
         if hit:
             self.seen.add(key)
-            self.notes.append(self._note(kink[1]))
+            if len(self.said) < MAX_NOTES:
+                self.said.append(self._note(kink[1]))
 
     def _note(self, convention: str) -> str:
         where = self.where
