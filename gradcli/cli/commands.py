@@ -13,9 +13,11 @@ from .common import (
     compare_modes,
     guarded,
     mode_options,
+    check_graph,
     observed,
     prepare,
     print_explanation,
+    write_graph,
     print_compare_plain,
     refuse,
     split,
@@ -55,9 +57,9 @@ def run_mode(mode: str, s: Settings) -> None:
     imported only then)."""
     from ..run.modes import run_mode as compute
     if s.at is not None:
-        if s.debug_nans or s.explain or s.explain_all:
-            guarded(lambda: refuse("--debug-nans and --explain cannot be used with --at "
-                                   "yet: run the point alone"))
+        if s.debug_nans or s.explain or s.explain_all or s.graph is not None:
+            guarded(lambda: refuse("--debug-nans, --explain and --graph cannot be used "
+                                   "with --at yet: run the point alone"))
         from . import batch
         return batch.run(batch.ModeKind(mode, guarded(lambda: mode_options(s))), s, prepare)
     if s.output is not None or s.csv or s.chunk is not None or s.skip_bad_rows \
@@ -68,6 +70,7 @@ def run_mode(mode: str, s: Settings) -> None:
 
     def work():
         options = mode_options(s)  # a malformed option before any file is read
+        check_graph(s)
         model = prepare(s)
         outcome, explanation = observed(s, model, lambda: compute(mode, model, options))
         check = check_outcome(s, model, outcome) if s.check else None
@@ -88,6 +91,7 @@ def run_mode(mode: str, s: Settings) -> None:
         render.print_human(outcome, s.precision, check=check, symbolic=symbolic,
                            target=model.target_name)
     print_explanation(s, explanation)
+    write_graph(s)
     # Only a mismatch fails: "nothing to check" is said, not failed (README, --check).
     if check is not None and check["verdict"] == "mismatch":
         raise typer.Exit(1)

@@ -597,8 +597,10 @@ def _run(plan_steps: list, nodes: list, regs: list, env: dict, source: str) -> N
                     raise LimitError(what + " (the evaluation size limit)")
     except GradcliError as err:
         raise _at(err, nodes[i], source)
-    except FloatingPointError:  # debug_nans stopped the evaluation: it says where
-        raise
+    except FloatingPointError as err:
+        if hasattr(err, "pass_"):  # debug_nans stopped the evaluation: it says where
+            raise
+        raise _at(ShapeError(f"cannot evaluate this: {err}"), nodes[i], source) from None
     except MemoryError:
         raise _at(LimitError("out of memory"), nodes[i], source) from None
     except (ValueError, TypeError, IndexError, ArithmeticError) as err:
@@ -619,7 +621,10 @@ def _told(plan_steps: list, nodes: list, observer) -> list:
             observer.where = node
             step(regs, env, used)
         return run
-    return [told(step, node) for step, node in zip(plan_steps, nodes)]
+
+    def done(regs, env, used):  # what runs after the program is the caller's, not a step's
+        observer.where = None
+    return [told(step, node) for step, node in zip(plan_steps, nodes)] + [done]
 
 
 def _at(err: GradcliError, node, source: str) -> GradcliError:

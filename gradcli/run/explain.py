@@ -64,7 +64,7 @@ def _factor(p: str) -> str:
     return (f"({p})" if any(c in p for c in "+-") and not p.startswith("(") else p) + "·"
 
 
-class _Where:
+class Where:
     """The program text and span of a tree node (or nothing, for an operation run outside
     the program's steps)."""
 
@@ -86,21 +86,33 @@ class _Where:
         return known
 
 
+def recorded(recorder) -> tuple[list, dict]:
+    """The operations a tape recorded, in order, as the recorder's rows ``(op, out,
+    inputs, where)``, and their ids by node: ``{id(node): "n1", ...}``."""
+    rows = [row for row in recorder.operations
+            if row[1]._node is not None and row[1]._node.op is row[0]]
+    return rows, {id(row[1]._node): f"n{i}" for i, row in enumerate(rows, 1)}
+
+
+def value_text(value) -> str:
+    """A value in a few characters: a scalar in full, an array as its shape and range."""
+    arr = np.asarray(value)
+    if arr.ndim == 0:
+        return str(json_array(arr))
+    return _text(value_json(value)) if arr.size > FULL_ARRAY else str(json_array(arr))
+
+
 def explain(recorder, model, outcome, show_all: bool = False) -> dict:
     """What ``recorder`` saw of one mode's run on ``model`` (its ``outcome``). Only the
     nodes shown are described (the first and the last ``SHOWN`` of each pass, unless
     ``show_all``): describing a node costs more than running it."""
-    where = _Where(model.program.source)
-    recorded = [row for row in recorder.operations
-                if row[1]._node is not None and row[1]._node.op is row[0]]
-    ids, by_node = {}, {}
-    for i, row in enumerate(recorded, 1):
-        key = id(row[1]._node)
-        ids[key], by_node[key] = f"n{i}", row
+    where = Where(model.program.source)
+    rows, ids = recorded(recorder)
+    by_node = {id(row[1]._node): row for row in rows}
     taken = [pair for pair in recorder.taken if id(pair[0]) in ids]
     obj: dict = {}
-    for key, rows in (("forward", recorded), ("backward", taken)):
-        shown, elided = (rows, 0) if show_all else _elided(rows)
+    for key, listed in (("forward", rows), ("backward", taken)):
+        shown, elided = (listed, 0) if show_all else _elided(listed)
         obj[key] = [_forward_entry(row, ids, where) if key == "forward" else
                     _backward_entry(row, by_node[id(row[0])], ids, where) for row in shown]
         if elided:
@@ -109,14 +121,14 @@ def explain(recorder, model, outcome, show_all: bool = False) -> dict:
     return obj
 
 
-def _forward_entry(row, ids: dict, where: _Where) -> dict:
+def _forward_entry(row, ids: dict, where: Where) -> dict:
     op, out, inputs, node_where = row
     text, span = where.of(node_where)
     return {"id": ids[id(out._node)], "op": op.name, "text": text, "span": span,
             "inputs": _inputs(inputs, ids, node_where, where), "value": value_json(out._value)}
 
 
-def _backward_entry(taken, row, ids: dict, where: _Where) -> dict:
+def _backward_entry(taken, row, ids: dict, where: Where) -> dict:
     node, adjoint = taken
     op, out, _, node_where = row
     text, span = where.of(node_where)
@@ -125,7 +137,7 @@ def _backward_entry(taken, row, ids: dict, where: _Where) -> dict:
             "rule": rule_text(op)}
 
 
-def _inputs(inputs, ids: dict, node_where, where: _Where) -> list:
+def _inputs(inputs, ids: dict, node_where, where: Where) -> list:
     out = []
     for i, x in enumerate(inputs):
         parent = getattr(x, "_node", None)
@@ -133,11 +145,11 @@ def _inputs(inputs, ids: dict, node_where, where: _Where) -> list:
             out.append(ids[id(parent)])
             continue
         sub = operand_of(node_where, i) if node_where is not None else None
-        out.append(where.of(sub)[0] if sub is not None else _short(x))
+        out.append(where.of(sub)[0] if sub is not None else short(x))
     return out
 
 
-def _short(x) -> str:
+def short(x) -> str:
     value = getattr(x, "_value", x)
     arr = np.asarray(value)
     return repr(arr.item()) if arr.size == 1 else f"array {arr.shape}"
@@ -149,7 +161,7 @@ def _elided(entries: list) -> tuple[list, int]:
     return entries[:SHOWN] + entries[-SHOWN:], len(entries) - 2 * SHOWN
 
 
-def _sources(recorder, model, outcome, where: _Where) -> list:
+def _sources(recorder, model, outcome, where: Where) -> list:
     out = []
     for g in outcome.gradients:
         entry = {"name": g.name}
@@ -162,7 +174,7 @@ def _sources(recorder, model, outcome, where: _Where) -> list:
     return out
 
 
-def _why_none(recorder, model, outcome, name: str, where: _Where) -> str:
+def _why_none(recorder, model, outcome, name: str, where: Where) -> str:
     """Why a source got no gradient: not read; the tape did not watch it; or read only by
     operations with no gradient (a comparison, an integer cast, stop_gradient)."""
     readers = [(op, node_where) for op, out, inputs, node_where in recorder.operations
