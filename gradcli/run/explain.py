@@ -200,8 +200,9 @@ def _reads(tree, name: str) -> bool:
 
 def explain_lines(obj: dict) -> list[str]:
     """``--explain`` as text: the forward pass, the backward pass, the sources."""
-    lines = [f"forward ({len(obj['forward']) + obj.get('forward_elided', 0)} operations "
-             "recorded, in the order run):"]
+    count = len(obj["forward"]) + obj.get("forward_elided", 0)
+    lines = [f"forward ({count} operation{'s' if count != 1 else ''} recorded, in the "
+             "order run):"]
     lines += _table([[e["id"], e["op"], e["text"], "inputs " + ", ".join(e["inputs"]),
                       "value " + _text(e["value"])] for e in obj["forward"]],
                     obj.get("forward_elided", 0))
