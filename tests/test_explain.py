@@ -194,3 +194,28 @@ def test_cli_explain_json_text_and_elision():
     assert any("sin(x*y)" in line and "d sin(x) = cos(x)·dx" in line for line in lines)
     r = run("grad", "x", "--arg", "x=1", "--explain", "--at", "-", stdin="x\n1\n")
     assert r.returncode == 2 and "--at" in r.stderr
+
+
+def test_large_arrays_keep_what_explain_saw_with_the_fast_paths_on(monkeypatch):
+    """fast.py writes into arrays in place when nobody else holds them: the values and
+    adjoints the recorder holds must stay as they were (truth: numpy, by hand)."""
+    monkeypatch.setattr(explain_module, "FULL_ARRAY", 10**7)
+    rng = np.random.default_rng(1)
+    x, y = rng.uniform(-1, 1, 200_000), rng.uniform(-1, 1, 200_000)
+    model = build(parse_program("u = exp(x) * y\nv = sin(u) + u\nsum(v * v)"),
+                  Declarations.from_options(arg=["x=0", "y=0"]))
+    model = model.bind({"x": x, "y": y})
+    with observing(Recorder()) as recorder:
+        outcome = run_mode("grad", model)
+    obj = explain_module.explain(recorder, model, outcome, show_all=True)
+    u = np.exp(x) * y
+    v = np.sin(u) + u
+    values = {e["text"]: np.asarray(e["value"]) for e in obj["forward"]}
+    adjoints = {e["text"]: np.asarray(e["adjoint"]) for e in obj["backward"]}
+    np.testing.assert_allclose(values["exp(x)"], np.exp(x), rtol=1e-15)
+    np.testing.assert_allclose(values["exp(x) * y"], u, rtol=1e-15)
+    np.testing.assert_allclose(values["sin(u) + u"], v, rtol=1e-15)
+    np.testing.assert_allclose(adjoints["v * v"], np.ones_like(v))
+    np.testing.assert_allclose(adjoints["sin(u) + u"], 2 * v, rtol=1e-14)
+    np.testing.assert_allclose(adjoints["exp(x) * y"], 2 * v * (np.cos(u) + 1), rtol=1e-13)
+    np.testing.assert_allclose(adjoints["exp(x)"], 2 * v * (np.cos(u) + 1) * y, rtol=1e-13)

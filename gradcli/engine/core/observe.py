@@ -25,7 +25,6 @@ from . import state
 class Observer:
     """The base observer: sees everything, does nothing. Subclasses override the hooks."""
     where = None  # set by the caller (the evaluator): what is being evaluated now
-    keeps = False  # True: it keeps the gradients it sees (no in-place tricks may touch them)
 
     def forward(self, op, out, inputs) -> None:
         """``op`` ran on ``inputs`` (tensors or plain values) and gave the tensor ``out``
@@ -41,9 +40,8 @@ class Observer:
 
 @contextmanager
 def observing(observer: Observer):
-    """Install ``observer`` for the block (when it ``keeps`` what it sees, the backward
-    pass runs the plain algorithm, without fast.py's in-place tricks, so that what it
-    kept stays true)."""
+    """Install ``observer`` for the block. What an observer keeps a reference to stays as
+    it saw it: fast.py changes an array in place only when nobody else holds it."""
     state.observing.append(observer)
     try:
         yield observer
@@ -165,7 +163,6 @@ class Both(Observer):
 
     def __init__(self, first: Observer, second: Observer):
         self.first, self.second = first, second
-        self.keeps = first.keeps or second.keeps
 
     @property
     def where(self):
@@ -195,8 +192,6 @@ class Recorder(DebugNans):
     gave an input (``flows``: node, input index, parent node, gradient). With
     ``stop_at_nan`` it is also ``DebugNans``."""
 
-    keeps = True
-
     def __init__(self, stop_at_nan: bool = False):
         super().__init__()
         self.stop_at_nan = stop_at_nan
@@ -219,6 +214,6 @@ class Recorder(DebugNans):
 
 
 def _kept(g):
-    """A gradient's value (no copy: with an observer the backward pass runs without
-    fast.py's in-place additions, so a gradient it has made is never changed)."""
+    """A gradient's value (no copy: holding it keeps fast.py from writing into it, since
+    its in-place tricks count the references first)."""
     return getattr(g, "_value", g)

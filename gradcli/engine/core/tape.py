@@ -207,7 +207,7 @@ class GradientTape:
         differentiable = bool(_recording) or bool(state.forward)  # then rules use engine ops
         observer = state.observing[-1] if state.observing else None  # (core/observe.py)
         m, speed, in_place = (ENGINE, False, None) if differentiable else (
-            NP, fast.ENABLED and not (observer and observer.keeps), fast.InPlace)
+            NP, fast.ENABLED, fast.InPlace)
         trace, watched, release = self._trace, self._trace.watched, release and not differentiable
         grads, frontier, keep, ends = self._seeded(targets, seeds, sources, differentiable)
         while frontier:
