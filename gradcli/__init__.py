@@ -96,6 +96,10 @@ def __getattr__(name: str):
         from .engine.core.forward import ForwardAccumulator
         globals()[name] = ForwardAccumulator
         return ForwardAccumulator
+    if name == "debug_nans":  # issue 23: stop at the first nan or inf
+        from .engine.core.observe import debug_nans
+        globals()[name] = debug_nans
+        return debug_nans
     if name == "vectorized_map":  # issue 12: the batching transform
         from .engine.core.batching import vectorized_map
         globals()[name] = vectorized_map
@@ -112,7 +116,7 @@ _API = ["Tensor", "Variable", "constant", "GradientTape", "gradients_function",
         "value_and_gradients_function", "implicit_gradients", "implicit_value_and_gradients",
         "custom_gradient", "stop_gradient", "zeros_like", "ones_like", "pi", "e", "inf",
         "__version__", "linalg", "testing", "ForwardAccumulator", "jvp",
-        "hessian_vector_product", "vectorized_map"]
+        "hessian_vector_product", "vectorized_map", "debug_nans"]
 
 # Issue 11: the Hessian blocks, as gradients_function gives gradients.
 from .engine import hessians_function  # noqa: E402,F401

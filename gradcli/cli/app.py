@@ -20,7 +20,7 @@ from .. import __version__  # noqa: E402
 from ..errors import GradcliError  # noqa: E402
 from .common import Settings  # noqa: E402
 from .options import (BATCH, CHECK, DECLARATIONS, GRAD, HIGHER_CHECK,  # noqa: E402
-                      JACOBIAN_MODE, ORDER, OUTPUT, PROGRAM, SOURCES, TANGENTS, TAPE,
+                      INSIDE, JACOBIAN_MODE, ORDER, OUTPUT, PROGRAM, SOURCES, TANGENTS, TAPE,
                       option)
 
 _APP_SETTINGS = dict(
@@ -195,14 +195,14 @@ COMMANDS = [
             "tf.keras.optimizers rules) or lbfgs (scipy, the extra gradcli[optimize]).",
             "gradcli minimize '(1 - x)^2 + 100*(y - x^2)^2' --var x=-1.2 --var y=1 "
             "--optimizer lbfgs", _RANGE_CONTEXT),
-    Command("tape", _program(TAPE, CHECK, BATCH), "commands:tape", "check.compare.check_outcome",
+    Command("tape", _program(TAPE, CHECK, INSIDE, BATCH), "commands:tape", "check.compare.check_outcome",
             "run.modes.Outcome", HELP["tape"], EXAMPLES["tape"], _PROGRAM_CONTEXT),
-    Command("grad", _program(GRAD, ORDER, CHECK, BATCH), "commands:grad",
+    Command("grad", _program(GRAD, ORDER, CHECK, INSIDE, BATCH), "commands:grad",
             "check.compare.check_outcome", "run.modes.Outcome", HELP["grad"], EXAMPLES["grad"],
             _PROGRAM_CONTEXT),
-    Command("implicit", _program(CHECK, BATCH), "commands:implicit", "check.compare.check_outcome",
+    Command("implicit", _program(CHECK, INSIDE, BATCH), "commands:implicit", "check.compare.check_outcome",
             "run.modes.Outcome", HELP["implicit"], EXAMPLES["implicit"], _PROGRAM_CONTEXT),
-    Command("value-grad", _program(CHECK, BATCH), "commands:value_grad",
+    Command("value-grad", _program(CHECK, INSIDE, BATCH), "commands:value_grad",
             "check.compare.check_outcome", "run.modes.Outcome", HELP["value-grad"],
             EXAMPLES["value-grad"], _PROGRAM_CONTEXT),
     Command("compare", _program(TAPE, GRAD, CHECK, TANGENTS), "commands:compare",
@@ -223,7 +223,7 @@ COMMANDS = [
     Command("functions", [_FUNCTIONS_JSON], "commands:functions", None, None,
             "The function table: name, aliases, derivative, domain.",
             "gradcli functions --json", {"help_option_names": ["--help"]}),
-    Command("jvp", _program(TANGENTS, HIGHER_CHECK, BATCH), "commands:jvp",
+    Command("jvp", _program(TANGENTS, HIGHER_CHECK, INSIDE[:1], BATCH), "commands:jvp",
             "check.directional.check_jvp", "run.directional.JvpOutcome",
             "tf.autodiff.ForwardAccumulator: the directional derivative of the target "
             "along the --tangent values (forward mode, one pass), with the value.",

@@ -13,7 +13,11 @@ from .common import (
     compare_modes,
     guarded,
     mode_options,
+    check_graph,
+    observed,
     prepare,
+    print_explanation,
+    write_graph,
     print_compare_plain,
     refuse,
     split,
@@ -53,6 +57,9 @@ def run_mode(mode: str, s: Settings) -> None:
     imported only then)."""
     from ..run.modes import run_mode as compute
     if s.at is not None:
+        if s.debug_nans or s.explain or s.explain_all or s.graph is not None:
+            guarded(lambda: refuse("--debug-nans, --explain and --graph cannot be used "
+                                   "with --at yet: run the point alone"))
         from . import batch
         return batch.run(batch.ModeKind(mode, guarded(lambda: mode_options(s))), s, prepare)
     if s.output is not None or s.csv or s.chunk is not None or s.skip_bad_rows \
@@ -63,22 +70,28 @@ def run_mode(mode: str, s: Settings) -> None:
 
     def work():
         options = mode_options(s)  # a malformed option before any file is read
+        check_graph(s)
         model = prepare(s)
-        outcome = compute(mode, model, options)
+        outcome, explanation = observed(s, model, lambda: compute(mode, model, options))
         check = check_outcome(s, model, outcome) if s.check else None
         symbolic = symbolic_texts(s, model, outcome) if s.symbolic else None
-        return model, outcome, check, symbolic
+        return model, outcome, check, symbolic, explanation
 
-    model, outcome, check, symbolic = guarded(work)
+    model, outcome, check, symbolic, explanation = guarded(work)
     from . import render
     if s.json_out:
-        render.print_json(render.outcome_json(outcome, check, symbolic))
+        obj = render.outcome_json(outcome, check, symbolic)
+        if explanation is not None:
+            obj["explain"] = explanation
+        render.print_json(obj)
     elif s.plain:
         render.print_plain(outcome, s.precision)
         render.print_check_failures({"": check})
     else:
         render.print_human(outcome, s.precision, check=check, symbolic=symbolic,
                            target=model.target_name)
+    print_explanation(s, explanation)
+    write_graph(s)
     # Only a mismatch fails: "nothing to check" is said, not failed (docs/check.md).
     if check is not None and check["verdict"] == "mismatch":
         raise typer.Exit(1)
@@ -156,6 +169,9 @@ def _many_or_one(s: Settings, kind: str, arguments, one) -> None:
     if s.at is None:
         guarded(lambda: batch.check_options(s))
         return one(s)
+    if s.debug_nans or s.explain or s.explain_all:
+        guarded(lambda: refuse("--debug-nans and --explain cannot be used with --at yet: "
+                               "run the point alone"))
     return batch.run(getattr(batch, kind)(*guarded(arguments)), s, prepare)
 
 

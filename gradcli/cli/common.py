@@ -18,8 +18,9 @@ class Settings:
     """A command's options by name (the options a command lacks take these defaults)."""
     check = symbolic = no_watch_accessed = csv = skip_bad_rows = False
     rtol = atol = wrt = watch = params = at = output = chunk = check_rows = seed = None
+    graph = None
     columns = keep = delimiter = None
-    no_header = False
+    no_header = debug_nans = explain = explain_all = False
     check_timeout = 5.0
     unconnected = "none"
 
@@ -94,6 +95,67 @@ def guarded(work):
         raise
     except Exception as err:  # a bug or an unforeseen input: still one clear line
         _fail(GradcliError(f"could not evaluate the program: {type(err).__name__}: {err}"))
+
+
+def observed(s: Settings, model, compute) -> tuple:
+    """``compute()`` (a mode run on ``model``) -> ``(outcome, explanation)``, watched by
+    engine observers: operations at a kink get a note (run/kinks.py); ``--debug-nans``:
+    the first nan or inf stops the run with the report (run/nonfinite.py) on standard
+    error and exit 1, and without it a non-finite result gets a note suggesting it;
+    ``--explain``/``--explain-all``: the explanation (run/explain.py), else None."""
+    from ..engine.core.observe import Both, NonFiniteError, Recorder, observing
+    from ..run import nonfinite
+    from ..run.kinks import KinkNotes
+    explaining = s.explain or s.explain_all
+    kinks = KinkNotes(model.program.source)
+    recorder = (Recorder(stop_at_nan=s.debug_nans)
+                if s.debug_nans or explaining or s.graph is not None else None)
+    try:
+        with observing(kinks if recorder is None else Both(recorder, kinks)):
+            outcome = compute()
+    except NonFiniteError as err:
+        sys.stderr.write(nonfinite.report(err, model.program.source) + "\n")
+        raise typer.Exit(1) from None
+    if hasattr(outcome, "notes"):
+        outcome.notes.extend(kinks.notes())
+        nonfinite.note_non_finite(outcome)
+    if s.graph is not None:
+        from ..run import graph
+        s.drawn = graph.build(recorder, model, outcome)
+    if not explaining:
+        return outcome, None
+    from ..run.explain import explain
+    return outcome, explain(recorder, model, outcome, show_all=s.explain_all)
+
+
+def check_graph(s: Settings) -> None:
+    """--graph PATH: a usable PATH (and not a tree on standard output with --json),
+    before any work."""
+    if s.graph is None:
+        return
+    from ..run.graph import check_path
+    if check_path(s.graph) == "tree" and s.json_out:
+        raise InputError("--graph - prints a tree after the result; with --json give a "
+                         "file (--graph graph.dot)")
+
+
+def write_graph(s: Settings) -> None:
+    """--graph PATH, after the result: the file, or the tree for '-'. A picture format
+    that cannot be drawn is one message and exit 2 (the result is printed already)."""
+    drawn = getattr(s, "drawn", None)
+    if drawn is None:
+        return
+    from ..run.graph import write
+    lines = guarded(lambda: write(drawn, s.graph))
+    if lines is not None:
+        sys.stdout.write("".join(line + "\n" for line in lines))
+
+
+def print_explanation(s: Settings, explanation: dict | None) -> None:
+    """--explain's text after the result (human and plain; JSON has it as a key)."""
+    if explanation is not None and not s.json_out:
+        from ..run.explain import explain_lines
+        sys.stdout.write("".join(line + "\n" for line in explain_lines(explanation)))
 
 
 def check_outcome(s: Settings, model, outcome) -> dict:

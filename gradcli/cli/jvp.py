@@ -13,6 +13,7 @@ from .common import (
     finish,
     guarded,
     mode_options,
+    observed,
     prepare,
     print_compare_plain,
 )
@@ -21,7 +22,8 @@ from .common import (
 def _work(s: Settings):
     from ..run.directional import parse_tangents, run_jvp
     model = prepare(s)
-    outcome = run_jvp(model, parse_tangents(model, s.tangent))
+    tangents = parse_tangents(model, s.tangent)
+    outcome, _ = observed(s, model, lambda: run_jvp(model, tangents))
     return model, outcome
 
 

@@ -5,7 +5,7 @@ command's options from the signature it is given.
 Option groups: ``PROGRAM``, ``DECLARATIONS`` (--var, --frozen, --arg, --target),
 ``OUTPUT`` (--json, --plain, --precision, --dtype), ``CHECK``, ``TAPE``, ``GRAD``,
 ``BATCH`` (--at and its options, ``CSV_SOURCE`` included), ``SOURCES``, ``JACOBIAN_MODE``,
-``ORDER``, ``HIGHER_CHECK`` and ``TANGENTS``.
+``ORDER``, ``HIGHER_CHECK``, ``TANGENTS`` and ``INSIDE`` (seeing inside a gradient).
 """
 from __future__ import annotations
 
@@ -177,3 +177,21 @@ TANGENTS = [option("tangent", Annotated[Optional[List[str]], typer.Option(
     "--tangent", metavar="NAME=VALUE", show_default=False,
     help="The direction: a tangent for an argument or variable (repeatable; others are "
          "held constant). VALUE as for --arg; one number fills an array.")], None)]
+#: Seeing inside a gradient (issue 23): tape, grad, implicit and value-grad; jvp takes
+#: --debug-nans only (``INSIDE[:1]``). --debug-nans, --explain, --explain-all, --graph.
+INSIDE = [option("debug_nans", Annotated[bool, typer.Option(
+    "--debug-nans", help="Stop at the first operation whose value (forward pass) or "
+                         "gradient (backward pass) is nan or inf: exit 1 with a caret into "
+                         "the program, its inputs and a hint.")], False),
+    option("explain", Annotated[bool, typer.Option(
+        "--explain", help="After the result, the computation as the engine saw it: each "
+                          "recorded operation with its program text and value, then the "
+                          "backward pass with each adjoint and rule (the first and last "
+                          "10 of each).")], False),
+    option("explain_all", Annotated[bool, typer.Option(
+        "--explain-all", help="--explain with every operation.")], False),
+    option("graph", Annotated[Optional[str], typer.Option(
+        "--graph", metavar="PATH", show_default=False,
+        help="The recorded graph: PATH.dot (Graphviz source), .svg/.png/.pdf (needs the "
+             "extra gradcli[graph] and Graphviz's dot), or - for a tree after the "
+             "result.")], None)]

@@ -580,6 +580,9 @@ def _run(plan_steps: list, nodes: list, regs: list, env: dict, source: str) -> N
     i = 0
     rows = limits.batch_rows()  # (--at: the elements counted are one row's)
     budget = limits.MAX_TOTAL_ELEMENTS // rows
+    observing = _engine_state().observing
+    if observing:  # (--explain, --debug-nans: each operation learns the node it came from)
+        plan_steps = _told(plan_steps, nodes, observing[-1])
     try:
         # inf and nan are values here, not warnings (numpy's "mean of empty slice" included).
         with np.errstate(all="ignore"), warnings.catch_warnings():
@@ -594,11 +597,34 @@ def _run(plan_steps: list, nodes: list, regs: list, env: dict, source: str) -> N
                     raise LimitError(what + " (the evaluation size limit)")
     except GradcliError as err:
         raise _at(err, nodes[i], source)
+    except FloatingPointError as err:
+        if hasattr(err, "pass_"):  # debug_nans stopped the evaluation: it says where
+            raise
+        raise _at(ShapeError(f"cannot evaluate this: {err}"), nodes[i], source) from None
     except MemoryError:
         raise _at(LimitError("out of memory"), nodes[i], source) from None
     except (ValueError, TypeError, IndexError, ArithmeticError) as err:
         detail = str(err).split("\n")[0]
         raise _at(ShapeError(f"cannot evaluate this: {detail}"), nodes[i], source) from None
+
+
+def _engine_state():
+    from ..engine.core import state
+    return state
+
+
+def _told(plan_steps: list, nodes: list, observer) -> list:
+    """The steps, each first telling ``observer`` the tree node it evaluates (its
+    ``where``): the operations it runs then point into the program's text."""
+    def told(step, node):
+        def run(regs, env, used):
+            observer.where = node
+            step(regs, env, used)
+        return run
+
+    def done(regs, env, used):  # what runs after the program is the caller's, not a step's
+        observer.where = None
+    return [told(step, node) for step, node in zip(plan_steps, nodes)] + [done]
 
 
 def _at(err: GradcliError, node, source: str) -> GradcliError:

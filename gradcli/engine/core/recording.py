@@ -37,6 +37,7 @@ from .tensor import Batched, Node, NotBatchable, Shape, Tensor, Variable, as_val
 EMPTY: dict = {}
 _recording = state.recording
 _forward = state.forward  # active forward accumulators (empty: forward mode is off)
+_observing = state.observing  # observers (core/observe.py; empty: nobody is watching)
 _new_tensor = object.__new__
 _sequence = itertools.count(1)  # recording order: the backward pass's topological order
 
@@ -99,6 +100,8 @@ def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
         _record(op, out, inputs, values, params)
     if _forward:
         _propagate(op, out, inputs, values, params)
+    if _observing:
+        _observing[-1].forward(op, out, inputs)
     return out
 
 

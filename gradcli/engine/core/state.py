@@ -14,6 +14,10 @@ recording: list = []
 # mode is in use: ``apply`` tests it once per operation and does nothing more.
 forward: list = []
 
+# Observers of the computation (core/observe.py: debug_nans, --explain), innermost last.
+# Empty unless one is installed: ``apply`` and the backward pass test it and do nothing more.
+observing: list = []
+
 # The batch sizes of the vectorized_map calls whose function runs on batched values right
 # now, innermost last: the gradient APIs look at it once per call (never per operation)
 # to give per-example gradients of batched values.

@@ -207,6 +207,7 @@ class GradientTape:
         # (engine ops also for a batch of seeds, whose rules run batched: jacobians)
         differentiable = (bool(_recording) or bool(state.forward)
                           or any(seed.__class__ is Batched for seed in seeds))
+        observer = state.observing[-1] if state.observing else None  # (core/observe.py)
         m, speed, in_place = (ENGINE, False, None) if differentiable else (
             NP, fast.ENABLED, fast.InPlace)
         trace, watched, release = self._trace, self._trace.watched, release and not differentiable
@@ -216,6 +217,8 @@ class GradientTape:
             key, op, params = id(node), node.op, node.params
             g = grads.get(key) if key in keep else grads.pop(key)
             args, ans = _rebuilt(node) if differentiable else (node.values, node.ans)
+            if observer is not None:
+                observer.reached(node, g)
             spent = release and node.tapes is trace.alone  # recorded by this tape alone: freed
             g, full = (fast.upstream(node, g, ans, args, trace, spent, key in keep)  # (full: g
                        if speed and g.__class__ is np.ndarray else (g, None))  # as a scalar)
@@ -233,6 +236,8 @@ class GradientTape:
                     continue
                 if gx.shape != args[i].shape or full is not None:
                     gx = unbroadcast(m, gx, args[i].shape, full)
+                if observer is not None:
+                    observer.flowed(node, i, parent, g, gx)
                 prev = grads.get(k := id(parent))
                 if prev is None:  # a recorded node enters the heap with its first gradient
                     grads[k] = gx

@@ -1,0 +1,235 @@
+"""``--explain``: the computation as the engine saw it, pointing into the program's text.
+
+An engine ``Recorder`` (engine/core/observe.py) watches one mode's run; ``explain`` turns
+what it kept into a JSON-able dict:
+
+- ``forward``: each operation a tape recorded, in the order run, with its ``id``
+  (``n1``, ``n2``, ... in that order), ``op``, the program ``text`` it came from and its
+  ``span`` (``[start, end]`` character offsets), its ``inputs`` (another node's id, or
+  the text of a sub-expression no tape recorded: a declared name, a constant), and its
+  ``value``;
+- ``backward``: the same nodes in the order the backward pass took them, each with the
+  ``adjoint`` that reached it (d target / d node) and the ``rule`` (the table's
+  derivative, as maths);
+- ``sources``: each source with its gradient, or why it got none.
+
+Operations of one sub-expression share its span (a function the table builds from
+others runs several; the last gives the sub-expression's value).
+"""
+from __future__ import annotations
+
+import itertools
+import re
+
+import numpy as np
+
+from ..io.jsonvalue import json_value as json_array
+from .nonfinite import operand_of
+
+SHOWN = 10  # without --explain-all: the first and the last SHOWN nodes of each pass
+FULL_ARRAY = 10  # arrays up to this many elements are given in full
+
+
+def value_json(value):
+    """Scalars and small arrays in full; larger ones as their shape and a summary."""
+    arr = np.asarray(value)
+    if arr.size <= FULL_ARRAY or arr.dtype.kind not in "fiub":
+        return json_array(value)
+    with np.errstate(all="ignore"):
+        flat = arr.astype(float)
+        return {"shape": list(arr.shape), "min": json_array(np.nanmin(flat)),
+                "max": json_array(np.nanmax(flat)), "mean": json_array(np.mean(flat))}
+
+
+def rule_text(op) -> str:
+    """The table's derivative of ``op`` as maths: ``d sin(x) = cos(x)·dx``."""
+    names = list(op.inputs or ())
+    call = f"{op.name}({', '.join(names)})"
+    derivative = op.derivative
+    if not derivative:  # (an internal entry: picking one output of several, a cast)
+        return f"d {call}: its own rule (no formula in the table)"
+    parts = [p.strip() for p in derivative.split(", ")]
+    if len(parts) == len(names) and all(" " not in p and not re.search(r"\bg\b", p)
+                                        for p in parts):  # (g: a rule in VJP form)
+        terms = [f"{_factor(p)}d{n}" for p, n in zip(parts, names) if p != "0"]
+        return f"d {call} = " + " + ".join(terms)
+    return f"d {call}: {derivative}"
+
+
+def _factor(p: str) -> str:
+    if p == "1":
+        return ""
+    if p == "-1":
+        return "-"
+    return (f"({p})" if any(c in p for c in "+-") and not p.startswith("(") else p) + "·"
+
+
+class Where:
+    """The program text and span of a tree node (or nothing, for an operation run outside
+    the program's steps)."""
+
+    def __init__(self, source: str):
+        self.source = source
+        self.starts = list(itertools.accumulate((len(line) + 1 for line in
+                                                 source.split("\n")), initial=0))
+        self.known: dict[int, tuple] = {}  # id(tree node) -> (text, span)
+
+    def of(self, node) -> tuple:
+        if node is None:
+            return "", None
+        known = self.known.get(id(node))
+        if known is None:
+            pos = node.pos
+            start = self.starts[pos.line - 1] + pos.col
+            span = [start, start + pos.width]
+            known = self.known[id(node)] = (self.source[start:span[1]], span)
+        return known
+
+
+def recorded(recorder) -> tuple[list, dict]:
+    """The operations a tape recorded, in order, as the recorder's rows ``(op, out,
+    inputs, where)``, and their ids by node: ``{id(node): "n1", ...}``."""
+    rows = [row for row in recorder.operations
+            if row[1]._node is not None and row[1]._node.op is row[0]]
+    return rows, {id(row[1]._node): f"n{i}" for i, row in enumerate(rows, 1)}
+
+
+def value_text(value) -> str:
+    """A value in a few characters: a scalar in full, an array as its shape and range."""
+    arr = np.asarray(value)
+    if arr.ndim == 0:
+        return str(json_array(arr))
+    return _text(value_json(value)) if arr.size > FULL_ARRAY else str(json_array(arr))
+
+
+def explain(recorder, model, outcome, show_all: bool = False) -> dict:
+    """What ``recorder`` saw of one mode's run on ``model`` (its ``outcome``). Only the
+    nodes shown are described (the first and the last ``SHOWN`` of each pass, unless
+    ``show_all``): describing a node costs more than running it."""
+    where = Where(model.program.source)
+    rows, ids = recorded(recorder)
+    by_node = {id(row[1]._node): row for row in rows}
+    taken = [pair for pair in recorder.taken if id(pair[0]) in ids]
+    obj: dict = {}
+    for key, listed in (("forward", rows), ("backward", taken)):
+        shown, elided = (listed, 0) if show_all else _elided(listed)
+        obj[key] = [_forward_entry(row, ids, where) if key == "forward" else
+                    _backward_entry(row, by_node[id(row[0])], ids, where) for row in shown]
+        if elided:
+            obj[f"{key}_elided"] = elided
+    obj["sources"] = _sources(recorder, model, outcome, where)
+    return obj
+
+
+def _forward_entry(row, ids: dict, where: Where) -> dict:
+    op, out, inputs, node_where = row
+    text, span = where.of(node_where)
+    return {"id": ids[id(out._node)], "op": op.name, "text": text, "span": span,
+            "inputs": _inputs(inputs, ids, node_where, where), "value": value_json(out._value)}
+
+
+def _backward_entry(taken, row, ids: dict, where: Where) -> dict:
+    node, adjoint = taken
+    op, out, _, node_where = row
+    text, span = where.of(node_where)
+    return {"id": ids[id(node)], "op": op.name, "text": text, "span": span,
+            "value": value_json(out._value), "adjoint": value_json(adjoint),
+            "rule": rule_text(op)}
+
+
+def _inputs(inputs, ids: dict, node_where, where: Where) -> list:
+    out = []
+    for i, x in enumerate(inputs):
+        parent = getattr(x, "_node", None)
+        if parent is not None and id(parent) in ids:
+            out.append(ids[id(parent)])
+            continue
+        sub = operand_of(node_where, i) if node_where is not None else None
+        out.append(where.of(sub)[0] if sub is not None else short(x))
+    return out
+
+
+def short(x) -> str:
+    value = getattr(x, "_value", x)
+    arr = np.asarray(value)
+    return repr(arr.item()) if arr.size == 1 else f"array {arr.shape}"
+
+
+def _elided(entries: list) -> tuple[list, int]:
+    if len(entries) <= 2 * SHOWN:
+        return entries, 0
+    return entries[:SHOWN] + entries[-SHOWN:], len(entries) - 2 * SHOWN
+
+
+def _sources(recorder, model, outcome, where: Where) -> list:
+    out = []
+    for g in outcome.gradients:
+        entry = {"name": g.name}
+        if g.gradient is not None and g.connected:
+            entry["gradient"] = value_json(g.gradient)
+        else:
+            entry["gradient"] = None
+            entry["why"] = _why_none(recorder, model, outcome, g.name, where)
+        out.append(entry)
+    return out
+
+
+def _why_none(recorder, model, outcome, name: str, where: Where) -> str:
+    """Why a source got no gradient: not read; the tape did not watch it; or read only by
+    operations with no gradient (a comparison, an integer cast, stop_gradient)."""
+    readers = [(op, node_where) for op, out, inputs, node_where in recorder.operations
+               if node_where is not None and _reads(node_where, name)]
+    if not readers and not _reads(model.program, name):
+        return "not read by the program"
+    if outcome.mode == "tape" and model.kinds.get(name) == "arg":
+        return f"the tape did not watch it (add --watch {name})"
+    blocked = [f"{op.name} ({where.of(node_where)[0]})" for op, node_where in readers
+               if not op.differentiable]
+    if blocked:
+        return ("only reached through operations with no gradient: "
+                + ", ".join(dict.fromkeys(blocked)))
+    return "the target does not depend on it"
+
+
+def _reads(tree, name: str) -> bool:
+    from ..lang import iter_postorder
+    roots = getattr(tree, "statements", None) or [tree]
+    return any(type(n).__name__ == "Name" and n.id == name
+               for root in roots for n in iter_postorder(getattr(root, "value", root)))
+
+
+def explain_lines(obj: dict) -> list[str]:
+    """``--explain`` as text: the forward pass, the backward pass, the sources."""
+    count = len(obj["forward"]) + obj.get("forward_elided", 0)
+    lines = [f"forward ({count} operation{'s' if count != 1 else ''} recorded, in the "
+             "order run):"]
+    lines += _table([[e["id"], e["op"], e["text"], "inputs " + ", ".join(e["inputs"]),
+                      "value " + _text(e["value"])] for e in obj["forward"]],
+                    obj.get("forward_elided", 0))
+    lines.append("backward (in the order taken; adjoint = d target / d node):")
+    lines += _table([[e["id"], e["op"], e["text"], "adjoint " + _text(e["adjoint"]),
+                      e["rule"]] for e in obj["backward"]], obj.get("backward_elided", 0))
+    lines.append("sources:")
+    for s in obj["sources"]:
+        lines.append(f"  {s['name']}: " + (_text(s["gradient"]) if s["gradient"] is not None
+                                            else f"no gradient: {s['why']}"))
+    return lines
+
+
+def _table(rows: list, elided: int) -> list[str]:
+    if not rows:
+        return ["  (none)"]
+    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
+    out = ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1]
+           for r in rows]
+    if elided:  # (the first and the last halves around what was left out)
+        half = len(out) // 2
+        out.insert(half, f"  ... {elided} more (--explain-all shows every one)")
+    return [line.rstrip() for line in out]
+
+
+def _text(value) -> str:
+    if isinstance(value, dict):
+        return (f"shape {tuple(value['shape'])} min {value['min']} max {value['max']} "
+                f"mean {value['mean']}")
+    return str(value)

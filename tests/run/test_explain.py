@@ -1,0 +1,221 @@
+"""--explain (issue 23, part 1): the recorded operations with their program text, and the
+backward pass with the adjoint that reached each node.
+
+Truths, independent of the backward pass being explained:
+- every node's adjoint equals the finite difference of the target with respect to that
+  node: the program is run again with the node's value moved by ±eps·v (an observer
+  changes the operation's output as it is made), for every entry of the table;
+- every node's span points at text that, parsed and evaluated alone, gives the node's
+  value (for the last of the operations that share a span: a function the table builds
+  from others runs several).
+"""
+from __future__ import annotations
+
+import numpy as np
+import pytest
+
+from gradcli.errors import ArgumentError
+from gradcli.engine.core.observe import Observer, Recorder, observing
+from gradcli.engine.core.table import ORDER, REGISTRY
+from gradcli.lang import Declarations, build, parse_program
+from gradcli.run import explain as explain_module
+from gradcli.run.modes import ModeOptions, run_mode
+from table_samples import sample_programs
+
+
+def _entries() -> list[str]:
+    """Every differentiable entry of the table."""
+    return [name for name in ORDER if REGISTRY[name].differentiable]
+
+
+def _cases(name: str):
+    """(program, point) with the entry between recorded nodes: its inputs are computed
+    ((a * 2) / 2, exact), its output feeds sin and a weighted sum. Entries with samples
+    use them; the others are called on 2x3 matrices (3x3 to multiply) from their sample range, with their
+    default parameters (a variadic entry on the list [a0, a1])."""
+    op = REGISTRY[name]
+    if op.samples is not None:
+        cases = [(text, point) for _, text, point, _, _ in sample_programs(name)]
+    else:
+        rng = np.random.default_rng(len(name))
+        lo, hi = op.sample
+        n = 2 if op.variadic else len(op.inputs)
+        shapes = [(3, 3)] * n if name in ("matmul", "dot") else [(2, 3)] * n
+        point = {f"a{i}": rng.uniform(lo, hi, size=shape) for i, shape in enumerate(shapes)}
+        inputs = ", ".join(point)
+        cases = [(f"{name}([{inputs}])" if op.variadic else f"{name}({inputs})", point)]
+    out = []
+    for text, point in cases[:2]:
+        for key in point:
+            text = text.replace(f"{key}", f"(({key} * 2) / 2)", 1)
+        out.append((f"sum(sin({text}) * 0.75)", point))
+    return out
+
+
+# Entries that cannot be called with their defaults alone (a parameter is required):
+# their samples are what tests them when they have some; these have none.
+NEEDS_PARAMETERS = {"reshape", "broadcast_to", "repeat", "tile", "expand_dims", "take",
+                    "gather", "take_along_axis", "einsum", "pad", "moveaxis", "swapaxes", "roll"}
+
+
+def _run(program: str, point: dict):
+    decls = Declarations.from_options(arg=[f"{k}={_literal(v)}" for k, v in point.items()])
+    model = build(parse_program(program), decls)
+    with observing(Recorder()) as recorder:
+        outcome = run_mode("tape", model, ModeOptions(watch=list(point)))
+    return model, recorder, outcome
+
+
+def _literal(v) -> str:
+    return np.array2string(np.asarray(v, dtype=float), separator=", ", threshold=10**6,
+                           floatmode="unique").replace("\n", "")
+
+
+class _Moved(Observer):
+    """Adds ``delta`` to the output of the ``k``-th operation run."""
+
+    def __init__(self, k: int, delta):
+        self.k, self.delta, self.count = k, delta, 0
+
+    def forward(self, op, out, inputs) -> None:
+        if self.count == self.k:
+            out._value = out._value + self.delta
+        self.count += 1
+
+
+def _recorded_positions(recorder) -> list[int]:
+    """Where explain's nodes n1, n2, ... are among all the operations run."""
+    return [i for i, (op, out, _, _) in enumerate(recorder.operations)
+            if out._node is not None and out._node.op is op]
+
+
+CALLABLE = [name for name in _entries() if name not in NEEDS_PARAMETERS]
+
+
+@pytest.mark.parametrize("name", CALLABLE)
+def test_adjoints_equal_finite_differences_of_the_target(name, monkeypatch):
+    monkeypatch.setattr(explain_module, "FULL_ARRAY", 10**6)
+    rng = np.random.default_rng(0)
+    for program, point in _cases(name):
+        model, recorder, outcome = _run(program, point)
+        obj = explain_module.explain(recorder, model, outcome, show_all=True)
+        positions = _recorded_positions(recorder)
+        adjoints = {e["id"]: e["adjoint"] for e in obj["backward"]}
+        assert adjoints, program
+        for entry in obj["forward"]:
+            if entry["id"] not in adjoints:
+                continue
+            k = positions[int(entry["id"][1:]) - 1]
+            value = np.asarray(entry["value"], dtype=float)
+            v = rng.standard_normal(value.shape)
+            eps = 1e-6 * max(1.0, float(np.max(np.abs(value))) if value.size else 1.0)
+
+            def target(sign):
+                with observing(_Moved(k, sign * eps * v)):
+                    return float(np.sum(model.function(*model.arg_values).numpy()))
+            fd = (target(1) - target(-1)) / (2 * eps)
+            exact = float(np.sum(np.asarray(adjoints[entry["id"]], dtype=float) * v))
+            assert exact == pytest.approx(fd, rel=1e-4, abs=1e-6), (program, entry)
+
+
+@pytest.mark.parametrize("name", CALLABLE)
+def test_every_span_evaluates_alone_to_its_value(name, monkeypatch):
+    monkeypatch.setattr(explain_module, "FULL_ARRAY", 10**6)
+    for program, point in _cases(name):
+        model, recorder, outcome = _run(program, point)
+        obj = explain_module.explain(recorder, model, outcome, show_all=True)
+        last = {}
+        for entry in obj["forward"]:
+            assert program[entry["span"][0]:entry["span"][1]] == entry["text"]
+            last[tuple(entry["span"])] = entry
+        for entry in last.values():
+            decls = Declarations.from_options(
+                arg=[f"{k}={_literal(v)}" for k, v in point.items()])
+            try:
+                alone = build(parse_program(entry["text"]), decls)
+            except ArgumentError as err:  # a call giving several tensors: its text is
+                assert "pick one with an index" in str(err)  # the call, its value all
+                continue                                  # of them (shown picked next)
+            value = alone.function(*alone.arg_values).numpy()
+            np.testing.assert_allclose(np.asarray(entry["value"], dtype=float), value,
+                                       rtol=1e-12, atol=1e-14, err_msg=entry["text"])
+
+
+def test_sources_without_gradient_say_why():
+    program = "y = x + stop_gradient(w)*2\ny + where(v > 0, 1, 0)"
+    decls = Declarations.from_options(var=["x=1", "w=2", "v=3", "u=4"])
+    model = build(parse_program(program), decls)
+    with observing(Recorder()) as recorder:
+        outcome = run_mode("value-grad", model)
+    why = {s["name"]: s.get("why") for s in
+           explain_module.explain(recorder, model, outcome)["sources"]}
+    assert why["x"] is None
+    assert "stop_gradient" in why["w"]
+    assert "greater (v > 0)" in why["v"]
+    model = build(parse_program("x * 2"), Declarations.from_options(
+        arg=["x=1"], var=["u=4"]))
+    with observing(Recorder()) as recorder:
+        outcome = run_mode("tape", model, ModeOptions(wrt=["x", "u"]))
+    why = {s["name"]: s.get("why") for s in
+           explain_module.explain(recorder, model, outcome)["sources"]}
+    assert why == {"x": "the tape did not watch it (add --watch x)",
+                   "u": "not read by the program"}
+
+
+def test_rule_is_the_tables_maths():
+    assert explain_module.rule_text(REGISTRY["sin"]) == "d sin(x) = cos(x)·dx"
+    assert explain_module.rule_text(REGISTRY["multiply"]) == "d multiply(x, y) = y·dx + x·dy"
+    assert explain_module.rule_text(REGISTRY["subtract"]) == "d subtract(x, y) = dx + -dy"
+
+
+@pytest.mark.slow
+def test_cli_explain_json_text_and_elision():
+    import json
+
+    from cli_process import run
+    chain = "sin(" * 30 + "x" + ")" * 30
+    r = run("grad", chain, "--arg", "x=0.5", "--explain", "--json")
+    assert r.returncode == 0, r.stderr
+    obj = json.loads(r.stdout)["explain"]
+    assert [e["id"] for e in obj["forward"]] == [f"n{i}" for i in
+                                                 [*range(1, 11), *range(21, 31)]]
+    assert obj["forward_elided"] == 10 and obj["backward_elided"] == 10
+    first = obj["forward"][0]
+    assert first["text"] == "sin(x)" and first["span"] == [chain.index("sin(x)"),
+                                                          chain.index("sin(x)") + 6]
+    assert first["value"] == pytest.approx(np.sin(0.5), rel=1e-15)
+    assert set(obj["backward"][0]) == {"id", "op", "text", "span", "value", "adjoint", "rule"}
+    assert obj["backward"][0]["id"] == "n30" and obj["backward"][0]["adjoint"] == 1.0
+    r = run("grad", chain, "--arg", "x=0.5", "--explain-all", "--json")
+    assert len(json.loads(r.stdout)["explain"]["forward"]) == 30
+    r = run("grad", "sin(x*y)", "--arg", "x=1", "--arg", "y=2", "--explain", "--plain")
+    lines = r.stdout.splitlines()
+    assert lines[:2] == [repr(float(2 * np.cos(2.0))), repr(float(np.cos(2.0)))]  # result first
+    assert any("sin(x*y)" in line and "d sin(x) = cos(x)·dx" in line for line in lines)
+    r = run("grad", "x", "--arg", "x=1", "--explain", "--at", "-", stdin="x\n1\n")
+    assert r.returncode == 2 and "--at" in r.stderr
+
+
+def test_large_arrays_keep_what_explain_saw_with_the_fast_paths_on(monkeypatch):
+    """fast.py writes into arrays in place when nobody else holds them: the values and
+    adjoints the recorder holds must stay as they were (truth: numpy, by hand)."""
+    monkeypatch.setattr(explain_module, "FULL_ARRAY", 10**7)
+    rng = np.random.default_rng(1)
+    x, y = rng.uniform(-1, 1, 200_000), rng.uniform(-1, 1, 200_000)
+    model = build(parse_program("u = exp(x) * y\nv = sin(u) + u\nsum(v * v)"),
+                  Declarations.from_options(arg=["x=0", "y=0"]))
+    model = model.bind({"x": x, "y": y})
+    with observing(Recorder()) as recorder:
+        outcome = run_mode("grad", model)
+    obj = explain_module.explain(recorder, model, outcome, show_all=True)
+    u = np.exp(x) * y
+    v = np.sin(u) + u
+    values = {e["text"]: np.asarray(e["value"]) for e in obj["forward"]}
+    adjoints = {e["text"]: np.asarray(e["adjoint"]) for e in obj["backward"]}
+    np.testing.assert_allclose(values["exp(x)"], np.exp(x), rtol=1e-15)
+    np.testing.assert_allclose(values["exp(x) * y"], u, rtol=1e-15)
+    np.testing.assert_allclose(values["sin(u) + u"], v, rtol=1e-15)
+    np.testing.assert_allclose(adjoints["v * v"], np.ones_like(v))
+    np.testing.assert_allclose(adjoints["sin(u) + u"], 2 * v, rtol=1e-14)
+    np.testing.assert_allclose(adjoints["exp(x) * y"], 2 * v * (np.cos(u) + 1), rtol=1e-13)
+    np.testing.assert_allclose(adjoints["exp(x)"], 2 * v * (np.cos(u) + 1) * y, rtol=1e-13)
