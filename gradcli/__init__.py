@@ -10,49 +10,10 @@ from __future__ import annotations
 
 import sys as _sys
 
+from . import startup as _startup
 
-def _exit_quietly_on_interrupt(kind, value, traceback, _previous=_sys.excepthook) -> None:
-    """Ctrl-C that reaches the top while gradcli is being imported (most of the command
-    line's start-up) ends the process with 130 and no traceback, as Unix tools do.
-    Installed while this package imports (and by ``gradcli.cli`` for the command line);
-    no import, so no start-up cost; never in an interactive session."""
-    if issubclass(kind, KeyboardInterrupt):
-        import os
-        os._exit(130)
-    _previous(kind, value, traceback)
-
-
-_previous_hook = _sys.excepthook
-if not _sys.flags.interactive and not hasattr(_sys, "ps1"):
-    _sys.excepthook = _exit_quietly_on_interrupt
-
-import gc as _gc
-
-
-def _pause_collector() -> bool:
-    """Pause Python's cyclic collector for an import; returns whether it was running.
-
-    An import makes tens of thousands of objects that live as long as the process, and no
-    garbage: the collector's passes over them (~45 during numpy's and gradcli's imports)
-    only cost time, ~6-8 ms of every command-line start (issue 14)."""
-    running = _gc.isenabled()
-    _gc.disable()
-    return running
-
-
-def _resume_collector(was_running: bool) -> None:
-    """Undo ``_pause_collector``. The objects made meanwhile move to the oldest generation
-    at once (``freeze`` then ``unfreeze``: two list splices), where the young collections
-    they skipped would have put them, so that no young collection walks them afterwards;
-    any cycle among them is freed by the next full collection, as before."""
-    if was_running:
-        if _gc.get_freeze_count() == 0:  # never undo a gc.freeze() of the program's own
-            _gc.freeze()
-            _gc.unfreeze()
-        _gc.enable()
-
-
-_collecting = _pause_collector()
+_previous_hook = _startup.install_interrupt_hook()
+_collecting = _startup.pause_collector()
 try:
     from .engine import (  # noqa: F401  (re-exported: __all__ is built on demand)
                          CONSTANTS, FUNCTIONS, GradientTape, Tensor, Variable, constant,
@@ -61,7 +22,7 @@ try:
                          stop_gradient, value_and_gradients_function)
     from .engine.core.table import REGISTRY as _REGISTRY
 finally:
-    _resume_collector(_collecting)
+    _startup.resume_collector(_collecting)
 
 __version__ = "0.1.0"
 

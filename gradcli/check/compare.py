@@ -748,15 +748,15 @@ def check_outcome(model: Any, outcome: Any, *, rtol: float | None = None,
     jobs = []
     if inputs:
         def inputs_job(deadline: float) -> dict:
-            f = _evaluator(model, program, _outside_declarations(model), point)
+            f = check_evaluator(model, program, outside_declarations(model), point)
             return numeric_gradient(f, point, inputs, deadline=deadline)
         jobs.append(inputs_job)
     for k, key in enumerate(key for key in wanted if key in intermediates):
         def pinned_job(deadline: float, key=key, seed=k + 1) -> dict:
-            value = _plain(intermediates[key])
-            pin = _pin_name(key, set(point) | set(wanted) | _assigned(program))
-            f = _evaluator(model, _pin(program, key, pin),
-                           _outside_declarations(model, (pin, value)), point, (key, pin))
+            value = float_array(intermediates[key])
+            pin = _pin_name(key, set(point) | set(wanted) | assigned_names(program))
+            f = check_evaluator(model, _pin(program, key, pin),
+                           outside_declarations(model, (pin, value)), point, (key, pin))
             return numeric_gradient(f, {key: value}, [key], seed=seed, deadline=deadline)
         jobs.append(pinned_job)
     numeric = numeric_in_worker(jobs, wanted, timeout)
@@ -793,7 +793,7 @@ def _renamed(result: Any, name: str) -> Any:
     return replace(result, name=name)
 
 
-def _assigned(program: Program) -> set[str]:
+def assigned_names(program: Program) -> set[str]:
     return {st.name for st in program.statements if isinstance(st, Assign)}
 
 
@@ -846,9 +846,9 @@ def _plan(model: Any, outcome: Any) -> tuple[Program, dict, dict[str, str], dict
       not the name's own last one (``y = x * 2; h = y``), it is split as
       ``h_source = x * 2; y = h_source`` so that the cut catches every use of the value.
     """
-    point = {name: _plain(value) for name, value in zip(model.arg_names, model.arg_values)}
-    point.update({name: _plain(v) for name, v in model.variables.items()})
-    point.update({name: _plain(c) for name, c in getattr(model, "constants", {}).items()})
+    point = {name: float_array(value) for name, value in zip(model.arg_names, model.arg_values)}
+    point.update({name: float_array(v) for name, v in model.variables.items()})
+    point.update({name: float_array(c) for name, c in getattr(model, "constants", {}).items()})
     keys: dict[str, str] = {}
     intermediates: dict[str, Any] = {}
     program = model.program
@@ -873,7 +873,7 @@ def _plan(model: Any, outcome: Any) -> tuple[Program, dict, dict[str, str], dict
             inputs.add(assigned)
             continue
         pending.append((g, index, assigned))
-    taken = set(point) | _assigned(program) | {g.name for g in outcome.gradients}
+    taken = set(point) | assigned_names(program) | {g.name for g in outcome.gradients}
     for g, index, assigned in pending:
         value = g.source if getattr(g, "source", None) is not None else \
             model.values.get(g.name)
@@ -899,11 +899,11 @@ def _plan(model: Any, outcome: Any) -> tuple[Program, dict, dict[str, str], dict
     return program, point, keys, intermediates
 
 
-def _plain(value: Any) -> np.ndarray:
+def float_array(value: Any) -> np.ndarray:
     return np.asarray(value.numpy() if hasattr(value, "numpy") else value, dtype=np.float64)
 
 
-def _outside_declarations(model: Any, pin: tuple[str, np.ndarray] | None = None):
+def outside_declarations(model: Any, pin: tuple[str, np.ndarray] | None = None):
     """The model's --var/--frozen/--arg declarations again, in float64 (plus a pin)."""
     from ..lang.values import Declarations
     in_program = {st.name for st in model.program.statements
@@ -911,11 +911,11 @@ def _outside_declarations(model: Any, pin: tuple[str, np.ndarray] | None = None)
     decls = Declarations()
     for name, variable in model.variables.items():
         if name not in in_program:
-            decls.add("var" if variable.trainable else "frozen", name, _plain(variable))
+            decls.add("var" if variable.trainable else "frozen", name, float_array(variable))
     if pin is not None:
         decls.add("frozen", *pin)
     for name, value in zip(model.arg_names, model.arg_values):
-        decls.add("arg", name, _plain(value))
+        decls.add("arg", name, float_array(value))
     return decls
 
 
@@ -934,7 +934,7 @@ def _pin(program: Program, name: str, pin: str) -> Program:
     return Program(tuple(statements), program.source)
 
 
-def _evaluator(model: Any, program: Program, decls, inputs: dict,
+def check_evaluator(model: Any, program: Program, decls, inputs: dict,
                pin: tuple[str, str] | None = None) -> Callable[[dict], float]:
     """``f(values) -> float``: a float64 copy of the model evaluated with ``values``
     (inputs by name; with ``pin=(source, variable)``, ``values[source]`` goes to the
@@ -959,7 +959,7 @@ def _evaluator(model: Any, program: Program, decls, inputs: dict,
             elif name in given:
                 variable.assign(given[name])
         args = [given[name] for name in copy.arg_names]
-        return float(np.sum(_plain(copy.function(*args))))
+        return float(np.sum(float_array(copy.function(*args))))
 
     # stop_gradient(...) holds its value at the point, as the tape treats it: record the
     # values there once, then every nudged evaluation passes those on instead.

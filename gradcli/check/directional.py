@@ -60,23 +60,24 @@ def check_jvp(model: Any, outcome: Any, *, rtol: float | None = None,
     """The JSON ``check`` object for a jvp outcome (``gradcli.run.directional.run_jvp``):
     the same shape as every ``--check``, with one entry, ``jvp`` (``sum(jvp)`` for a
     non-scalar target)."""
-    from .compare import (_assigned, _evaluator, _outside_declarations, _plain, run_check)
+    from .compare import (assigned_names, check_evaluator, float_array, outside_declarations,
+                          run_check)
     program = model.program
-    taken = set(model.names) | _assigned(program) | set(model.arg_names)
+    taken = set(model.names) | assigned_names(program) | set(model.arg_names)
     step = _fresh("jvp_step", taken)
     tangent_of = {name: _fresh(f"{name}_tangent", taken) for name in outcome.tangents}
     moved = directional_program(model, list(outcome.tangents), step, tangent_of)
-    point = {name: _plain(value) for name, value in zip(model.arg_names, model.arg_values)}
-    point.update({name: _plain(v) for name, v in model.variables.items()})
-    point.update({name: _plain(c) for name, c in model.constants.items()})
-    decls = _outside_declarations(model)
+    point = {name: float_array(value) for name, value in zip(model.arg_names, model.arg_values)}
+    point.update({name: float_array(v) for name, v in model.variables.items()})
+    point.update({name: float_array(c) for name, c in model.constants.items()})
+    decls = outside_declarations(model)
     for name, tangent in outcome.tangents.items():
         t = np.asarray(tangent, dtype=np.float64)
         decls.add("frozen", tangent_of[name], t)
         point[tangent_of[name]] = t
     decls.add("arg", step, np.float64(0.0))
     point[step] = np.float64(0.0)
-    f = _evaluator(model, moved, decls, point)
+    f = check_evaluator(model, moved, decls, point)
     jvp = np.asarray(outcome.jvp, dtype=np.float64)
     report = run_check(moved, point, [step], {step: np.sum(jvp)}, f,
                        target=model.target_name, timeout=timeout, rtol=rtol, atol=atol,

@@ -30,8 +30,8 @@ import numpy as np
 from .compare import (
     CheckReport,
     Tolerances,
-    _outside_declarations,
-    _plain,
+    outside_declarations,
+    float_array,
     check_timeout,
     compare_gradient,
 )
@@ -42,12 +42,12 @@ from .symbolic import (
     DEFAULT_MAX_INTERMEDIATE,
     SymbolicGradient,
     SymbolicSkip,
-    _depth,
-    _drop_step_derivatives,
-    _gradient,
-    _run_worker,
-    _scalar_target,
-    _short,
+    tree_depth,
+    drop_step_derivatives,
+    symbolic_gradient,
+    run_worker,
+    scalar_target,
+    short_text,
     input_elements,
     to_sympy,
 )
@@ -173,8 +173,8 @@ def _both(numeric, symbolic) -> tuple:
 # Finite differences: float64 copies of the model, evaluated at nudged points
 # ---------------------------------------------------------------------------------------
 def _point(model: Any) -> dict:
-    point = {name: _plain(value) for name, value in zip(model.arg_names, model.arg_values)}
-    point.update({name: _plain(v) for name, v in model.variables.items()})
+    point = {name: float_array(value) for name, value in zip(model.arg_names, model.arg_values)}
+    point.update({name: float_array(v) for name, v in model.variables.items()})
     return point
 
 
@@ -206,7 +206,7 @@ def _evaluator(model: Any, point: dict, out):
     from .. import engine as gc
     from ..engine.rules.elementwise import hold_stop_gradients
     from ..lang.evaluate import build
-    copy = build(model.program, _outside_declarations(model), dtype="float64",
+    copy = build(model.program, outside_declarations(model), dtype="float64",
                  target=model.target_name)
 
     def evaluate(values: dict) -> np.ndarray:
@@ -261,7 +261,7 @@ def _join(parts: list, name: str, combine):
         if skipped:
             return SymbolicGradient(name, skipped=skipped)
         fields = _SYMBOLIC_FIELDS
-        out = SymbolicGradient(name, note=_short(notes, 400) if notes else None)
+        out = SymbolicGradient(name, note=short_text(notes, 400) if notes else None)
     else:
         if any(p.value is None for p in parts):
             return NumericGradient(name, "central", note=notes or "not taken")
@@ -290,7 +290,7 @@ def _symbolic(model: Any, point: dict, keys: list[str], job: dict,
     from ..engine.core.table import lookup
     job = {**job, "program": program, "point": point, "target": model.target_name,
            "keys": keys, "lookup": lookup}
-    return _run_worker(job, keys, timeout)
+    return run_worker(job, keys, timeout)
 
 
 def _translate(sp, job: dict):
@@ -301,9 +301,9 @@ def _translate(sp, job: dict):
     if translated.skipped is not None:
         raise SymbolicSkip(translated.skipped)
     target = translated.target
-    _scalar_target(sp, target)  # refuses a boolean target
+    scalar_target(sp, target)  # refuses a boolean target
     for element in target.flat:
-        depth = _depth(element)
+        depth = tree_depth(element)
         if depth > DEFAULT_MAX_DEPTH:
             raise SymbolicSkip(f"too deep for sympy (expression nesting {depth} > "
                                f"{DEFAULT_MAX_DEPTH})")
@@ -329,7 +329,7 @@ def _guarded(job: dict, emit, work) -> None:
     except MemoryError:
         reason = "sympy ran out of memory"
     except Exception as err:  # noqa: BLE001 - any sympy failure is a skip, never a crash
-        reason = f"sympy failed: {type(err).__name__}: {_short(str(err))}"
+        reason = f"sympy failed: {type(err).__name__}: {short_text(str(err))}"
     else:
         return
     for key in job["keys"]:
@@ -342,7 +342,7 @@ def _jacobian_compute(sp, job: dict, emit) -> None:
         translated, target = _translate(sp, job)
         for name in job["names"]:
             source = translated.sources[name]
-            rows = [_gradient(sp, name, translated, target[idx], source, evaluate=True,
+            rows = [symbolic_gradient(sp, name, translated, target[idx], source, evaluate=True,
                               want_text=False) for idx in np.ndindex(target.shape)]
             if not rows:
                 raise SymbolicSkip("the target has no elements")
@@ -353,14 +353,14 @@ def _jacobian_compute(sp, job: dict, emit) -> None:
 def _hessian_compute(sp, job: dict, emit) -> None:
     def work(give):
         translated, target = _translate(sp, job)
-        expr = _scalar_target(sp, target)
+        expr = scalar_target(sp, target)
         symbols = np.array([s for name in job["names"]
                             for s in np.ravel(translated.sources[name])] or [], dtype=object)
-        give("gradient", _gradient(sp, "gradient", translated, expr, symbols, evaluate=True,
+        give("gradient", symbolic_gradient(sp, "gradient", translated, expr, symbols, evaluate=True,
                                    want_text=False))
         for key, symbol in zip(job["rows"], symbols):
-            first = _drop_step_derivatives(sp, sp.diff(expr, symbol))
-            give(key, _gradient(sp, key, translated, first, symbols, evaluate=True,
+            first = drop_step_derivatives(sp, sp.diff(expr, symbol))
+            give(key, symbolic_gradient(sp, key, translated, first, symbols, evaluate=True,
                                 want_text=False))
     _guarded(job, emit, work)
 
@@ -368,12 +368,12 @@ def _hessian_compute(sp, job: dict, emit) -> None:
 def _order_compute(sp, job: dict, emit) -> None:
     def work(give):
         translated, target = _translate(sp, job)
-        expr = _scalar_target(sp, target)
+        expr = scalar_target(sp, target)
         for name in job["names"]:
             source = translated.sources[name]
             lower = expr
             for _ in range(job["order"] - 1):
-                lower = _drop_step_derivatives(sp, sp.diff(lower, source[()]))
-            give(name, _gradient(sp, name, translated, lower, source, evaluate=True,
+                lower = drop_step_derivatives(sp, sp.diff(lower, source[()]))
+            give(name, symbolic_gradient(sp, name, translated, lower, source, evaluate=True,
                                  want_text=job["want_text"]))
     _guarded(job, emit, work)

@@ -454,7 +454,7 @@ class NumericRun:
                 self.results.update(job(soft))
             return
         ctx = mp.get_context("fork")
-        for stream in (sys.stdout, sys.stderr):  # see symbolic._run_worker
+        for stream in (sys.stdout, sys.stderr):  # see symbolic.run_worker
             with contextlib.suppress(Exception):
                 stream.flush()
         self.receiver, sender = ctx.Pipe(duplex=False)

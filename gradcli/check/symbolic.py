@@ -635,7 +635,7 @@ def to_sympy(program: Program, point: Mapping[str, Any], target: str | None = No
 # ---------------------------------------------------------------------------------------
 # Differentiation, kinks, evaluation (all inside the worker)
 # ---------------------------------------------------------------------------------------
-def _depth(expr) -> int:
+def tree_depth(expr) -> int:
     """Nesting depth of a sympy expression, computed without recursion."""
     depth: dict[int, int] = {}
     stack = [(expr, False)]
@@ -652,7 +652,7 @@ def _depth(expr) -> int:
     return depth[id(expr)]
 
 
-def _scalar_target(sp, target: np.ndarray):
+def scalar_target(sp, target: np.ndarray):
     if target.size and any(_is_boolean(sp, v) for v in target.flat):
         raise SymbolicSkip("the target is a comparison (boolean), which has no gradient")
     # A non-scalar target is differentiated as the sum of its elements, as TensorFlow does.
@@ -735,7 +735,7 @@ def _kink_types(sp):
             sp.Piecewise)
 
 
-def _drop_step_derivatives(sp, expr):
+def drop_step_derivatives(sp, expr):
     """floor/ceiling are constant between integers: their unevaluated derivatives are 0
     (their kinks are found in the target itself)."""
     steps = (sp.floor, sp.ceiling)
@@ -773,7 +773,7 @@ def _evaluate(sp, derivative, values) -> tuple[float, str | None]:
     try:
         c = complex(v.evalf())
     except (TypeError, ValueError):
-        return math.nan, f"sympy's derivative does not evaluate to a number ({_short(str(v))})"
+        return math.nan, f"sympy's derivative does not evaluate to a number ({short_text(str(v))})"
     if (math.isinf(c.real) or math.isinf(c.imag)) and v.is_finite:
         # A finite number beyond float64 (exp(710)): an overflow, not an infinity.
         return math.copysign(math.inf, c.real), (f"{OVERFLOW}: the derivative is "
@@ -785,7 +785,7 @@ def _evaluate(sp, derivative, values) -> tuple[float, str | None]:
     return c.real, None
 
 
-def _short(text: str, limit: int = 120) -> str:
+def short_text(text: str, limit: int = 120) -> str:
     return text if len(text) <= limit else text[:limit - 3] + "..."
 
 
@@ -794,7 +794,7 @@ def _text(derivatives: np.ndarray) -> str:
     return text if len(text) <= MAX_TEXT else text[:MAX_TEXT - 3] + "..."
 
 
-def _gradient(sp, name, translated: SymbolicProgram, target_expr, source, *, evaluate: bool,
+def symbolic_gradient(sp, name, translated: SymbolicProgram, target_expr, source, *, evaluate: bool,
               want_text: bool) -> SymbolicGradient:
     values = translated.values
     kinds_target = _kink_types(sp)
@@ -814,7 +814,7 @@ def _gradient(sp, name, translated: SymbolicProgram, target_expr, source, *, eva
                      if _undefined(sp, at) else None)
     for idx in np.ndindex(source.shape):
         symbol = source[idx]
-        d = _drop_step_derivatives(sp, sp.diff(target_expr, symbol))
+        d = drop_step_derivatives(sp, sp.diff(target_expr, symbol))
         derivatives[idx] = d
         if not evaluate:
             continue
@@ -839,7 +839,7 @@ def _gradient(sp, name, translated: SymbolicProgram, target_expr, source, *, eva
             notes.append(f"{where}{note}")
     note = "; ".join(dict.fromkeys(notes)) or None
     return SymbolicGradient(name, value if evaluate else None, kink if evaluate else None,
-                            _short(note, 400) if note else None,
+                            short_text(note, 400) if note else None,
                             text=_text(derivatives) if want_text else None,
                             kind=kind if evaluate else None)
 
@@ -860,8 +860,8 @@ def _compute(sp, job: dict, emit: Callable[[str, SymbolicGradient], None]) -> No
                                       lookup=job["lookup"])
                 expr = None
                 if translated.skipped is None:
-                    expr = _scalar_target(sp, translated.target)
-                    depth = _depth(expr)
+                    expr = scalar_target(sp, translated.target)
+                    depth = tree_depth(expr)
                     if depth > job["max_depth"]:
                         raise SymbolicSkip(f"too deep for sympy (expression nesting {depth} > "
                                            f"{job['max_depth']})")
@@ -872,7 +872,7 @@ def _compute(sp, job: dict, emit: Callable[[str, SymbolicGradient], None]) -> No
             if name not in translated.sources:
                 raise SymbolicSkip(f"{name!r} is not assigned before the target" if cut
                                    else f"no value for {name!r}")
-            result = _gradient(sp, name, translated, expr, translated.sources[name],
+            result = symbolic_gradient(sp, name, translated, expr, translated.sources[name],
                                evaluate=job["evaluate"], want_text=job["want_text"])
         except SymbolicSkip as skip:
             translations.setdefault(cut, (SymbolicProgram(None, {}, {}, skip.reason), None))
@@ -884,7 +884,7 @@ def _compute(sp, job: dict, emit: Callable[[str, SymbolicGradient], None]) -> No
             result = SymbolicGradient(name, skipped="sympy ran out of memory")
         except Exception as err:  # noqa: BLE001 - any sympy failure is a skip, never a crash
             result = SymbolicGradient(name, skipped=f"sympy failed: {type(err).__name__}: "
-                                                    f"{_short(str(err))}")
+                                                    f"{short_text(str(err))}")
         emit(name, result)
 
 
@@ -911,7 +911,7 @@ def _worker(conn, job: dict) -> None:
     except BaseException as err:  # noqa: BLE001 - report, never a traceback on the terminal
         # The pipe may be gone too; the parent then reports the worker's exit code.
         with contextlib.suppress(Exception):
-            conn.send(("error", f"sympy failed: {type(err).__name__}: {_short(str(err))}"))
+            conn.send(("error", f"sympy failed: {type(err).__name__}: {short_text(str(err))}"))
     finally:
         conn.close()
 
@@ -977,10 +977,10 @@ def symbolic_gradients(program: Program, point: Mapping[str, Any], wrt: Sequence
     if in_process:
         _compute(sp, job, results.__setitem__)
         return {name: results[name] for name in wrt}
-    return _run_worker(job, wrt, timeout)
+    return run_worker(job, wrt, timeout)
 
 
-def _run_worker(job: dict, wrt: list[str], timeout: float) -> dict[str, SymbolicGradient]:
+def run_worker(job: dict, wrt: list[str], timeout: float) -> dict[str, SymbolicGradient]:
     ctx = _context()
     results: dict[str, SymbolicGradient] = {}
     # A forked child flushes its copies of these buffers when it ends: empty them first,
@@ -1000,7 +1000,7 @@ def _run_worker(job: dict, wrt: list[str], timeout: float) -> dict[str, Symbolic
         except RecursionError:  # spawn pickles the tree, recursively
             failure = "too deep for sympy (RecursionError)"
         except Exception as err:  # noqa: BLE001 - e.g. something spawn cannot pickle
-            failure = f"sympy worker could not start: {type(err).__name__}: {_short(str(err))}"
+            failure = f"sympy worker could not start: {type(err).__name__}: {short_text(str(err))}"
         sender.close()
         # The clock starts once the worker runs (spawn must import sympy first).
         deadline = time.monotonic() + timeout + 60.0

@@ -10,9 +10,9 @@ import inspect
 import sys
 from typing import Annotated, NamedTuple, Optional
 
-from .. import _pause_collector, _resume_collector
+from ..startup import pause_collector, resume_collector
 
-_collecting = _pause_collector()  # until the end of this module: see gradcli/__init__.py
+_collecting = pause_collector()  # until the end of this module: see gradcli/startup.py
 
 import typer  # noqa: E402
 
@@ -280,7 +280,7 @@ def build_app(only: str | None = None) -> typer.Typer:
     return new
 
 
-_resume_collector(_collecting)
+resume_collector(_collecting)
 
 
 def __getattr__(name: str):

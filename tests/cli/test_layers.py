@@ -52,3 +52,18 @@ def test_import_linter_contracts_hold():
     result = subprocess.run([exe, "--no-cache"], capture_output=True, text=True, timeout=300,
                             cwd=PACKAGE.parent)
     assert result.returncode == 0, result.stdout[-4000:] + result.stderr[-2000:]
+
+
+def test_no_module_imports_another_s_private_names():
+    """What a module lends its neighbours is public: ``from .compare import _plain`` is
+    a private name crossing a module line (issue 21)."""
+    import ast
+    borrowed = []
+    for path in sorted(PACKAGE.rglob("*.py")):
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
+            if isinstance(node, ast.ImportFrom) and (
+                    node.level or (node.module or "").startswith("gradcli")):
+                borrowed += [f"{path.relative_to(PACKAGE.parent)}:{node.lineno} {alias.name}"
+                             for alias in node.names
+                             if alias.name.startswith("_") and not alias.name.startswith("__")]
+    assert borrowed == []

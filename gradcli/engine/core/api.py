@@ -26,7 +26,7 @@ from .tensor import (
     NotBatchable,
     Tensor,
     Variable,
-    _make,
+    make_tensor,
     as_value,
     constant,
 )
@@ -341,13 +341,13 @@ def custom_gradient(f):
                 return cache[1]
             differentiable = m is ENGINE
             if single:
-                dys = [g if differentiable else _make(g)]
+                dys = [g if differentiable else make_tensor(g)]
             else:  # the packed outputs' gradient, cut back into one per output
                 dys, start = [], 0
                 for shape, size in zip(shapes, sizes):
                     part = m.reshape(m.getitem(g, index=slice(start, start + size)),
                                      shape=shape)
-                    dys.append(part if differentiable else _make(part))
+                    dys.append(part if differentiable else make_tensor(part))
                     start += size
             if variables:
                 result = grad_fn(*dys, variables=variables)
@@ -534,6 +534,6 @@ def hessian_vector_product(f, primals, vectors):
         grads = gradients_function(f)(*args)
     # An argument the value does not reach has no gradient: its row of H is zero.
     return [acc.jvp(g, unconnected_gradients="zero") if g is not None
-            else _make(np.zeros(a.shape, dtype=a.dtype)[()] if not a.ndim
+            else make_tensor(np.zeros(a.shape, dtype=a.dtype)[()] if not a.ndim
                        else np.zeros(a.shape, dtype=a.dtype))
             for g, a in zip(grads, args)]

@@ -42,7 +42,7 @@ from . import state
 from .nest import flatten, pack, pair
 from .recording import EMPTY, FUNCTIONS, apply
 from .table import INTERNAL, REGISTRY, Op, normalise_axes
-from .tensor import Batched, NotBatchable, Tensor, _make, as_value, constant
+from .tensor import Batched, NotBatchable, Tensor, make_tensor, as_value, constant
 
 __all__ = ["vectorized_map", "Batched", "NotBatchable", "apply_batched", "RULES"]
 
@@ -609,12 +609,12 @@ def jacobian_rows(tape, target: Tensor, sources) -> list:
             grads = gradient(tape, [target], [seed], sources, release=False)
             for j, g in enumerate(grads):
                 connected[j] = connected[j] or g is not None
-            return [g if g is not None else _make(np.zeros(s.shape, s.dtype)[()] if not s.ndim
+            return [g if g is not None else make_tensor(np.zeros(s.shape, s.dtype)[()] if not s.ndim
                                                    else np.zeros(s.shape, s.dtype))
                     for g, s in zip(grads, sources)]
         if n == 1:  # (one row: no batch to make)
             parts = [FUNCTIONS["reshape"](g, (1, *s.shape)) if state.recording else
-                     _make(np.reshape(g._value, (1, *s.shape)))
+                     make_tensor(np.reshape(g._value, (1, *s.shape)))
                      for g, s in zip(row(basis[0]), sources)]
         else:
             parts = _map_basis(row, basis)
@@ -677,7 +677,7 @@ def jacobian(tape, target, sources, unconnected: str) -> list:
     for k in range(n):
         seed = np.zeros((size, n), dtype=under.dtype)
         seed[:, k] = 1.0
-        grads = gradient(tape, [target], [Batched(_make(seed.reshape(shape)))], sources,
+        grads = gradient(tape, [target], [Batched(make_tensor(seed.reshape(shape)))], sources,
                          release=False)
         for j, g in enumerate(grads):
             rows[j].append(g)
@@ -686,9 +686,9 @@ def jacobian(tape, target, sources, unconnected: str) -> list:
     for s, row in zip(sources, rows):
         if all(g is None for g in row):
             out.append(None if unconnected == "none" else
-                       _make(np.zeros(tshape + s.shape, dtype=s.dtype)))
+                       make_tensor(np.zeros(tshape + s.shape, dtype=s.dtype)))
             continue
-        parts = [g if g is not None else Batched(_make(np.zeros((size, *s.shape), s.dtype)))
+        parts = [g if g is not None else Batched(make_tensor(np.zeros((size, *s.shape), s.dtype)))
                  for g in row]
         out.append(reshape(stack(parts), tshape + s.shape))
     return out
@@ -732,7 +732,7 @@ def custom_gradient_call(wrap, f, xs, kwargs):
                  for leaf in leaves]
 
         def under_grad(*dys, **kwargs):
-            result = grad_fn(*[Batched(dy if isinstance(dy, Tensor) else _make(dy))
+            result = grad_fn(*[Batched(dy if isinstance(dy, Tensor) else make_tensor(dy))
                                for dy in dys], **kwargs)
             if "variables" not in kwargs:
                 return per_input(result)

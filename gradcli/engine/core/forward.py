@@ -27,7 +27,7 @@ import numpy as np
 from . import state
 from .nest import flatten, pack
 from .recording import ENGINE, FUNCTIONS, NP
-from .tensor import Batched, Node, Tensor, _make, as_value
+from .tensor import Batched, Node, Tensor, make_tensor, as_value
 
 _active = state.forward
 
@@ -112,18 +112,18 @@ class ForwardAccumulator:
             if isinstance(x, Batched):  # inside vectorized_map: per example
                 tangent = self._tangent(x._tensor)
                 out.append(None if tangent is None and unconnected == "none" else Batched(
-                    _make(_zeros(x._tensor._value)) if tangent is None else
-                    tangent if isinstance(tangent, Tensor) else _make(tangent)))
+                    make_tensor(_zeros(x._tensor._value)) if tangent is None else
+                    tangent if isinstance(tangent, Tensor) else make_tensor(tangent)))
                 continue
             if not isinstance(x, Tensor):
                 raise TypeError(f"jvp takes tensors (or nests of them), "
                                 f"got {type(x).__name__}")
             tangent = self._tangent(x)
             if tangent is None:
-                out.append(None if unconnected == "none" else _make(_zeros(x._value)))
+                out.append(None if unconnected == "none" else make_tensor(_zeros(x._value)))
             else:
                 out.append(tangent if isinstance(tangent, (Tensor, Batched))
-                           else _make(tangent))
+                           else make_tensor(tangent))
         return pack(primals, iter(out))
 
     def _tangent(self, x):

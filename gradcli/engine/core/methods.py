@@ -24,7 +24,7 @@ import numpy as np
 from . import state
 from .recording import FUNCTIONS, apply
 from .table import INTERNAL, REGISTRY
-from .tensor import Batched, Tensor, Variable, _make
+from .tensor import Batched, Tensor, Variable, make_tensor
 
 
 def _traced(values) -> bool:
@@ -162,7 +162,7 @@ def astype(self, dtype):
         return apply(INTERNAL["cast"], (self,), {"dtype": dtype})
     if isinstance(self, Batched):  # inside vectorized_map: every example's cast at once
         return Batched(astype(self._tensor, dtype))
-    return _make(np.asarray(self._value).astype(dtype)[()])
+    return make_tensor(np.asarray(self._value).astype(dtype)[()])
 
 
 def _index(self) -> int:

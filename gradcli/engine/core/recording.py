@@ -93,7 +93,7 @@ def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
         raise _shape_error(op, values, params, err) from None
     if ans.__class__ is float or ans.__class__ is int:
         ans = np.float64(ans)
-    out = _new_tensor(Tensor)  # _make, inlined: this is the hottest path
+    out = _new_tensor(Tensor)  # make_tensor, inlined: this is the hottest path
     out._value = ans
     out._node = None
     if _recording:

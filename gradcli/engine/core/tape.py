@@ -23,7 +23,7 @@ from .. import fast
 from . import state
 from .nest import flatten, pack
 from .recording import ENGINE, FUNCTIONS, NP
-from .tensor import BATCHED_VARIABLES, Batched, Node, Shape, Tensor, Variable, _make, as_value
+from .tensor import BATCHED_VARIABLES, Batched, Node, Shape, Tensor, Variable, make_tensor, as_value
 
 _recording = state.recording
 _creation_order = attrgetter("_order")
@@ -309,7 +309,7 @@ class GradientTape:
                                    flat_sources)
             return pack(sources, iter(
                 None if g is None and unconnected_gradients == "none"
-                else _make(np.zeros(tshape + src.shape, dtype=src.dtype))
+                else make_tensor(np.zeros(tshape + src.shape, dtype=src.dtype))
                 for g, src in zip(grads, flat_sources)))
         from .batching import jacobian_rows  # one backward pass per chunk of rows
         for j, chunks in enumerate(jacobian_rows(self, target, flat_sources)):
@@ -318,7 +318,7 @@ class GradientTape:
         for src, row in zip(flat_sources, rows):
             if all(g is None for g in row):
                 results.append(None if unconnected_gradients == "none"
-                               else _make(np.zeros(tshape + src.shape, dtype=src.dtype)))
+                               else make_tensor(np.zeros(tshape + src.shape, dtype=src.dtype)))
                 continue
             if bool(_recording):
                 stacked = FUNCTIONS["concatenate"](row, axis=0) if len(row) > 1 else row[0]
@@ -326,7 +326,7 @@ class GradientTape:
             else:
                 values = [p._value for p in row]
                 stacked = np.concatenate(values) if len(values) > 1 else values[0]
-                results.append(_make(np.reshape(stacked, tshape + src.shape)))
+                results.append(make_tensor(np.reshape(stacked, tshape + src.shape)))
         return pack(sources, iter(results))
 
     def batch_jacobian(self, target, source, unconnected_gradients="none",
@@ -357,7 +357,7 @@ class GradientTape:
             return reshape(diag, tshape + sshape[1:])
         value = full._value.reshape((b, ny, b, nx))
         diag = value[np.arange(b), :, np.arange(b), :]  # (b, ny, nx), also for b = 0
-        return _make(diag.reshape(tshape + sshape[1:]))
+        return make_tensor(diag.reshape(tshape + sshape[1:]))
 
 
 class _Paused:
@@ -387,9 +387,9 @@ class _Paused:
 def _rebuilt(node):
     """The node's saved inputs and output as tensors, on the same nodes, so that an outer
     tape that recorded them sees the rules' operations as connected."""
-    args = [_make(v, p) if p is not None and v.__class__ is not Shape else v
+    args = [make_tensor(v, p) if p is not None and v.__class__ is not Shape else v
             for v, p in zip(node.values, node.parents)]
-    return args, _make(node.ans, node)
+    return args, make_tensor(node.ans, node)
 
 
 def _source_gradient(grads: dict, n, source, targets, differentiable: bool):
@@ -412,7 +412,7 @@ def _source_gradient(grads: dict, n, source, targets, differentiable: bool):
             return FUNCTIONS["cast"](g, dtype=dtype)
         g = np.asarray(g).astype(dtype)
         g = g[()] if g.ndim == 0 else g
-    return g if differentiable else _make(fast.owned(g))
+    return g if differentiable else make_tensor(fast.owned(g))
 
 
 def _accumulate(grads: dict, x, g) -> None:
@@ -440,7 +440,7 @@ def unbroadcast(m, g, shape, full=None):
 
 
 def _zeros_like(source: Tensor):
-    return _make(np.zeros(source.shape, dtype=source.dtype)[()] if source.ndim == 0
+    return make_tensor(np.zeros(source.shape, dtype=source.dtype)[()] if source.ndim == 0
                  else np.zeros(source.shape, dtype=source.dtype))
 
 
@@ -456,5 +456,5 @@ def _seed(target: Tensor, seed, differentiable: bool):
             raise ValueError(f"output_gradients shape {np.shape(seed)} does not match the "
                              f"target's shape {np.shape(value)}")
     if differentiable and not isinstance(seed, (Tensor, Batched)):
-        seed = _make(seed)
+        seed = make_tensor(seed)
     return seed

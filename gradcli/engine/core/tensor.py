@@ -225,7 +225,7 @@ class BatchedVariable(Batched):
 BATCHED_VARIABLES: weakref.WeakValueDictionary = weakref.WeakValueDictionary()
 
 
-def _make(value, node=None) -> Tensor:
+def make_tensor(value, node=None) -> Tensor:
     """A fresh tensor around an engine value (no conversion: the hot path)."""
     t = object.__new__(Tensor)
     t._value = value
@@ -343,7 +343,7 @@ def _batched_variable(value: Batched, trainable: bool = True, name: str | None =
 def constant(value, dtype=None) -> Tensor:
     """A tensor from a Python number, list or numpy array (float64 unless float32 asked)."""
     if isinstance(value, Tensor) and dtype is None:
-        return _make(value._value)
+        return make_tensor(value._value)
     return Tensor(value, dtype)
 
 
