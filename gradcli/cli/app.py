@@ -19,8 +19,8 @@ import typer  # noqa: E402
 from .. import __version__  # noqa: E402
 from ..errors import GradcliError  # noqa: E402
 from .common import Settings  # noqa: E402
-from .options import (BATCH, CHECK, DECLARATIONS, GRAD, HIGHER_CHECK,  # noqa: E402
-                      JACOBIAN_MODE, ORDER, OUTPUT, PROGRAM, SOURCES, TANGENTS, TAPE,
+from .options import (BATCH, CHECK, DECLARATIONS, DIFF, DIFF_OUTPUT, GRAD,  # noqa: E402
+                      HIGHER_CHECK, JACOBIAN_MODE, ORDER, OUTPUT, PROGRAM, SOURCES, TANGENTS, TAPE,
                       option)
 
 _APP_SETTINGS = dict(
@@ -229,6 +229,13 @@ COMMANDS = [
             "along the --tangent values (forward mode, one pass), with the value.",
             "gradcli jvp 'x^2 * y' --arg x=3 --arg y=2 --tangent x=1 --json",
             _PROGRAM_CONTEXT),
+    Command("diff", [PROGRAM] + DECLARATIONS + DIFF + DIFF_OUTPUT, "diff:run", None,
+            "run.formulas.Formulas",
+            "The derivatives as formulas, without a point: the program's free names are "
+            "its variables. Simplified by sympy, printed in gradcli's notation (they paste "
+            "back as programs), each one checked against the tape at random points; with "
+            "--arg values, the number there too.",
+            "gradcli diff 'x^3 - 3*x'   # d/dx = 3*x^2 - 3", _PROGRAM_CONTEXT),
 ]
 _COMMANDS = {command.name: command for command in COMMANDS}  # name -> record
 

@@ -177,3 +177,28 @@ TANGENTS = [option("tangent", Annotated[Optional[List[str]], typer.Option(
     "--tangent", metavar="NAME=VALUE", show_default=False,
     help="The direction: a tangent for an argument or variable (repeatable; others are "
          "held constant). VALUE as for --arg; one number fills an array.")], None)]
+
+#: gradcli diff (derivatives as formulas): the declarations and output of the other
+#: commands (without --dtype: the formulas are verified in float64), and these.
+DIFF = [
+    option("wrt", Annotated[Optional[List[str]], typer.Option(
+        "--wrt", metavar="NAME[,NAME...]", show_default=False,
+        help="The variables to differentiate by (default: every variable: the program's "
+             "free names, --arg, --var and its Variables).")], None),
+    option("order", Annotated[Optional[int], typer.Option(
+        "--order", metavar="N", show_default=False,
+        help="Every N-th partial derivative (1 to 6), each distinct one once (N=2: the "
+             "Hessian's upper triangle).")], None),
+    option("partial", Annotated[Optional[List[str]], typer.Option(
+        "--partial", metavar="NAME[,NAME...]", show_default=False,
+        help="One mixed partial: --partial x,x,y is d^3/dx^2dy.")], None),
+    option("latex", Annotated[bool, typer.Option(
+        "--latex", help="Print each formula in LaTeX.")], False),
+    option("raw", Annotated[bool, typer.Option(
+        "--raw", help="Do not simplify: sympy's derivative as it comes.")], False),
+    option("simplify_timeout", Annotated[float, typer.Option(
+        "--simplify-timeout", min=0.0, max=3600.0, metavar="SECONDS",
+        help="Time allowed for simplifying (the shortest of sympy's simplify, factor and "
+             "expand; the raw form where time runs out).")], 2.0),
+]
+DIFF_OUTPUT = [o for o in OUTPUT if o.name != "dtype"]
