@@ -60,7 +60,8 @@ if str(ROOT) not in sys.path:
     sys.path.insert(0, str(ROOT))
 
 IMPLS = ("numpy", "gradcli", "autograd", "torch")
-WORKLOADS = ("weighted", "chain", "big", "mlp", "deep", "cli", "hessian", "batch")
+WORKLOADS = ("weighted", "chain", "big", "mlp", "deep", "cli", "hessian", "batch",
+             "formulas")
 
 # ---------------------------------------------------------------------------------------
 # optional libraries
@@ -1096,6 +1097,31 @@ def memory_child(impl: str) -> None:
     print(json.dumps({"peak": peak - before, "retained": current - before}))
 
 
+# gradcli diff and its kin, whole processes (start-up, sympy's import and its worker
+# included): the issue's targets are under 2 s each on this machine.
+FORMULA_COMMANDS = {
+    "diff of a 10-term program": [
+        "diff", "x^3 - 3*x*y + sin(x)*cos(y) + exp(-x^2) + log(1 + y^2) + tanh(x*y) "
+        "+ sqrt(1 + x^2*y^2) + x^4/(1 + y^2) + atan(x - y) + cosh(y)/3"],
+}
+
+
+def run_formulas(results, runs: int) -> None:
+    """The median seconds of each FORMULA_COMMANDS process over ``runs`` runs."""
+    entry: dict[str, Any] = {"median": {}, "samples": {}, "check": {}}
+    results["formulas"] = entry
+    for label, args in FORMULA_COMMANDS.items():
+        samples = []
+        for _ in range(runs):
+            seconds, _, status = _batch_cli(args, ROOT, 120.0)
+            if seconds is None:
+                entry["check"][label] = status
+                break
+            samples.append(seconds)
+        entry["samples"][label] = samples
+        entry["median"][label] = statistics.median(samples) if samples else None
+
+
 def run_memory(results, impls=("numpy", "gradcli", "autograd")):
     entry: dict[str, Any] = {"peak": {}, "retained": {}, "input_bytes": BIG_N * 8, "errors": {}}
     results["big_memory"] = entry
@@ -1197,6 +1223,11 @@ def targets(results) -> list[tuple[str, str, str, str]]:
         rows.append((f"batch: peak RSS, {b['big_n']:.0e} rows streamed",
                      "n/a" if rss is None else fmt_bytes(rss), "<= 300 MB",
                      verdict(None if rss is None else rss / 2**20, 300)))
+    if "formulas" in results:
+        for label, seconds in results["formulas"]["median"].items():
+            rows.append((f"formulas: gradcli {label} (whole process)",
+                         results["formulas"]["check"].get(label) or fmt_time(seconds),
+                         "< 2 s", verdict(seconds, 2.0)))
     if "cli" in results:
         base = med("cli", "import numpy")
         for key, limit in CLI_LIMITS.items():
@@ -1481,6 +1512,8 @@ def main(argv=None) -> int:
             run_cli(cli_runs, results)
         elif work == "batch":
             run_batch(results, args.quick)
+        elif work == "formulas":
+            run_formulas(results, 3 if args.quick else 5)
         results[work]["other_load"] = load.stop()
         if work == "big":
             run_memory(results)

@@ -19,7 +19,8 @@ The steps, each one a function below:
    first the raw derivatives (``sympy.diff``; a ``DiracDelta`` from differentiating a
    step is dropped, as the tape's rules give 0 away from the step), then, within the
    simplification budget (``--simplify-timeout``, default 2 s), sympy's ``expand``,
-   ``factor`` and ``simplify`` of each. The shortest form by ``count_ops`` that gradcli can
+   ``factor`` and ``simplify`` of each (``simplify`` of each term of a sum of more than
+   35 operations: see :func:`simplified`). The shortest form by ``count_ops`` that gradcli can
    print is kept (the raw form competes too); when the budget runs out first, the
    shortest of the forms that finished, and the output says so.
 4. **Printing** (:mod:`gradcli.check.notation`): gradcli's own notation, so a formula
@@ -293,14 +294,28 @@ def without_step_derivatives(sp, expr):
 
 
 FORMS = ("expand", "factor", "simplify")
+#: sympy's simplify of a whole expression takes seconds beyond about this many
+#: operations (4 s for a derivative of a 10-term program, 40 operations): above it, each
+#: term of a sum is simplified on its own instead (0.5 s there).
+WHOLE_SIMPLIFY_OPS = 35
+
+
+def simplified(sp, expr):
+    """sympy's simplify, of the whole expression or, when it is a large sum, of each
+    term (what may cancel between terms is then left, for factor and expand to find)."""
+    if sp.count_ops(expr) <= WHOLE_SIMPLIFY_OPS or not isinstance(expr, sp.Add):
+        return sp.simplify(expr)
+    return sp.Add(*[sp.simplify(term) for term in expr.args])
 
 
 def _simplify(sp, job: dict, emit) -> None:
     """Worker: each form of each raw derivative, cheap forms of all first."""
+    makers = {"expand": sp.expand, "factor": sp.factor,
+              "simplify": lambda e: simplified(sp, e)}
     for form in FORMS:
         for key, expr in enumerate(job["raw"]):
             try:
-                emit(f"{key}:{form}", (getattr(sp, form)(expr),))
+                emit(f"{key}:{form}", (makers[form](expr),))
             except Exception:  # noqa: BLE001 - a form sympy cannot make is not a candidate
                 emit(f"{key}:{form}", None)
 
