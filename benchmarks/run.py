@@ -1103,6 +1103,9 @@ FORMULA_COMMANDS = {
     "diff of a 10-term program": [
         "diff", "x^3 - 3*x*y + sin(x)*cos(y) + exp(-x^2) + log(1 + y^2) + tanh(x*y) "
         "+ sqrt(1 + x^2*y^2) + x^4/(1 + y^2) + atan(x - y) + cosh(y)/3"],
+    "critical of Himmelblau in [-5, 5]^2": [
+        "critical", "(x^2 + y - 11)^2 + (x + y^2 - 7)^2", "--arg", "x=-5:5", "--arg",
+        "y=-5:5"],
 }
 
 

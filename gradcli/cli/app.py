@@ -19,9 +19,9 @@ import typer  # noqa: E402
 from .. import __version__  # noqa: E402
 from ..errors import GradcliError  # noqa: E402
 from .common import Settings  # noqa: E402
-from .options import (BATCH, CHECK, DECLARATIONS, DIFF, DIFF_OUTPUT, GRAD,  # noqa: E402
-                      HIGHER_CHECK, JACOBIAN_MODE, ORDER, OUTPUT, PROGRAM, SOURCES, TANGENTS, TAPE,
-                      option)
+from .options import (BATCH, CHECK, CRITICAL, DECLARATIONS, DIFF, DIFF_OUTPUT,  # noqa: E402
+                      GRAD, HIGHER_CHECK, JACOBIAN_MODE, ORDER, OUTPUT, PROGRAM, SOURCES,
+                      TANGENTS, TAPE, option)
 
 _APP_SETTINGS = dict(
     name="gradcli", no_args_is_help=True, add_completion=True,
@@ -236,6 +236,13 @@ COMMANDS = [
             "back as programs), each one checked against the tape at random points; with "
             "--arg values, the number there too.",
             "gradcli diff 'x^3 - 3*x'   # d/dx = 3*x^2 - 3", _PROGRAM_CONTEXT),
+    Command("critical", [PROGRAM] + DECLARATIONS + CRITICAL + DIFF_OUTPUT, "critical:run",
+            None, "run.critical.Critical",
+            "The critical points of a scalar program in a box (a range per variable, as "
+            "plot takes them): Newton's method on the gradient from a grid of starts, "
+            "each point once, classified by the Hessian (minimum, maximum, saddle, "
+            "degenerate); sympy's exact solutions too where it finds them in time.",
+            "gradcli critical 'x^3 - 3*x' --arg x=-3:3", _PROGRAM_CONTEXT),
 ]
 _COMMANDS = {command.name: command for command in COMMANDS}  # name -> record
 

@@ -202,3 +202,11 @@ DIFF = [
              "expand; the raw form where time runs out).")], 2.0),
 ]
 DIFF_OUTPUT = [o for o in OUTPUT if o.name != "dtype"]
+
+#: gradcli critical: the box is given by --arg ranges (DECLARATIONS), and this.
+CRITICAL = [
+    option("solve_timeout", Annotated[float, typer.Option(
+        "--solve-timeout", min=0.0, max=3600.0, metavar="SECONDS",
+        help="Time allowed for sympy's exact solutions of grad f = 0 (0: do not try).")],
+        1.0),
+]
