@@ -20,7 +20,7 @@ from .. import __version__  # noqa: E402
 from ..errors import GradcliError  # noqa: E402
 from .common import Settings  # noqa: E402
 from .options import (BATCH, CHECK, CRITICAL, DECLARATIONS, DIFF, DIFF_OUTPUT,  # noqa: E402
-                      GRAD, HIGHER_CHECK, JACOBIAN_MODE, ORDER, OUTPUT, PROGRAM, SOURCES,
+                      GRAD, HIGHER_CHECK, IDIFF, JACOBIAN_MODE, ORDER, OUTPUT, PROGRAM, SOURCES,
                       TANGENTS, TAPE, option)
 
 _APP_SETTINGS = dict(
@@ -243,6 +243,12 @@ COMMANDS = [
             "each point once, classified by the Hessian (minimum, maximum, saddle, "
             "degenerate); sympy's exact solutions too where it finds them in time.",
             "gradcli critical 'x^3 - 3*x' --arg x=-3:3", _PROGRAM_CONTEXT),
+    Command("idiff", [PROGRAM] + [o for o in DECLARATIONS if o.name != "target"] + IDIFF
+            + DIFF_OUTPUT, "diff:run_idiff", None, "run.formulas.Formulas",
+            "Implicit differentiation of an equation LEFT = RIGHT: dy/dx (and d2y/dx2 "
+            "with --order 2) as formulas, simplified and checked against the tape (-F_x/F_y "
+            "by nested tapes); with values on the curve, the numbers there.",
+            "gradcli idiff 'x^3 + y^3 = 6*x*y' --dep y --wrt x", _PROGRAM_CONTEXT),
 ]
 _COMMANDS = {command.name: command for command in COMMANDS}  # name -> record
 

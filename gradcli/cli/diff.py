@@ -18,14 +18,16 @@ import typer
 from .common import Settings, guarded, refuse, split
 
 
-def label(d) -> str:
-    """``d/dx``, ``d^2/dxdy``, ``d^3/dx^2dy`` (of ``f[i]`` for a Jacobian's row)."""
+def label(d, of: str = "") -> str:
+    """``d/dx``, ``d^2/dxdy``, ``d^3/dx^2dy`` (of ``f[i]`` for a Jacobian's row, of
+    ``of`` when given: ``dy/dx``)."""
     counts: dict = {}
     for name in d.wrt:
         counts[name] = counts.get(name, 0) + 1
     below = "".join(f"d{n}" + (f"^{k}" if k > 1 else "") for n, k in counts.items())
     top = "d" if len(d.wrt) == 1 else f"d^{len(d.wrt)}"
-    of = "" if d.element is None else "f[" + ",".join(map(str, d.element)) + "]"
+    if d.element is not None:
+        of = "f[" + ",".join(map(str, d.element)) + "]"
     return f"{top}{of}/{below}"
 
 
@@ -77,10 +79,29 @@ def run(s: Settings) -> None:
                     wrt=split(s.wrt), order=s.order, partial=split(s.partial, "--partial"),
                     budget=s.simplify_timeout, raw=s.raw)
 
-    result = guarded(work)
+    show(s, guarded(work), {"mode": "diff"})
+
+
+def run_idiff(s: Settings) -> None:
+    """``gradcli idiff``: the same output, labelled dy/dx, with "dep" in JSON."""
+    from ..run.idiff import idiff
+
+    def work():
+        if s.json_out and s.plain:
+            refuse("--json and --plain cannot be used together")
+        from ..lang.source import read_program
+        return idiff(read_program(s.program), dep=s.dep, wrt=s.wrt, order=s.order,
+                     var=s.var, frozen=s.frozen, arg=s.arg, budget=s.simplify_timeout,
+                     raw=s.raw)
+
+    show(s, guarded(work), {"mode": "idiff", "dep": s.dep}, of=s.dep)
+
+
+def show(s: Settings, result, head: dict, of: str = "") -> None:
+    """Print the formulas (human, --plain or --json); a disagreement is exit 1."""
     from . import render
     if s.json_out:
-        render.print_json({"mode": "diff", "program": result.program,
+        render.print_json({**head, "program": result.program,
                            "variables": result.variables,
                            "derivatives": [derivative_json(d) for d in result.derivatives]})
     elif s.plain:
@@ -89,7 +110,7 @@ def run(s: Settings) -> None:
             value = "" if d.value is None else f" = {render.number_text(d.value, s.precision)}"
             sys.stdout.write(f"{text}{value}\n")
     else:
-        _print_human(result, s)
+        _print_human(result, s, of)
     failed = [d for d in result.derivatives if d.disagreement]
     if s.plain or s.json_out:  # (the human output says it beside the formula)
         for d in failed:
@@ -98,12 +119,12 @@ def run(s: Settings) -> None:
         raise typer.Exit(1)
 
 
-def _print_human(result, s: Settings) -> None:
+def _print_human(result, s: Settings, of: str = "") -> None:
     from .render import number_text
     at = ", ".join(f"{n}={number_text(v, s.precision)}" for n, v in result.point.items())
     out = sys.stdout
     for d in result.derivatives:
         text = d.latex if s.latex else d.formula
         value = "" if d.value is None else f"    = {number_text(d.value, s.precision)} at {at}"
-        out.write(f"{label(d)} = {text}{value}\n")
+        out.write(f"{label(d, of)} = {text}{value}\n")
         out.write(f"    {_verification(d, s.precision)}; {_form(d, s.raw)}\n")

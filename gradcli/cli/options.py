@@ -210,3 +210,15 @@ CRITICAL = [
         help="Time allowed for sympy's exact solutions of grad f = 0 (0: do not try).")],
         1.0),
 ]
+
+#: gradcli idiff (implicit differentiation of an equation).
+IDIFF = [
+    option("dep", Annotated[str, typer.Option(
+        "--dep", metavar="NAME", show_default=False,
+        help="The dependent variable: a function of --wrt along the curve.")], ...),
+    option("wrt", Annotated[str, typer.Option(
+        "--wrt", metavar="NAME", show_default=False,
+        help="The independent variable.")], ...),
+    option("order", Annotated[int, typer.Option(
+        "--order", metavar="N", help="Up to the N-th derivative (1 or 2).")], 1),
+] + [o for o in DIFF if o.name in ("latex", "raw", "simplify_timeout")]

@@ -324,23 +324,31 @@ def sympy_derivatives(program, model, point: dict, names: list[str], constants: 
                       wanted: list, budget: float, raw: bool) -> list[list]:
     """Per wanted partial: [(form, expression), ...], the raw one first, then the forms
     the budget allowed. Raises InputError when sympy cannot differentiate the program."""
-    import sympy  # noqa: F401 - before the worker is forked, as the check does
-
-    from ..check.symbolic import run_job
     from ..engine.core.table import lookup
     job = {"compute": _differentiate, "program": program, "point": point,
            "target": model.target_name, "names": names, "constants": constants,
            "wanted": wanted, "lookup": lookup}
-    keys = [str(i) for i in range(len(wanted))]
+    return raw_and_simplified(job, len(wanted), budget, raw, "diff")
+
+
+def raw_and_simplified(job: dict, count: int, budget: float, raw: bool,
+                       command: str) -> list[list]:
+    """Run ``job`` (a worker computation emitting ``(expression,)`` for keys "0" to
+    ``count - 1``, or the reason it cannot), then simplify what it gave within
+    ``budget`` seconds: per key, [(form, expression), ...], the raw one first."""
+    import sympy  # noqa: F401 - before the worker is forked, as the check does
+
+    from ..check.symbolic import run_job
+    keys = [str(i) for i in range(count)]
     results = run_job(job, keys, DIFF_TIMEOUT)
     for key in keys:
         if not _is_expression(results[key]):
             reason = getattr(results[key], "skipped", None) or results[key]
-            raise InputError(f"diff: sympy cannot differentiate this program: {reason}")
+            raise InputError(f"{command}: sympy cannot differentiate this program: {reason}")
     forms = [[("raw", results[key][0])] for key in keys]
     if raw or budget <= 0:
         return forms
-    keys = [f"{i}:{form}" for form in FORMS for i in range(len(wanted))]
+    keys = [f"{i}:{form}" for form in FORMS for i in range(count)]
     results = run_job({"compute": _simplify, "raw": [f[0][1] for f in forms]}, keys, budget)
     for key, value in results.items():
         if _is_expression(value):
@@ -387,7 +395,7 @@ def formula_model(text: str, names: list[str]):
     return build(program, Declarations.from_options(arg=used)), used
 
 
-def _formula_value(built, values: dict) -> float:
+def formula_value(built, values: dict) -> float:
     model, used = built
     at_point(model, {n: values[n] for n in used})
     value = np.asarray(model.function(*model.arg_values).numpy(), dtype=np.float64)
@@ -438,7 +446,7 @@ def _check(text: str, variables: list[str], rows: list, index: int) -> tuple:
     worst, worst_row = 0.0, None
     for row in rows:
         try:
-            formula = _formula_value(built, row["at"])
+            formula = formula_value(built, row["at"])
         except Exception:  # noqa: BLE001 - the formula fails where the tape does not
             formula = math.nan
         error = _relative_error(formula, row["tape"][index])
@@ -539,6 +547,6 @@ def _verified(model, text, variables, held, given, low_high, value, wanted, form
     if all(n in given for n in variables):
         for derivative in result.derivatives:
             if derivative.printable:
-                derivative.value = _formula_value(
+                derivative.value = formula_value(
                     formula_model(derivative.formula, variables), given)
     return result
