@@ -211,3 +211,32 @@ def test_the_command_outputs_and_errors():
         bad = run("diff", *args)
         assert bad.returncode == 2 and bad.stdout == "" and "Traceback" not in bad.stderr
         assert len(bad.stderr.strip().splitlines()) <= 3, bad.stderr
+
+
+# ---------------------------------------------------------------------------------------
+# --taylor (issue 22, part 4): the truth is the series worked out by hand
+# ---------------------------------------------------------------------------------------
+def test_taylor_polynomials_against_known_series():
+    from gradcli.run.taylor import taylor
+    exp = taylor("exp(x)", ["x=0"], 4)
+    assert [c["value"] for c in exp.coefficients] == pytest.approx(
+        [1, 1, 1 / 2, 1 / 6, 1 / 24], rel=1e-15)
+    assert exp.disagreement is None and exp.max_rel_err <= 1e-15
+    cubic = taylor("x^3 - 3*x", ["x=2"], 3)                      # (x-2)^3 + 6(x-2)^2 + 9(x-2) + 2
+    assert cubic.polynomial == "(x - 2)^3 + 6*(x - 2)^2 + 9*(x - 2) + 2"
+    two = taylor("sin(x)*cos(y)", ["x=0,y=0"], 3)                # x - x^3/6 - x*y^2/2
+    values = {tuple(c["powers"].values()): c["value"] for c in two.coefficients}
+    assert values[(1, 0)] == 1 and values[(3, 0)] == pytest.approx(-1 / 6, rel=1e-15)
+    assert values[(1, 2)] == pytest.approx(-1 / 2, rel=1e-15)
+    assert all(v == 0 for k, v in values.items() if k not in ((1, 0), (3, 0), (1, 2)))
+    assert formula_at(two.polynomial, {"x": 0.3, "y": 0.2}) == pytest.approx(
+        0.3 - 0.3**3 / 6 - 0.3 * 0.2**2 / 2, rel=1e-14)
+
+
+def test_taylor_where_there_is_none():
+    from gradcli.errors import InputError
+    from gradcli.run.taylor import taylor
+    with pytest.raises(InputError, match="no Taylor polynomial"):
+        taylor("sqrt(x)", ["x=0"], 2)
+    with pytest.raises(InputError, match="give y a value"):
+        taylor("x*y", ["x=1"], 2)

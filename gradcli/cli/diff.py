@@ -70,6 +70,8 @@ def _form(d, raw: bool) -> str:
 
 
 def run(s: Settings) -> None:
+    if s.taylor:
+        return run_taylor(s)
     from ..run.formulas import diff
 
     def work():
@@ -128,3 +130,46 @@ def _print_human(result, s: Settings, of: str = "") -> None:
         value = "" if d.value is None else f"    = {number_text(d.value, s.precision)} at {at}"
         out.write(f"{label(d, of)} = {text}{value}\n")
         out.write(f"    {_verification(d, s.precision)}; {_form(d, s.raw)}\n")
+
+
+def run_taylor(s: Settings) -> None:
+    """``diff --taylor``: the polynomial, and how its coefficients compare with sympy's."""
+    from ..run.taylor import taylor
+
+    def work():
+        if s.json_out and s.plain:
+            refuse("--json and --plain cannot be used together")
+        if s.partial or s.wrt or s.raw:
+            refuse("--taylor takes --order; not --wrt, --partial or --raw")
+        return taylor(s.program, s.taylor, s.order, var=s.var, frozen=s.frozen, arg=s.arg,
+                      target=s.target)
+
+    result = guarded(work)
+    from . import render
+    text = result.latex if s.latex else result.polynomial
+    if s.json_out:
+        render.print_json({"mode": "taylor", "program": result.program, "at": result.at,
+                           "order": result.order, "polynomial": result.polynomial,
+                           "latex": result.latex, "coefficients": result.coefficients,
+                           "verified": None if result.max_rel_err is None else {
+                               "coefficients": len(result.coefficients),
+                               "max_rel_err": result.max_rel_err,
+                               "agrees": result.disagreement is None}})
+    elif s.plain:
+        sys.stdout.write(text + "\n")
+    else:
+        at = ", ".join(f"{n}={render.number_text(v, s.precision)}" for n, v in result.at.items())
+        sys.stdout.write(f"Taylor polynomial of order {result.order} at {at}:\n  {text}\n")
+        if result.disagreement:
+            sys.stdout.write(f"  DISAGREES with sympy's series: {result.disagreement}\n")
+        elif result.note:
+            sys.stdout.write(f"  {result.note}\n")
+        else:
+            err = render.number_text(result.max_rel_err, 2)
+            sys.stdout.write(f"  coefficients from the tape (nested tapes); all "
+                             f"{len(result.coefficients)} agree with sympy's series, max rel "
+                             f"err {err}\n")
+    if result.disagreement:
+        if s.plain or s.json_out:
+            sys.stderr.write(f"error: {result.disagreement}\n")
+        raise typer.Exit(1)

@@ -192,6 +192,10 @@ DIFF = [
     option("partial", Annotated[Optional[List[str]], typer.Option(
         "--partial", metavar="NAME[,NAME...]", show_default=False,
         help="One mixed partial: --partial x,x,y is d^3/dx^2dy.")], None),
+    option("taylor", Annotated[Optional[List[str]], typer.Option(
+        "--taylor", metavar="NAME=VALUE[,NAME=VALUE...]", show_default=False,
+        help="The Taylor polynomial at this point instead, to --order N (default 3): its "
+             "coefficients from the tape, checked against sympy's series.")], None),
     option("latex", Annotated[bool, typer.Option(
         "--latex", help="Print each formula in LaTeX.")], False),
     option("raw", Annotated[bool, typer.Option(
