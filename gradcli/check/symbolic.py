@@ -1036,6 +1036,15 @@ def run_worker(job: dict, wrt: list[str], timeout: float) -> dict[str, SymbolicG
     return {name: results.get(name) or SymbolicGradient(name, skipped=failure) for name in wrt}
 
 
+def run_job(job: dict, keys: list[str], timeout: float) -> dict:
+    """Run ``job["compute"](sympy, job, emit)`` in the worker process, killed after
+    ``timeout`` seconds: ``{key: what was emitted for it}``, and for a key nothing was
+    emitted for in time a ``SymbolicGradient`` whose ``skipped`` says why. sympy must
+    be imported before the call (the worker is forked with it). For computations other
+    than the gradient check's (``gradcli diff``'s formulas)."""
+    return _run_worker(job, list(keys), timeout)
+
+
 def _seconds(timeout: float) -> str:
     return f"{timeout:g}s"
 

@@ -19,9 +19,9 @@ import typer  # noqa: E402
 from .. import __version__  # noqa: E402
 from ..errors import GradcliError  # noqa: E402
 from .common import Settings  # noqa: E402
-from .options import (BATCH, CHECK, DECLARATIONS, GRAD, HIGHER_CHECK,  # noqa: E402
-                      INSIDE, JACOBIAN_MODE, ORDER, OUTPUT, PROGRAM, SOURCES, TANGENTS, TAPE,
-                      option)
+from .options import (BATCH, CHECK, CRITICAL, DECLARATIONS, DIFF, DIFF_OUTPUT,  # noqa: E402
+                      GRAD, HIGHER_CHECK, IDIFF, INSIDE, JACOBIAN_MODE, ORDER, OUTPUT, PROGRAM,
+                      SOURCES, TANGENTS, TAPE, option)
 
 _APP_SETTINGS = dict(
     name="gradcli", no_args_is_help=True, add_completion=True,
@@ -229,6 +229,26 @@ COMMANDS = [
             "along the --tangent values (forward mode, one pass), with the value.",
             "gradcli jvp 'x^2 * y' --arg x=3 --arg y=2 --tangent x=1 --json",
             _PROGRAM_CONTEXT),
+    Command("diff", [PROGRAM] + DECLARATIONS + DIFF + DIFF_OUTPUT, "diff:run", None,
+            "run.formulas.Formulas",
+            "The derivatives as formulas, without a point: the program's free names are "
+            "its variables. Simplified by sympy, printed in gradcli's notation (they paste "
+            "back as programs), each one checked against the tape at random points; with "
+            "--arg values, the number there too.",
+            "gradcli diff 'x^3 - 3*x'   # d/dx = 3*x^2 - 3", _PROGRAM_CONTEXT),
+    Command("critical", [PROGRAM] + DECLARATIONS + CRITICAL + DIFF_OUTPUT, "critical:run",
+            None, "run.critical.Critical",
+            "The critical points of a scalar program in a box (a range per variable, as "
+            "plot takes them): Newton's method on the gradient from a grid of starts, "
+            "each point once, classified by the Hessian (minimum, maximum, saddle, "
+            "degenerate); sympy's exact solutions too where it finds them in time.",
+            "gradcli critical 'x^3 - 3*x' --arg x=-3:3", _PROGRAM_CONTEXT),
+    Command("idiff", [PROGRAM] + [o for o in DECLARATIONS if o.name != "target"] + IDIFF
+            + DIFF_OUTPUT, "diff:run_idiff", None, "run.formulas.Formulas",
+            "Implicit differentiation of an equation LEFT = RIGHT: dy/dx (and d2y/dx2 "
+            "with --order 2) as formulas, simplified and checked against the tape (-F_x/F_y "
+            "by nested tapes); with values on the curve, the numbers there.",
+            "gradcli idiff 'x^3 + y^3 = 6*x*y' --dep y --wrt x", _PROGRAM_CONTEXT),
 ]
 _COMMANDS = {command.name: command for command in COMMANDS}  # name -> record
 

@@ -195,3 +195,52 @@ INSIDE = [option("debug_nans", Annotated[bool, typer.Option(
         help="The recorded graph: PATH.dot (Graphviz source), .svg/.png/.pdf (needs the "
              "extra gradcli[graph] and Graphviz's dot), or - for a tree after the "
              "result.")], None)]
+
+#: gradcli diff (derivatives as formulas): the declarations and output of the other
+#: commands (without --dtype: the formulas are verified in float64), and these.
+DIFF = [
+    option("wrt", Annotated[Optional[List[str]], typer.Option(
+        "--wrt", metavar="NAME[,NAME...]", show_default=False,
+        help="The variables to differentiate by (default: every variable: the program's "
+             "free names, --arg, --var and its Variables).")], None),
+    option("order", Annotated[Optional[int], typer.Option(
+        "--order", metavar="N", show_default=False,
+        help="Every N-th partial derivative (1 to 6), each distinct one once (N=2: the "
+             "Hessian's upper triangle).")], None),
+    option("partial", Annotated[Optional[List[str]], typer.Option(
+        "--partial", metavar="NAME[,NAME...]", show_default=False,
+        help="One mixed partial: --partial x,x,y is d^3/dx^2dy.")], None),
+    option("taylor", Annotated[Optional[List[str]], typer.Option(
+        "--taylor", metavar="NAME=VALUE[,NAME=VALUE...]", show_default=False,
+        help="The Taylor polynomial at this point instead, to --order N (default 3): its "
+             "coefficients from the tape, checked against sympy's series.")], None),
+    option("latex", Annotated[bool, typer.Option(
+        "--latex", help="Print each formula in LaTeX.")], False),
+    option("raw", Annotated[bool, typer.Option(
+        "--raw", help="Do not simplify: sympy's derivative as it comes.")], False),
+    option("simplify_timeout", Annotated[float, typer.Option(
+        "--simplify-timeout", min=0.0, max=3600.0, metavar="SECONDS",
+        help="Time allowed for simplifying (the shortest of sympy's simplify, factor and "
+             "expand; the raw form where time runs out).")], 2.0),
+]
+DIFF_OUTPUT = [o for o in OUTPUT if o.name != "dtype"]
+
+#: gradcli critical: the box is given by --arg ranges (DECLARATIONS), and this.
+CRITICAL = [
+    option("solve_timeout", Annotated[float, typer.Option(
+        "--solve-timeout", min=0.0, max=3600.0, metavar="SECONDS",
+        help="Time allowed for sympy's exact solutions of grad f = 0 (0: do not try).")],
+        1.0),
+]
+
+#: gradcli idiff (implicit differentiation of an equation).
+IDIFF = [
+    option("dep", Annotated[str, typer.Option(
+        "--dep", metavar="NAME", show_default=False,
+        help="The dependent variable: a function of --wrt along the curve.")], ...),
+    option("wrt", Annotated[str, typer.Option(
+        "--wrt", metavar="NAME", show_default=False,
+        help="The independent variable.")], ...),
+    option("order", Annotated[int, typer.Option(
+        "--order", metavar="N", help="Up to the N-th derivative (1 or 2).")], 1),
+] + [o for o in DIFF if o.name in ("latex", "raw", "simplify_timeout")]

@@ -1,0 +1,246 @@
+"""``gradcli critical``: the critical points of a scalar program in a box.
+
+- **The box**: every variable is given a range as ``plot`` takes one (``--arg x=-3:3``,
+  ``--arg x='linspace(-3, 3, 7)'``: its ends); other declarations keep their values. A
+  free name of the program without a range is an error (it would be a variable with no
+  box). At most 6 ranged variables.
+- **Newton's method on the gradient** from a grid of starts (per variable: 25 for one,
+  9 for two, 5 for three, 3 beyond), with the tape's gradient and Hessian (nested
+  reverse mode, :func:`gradcli.run.derivatives.hessian`); a step solves ``H d = -g`` by
+  least squares (a singular H still gives a step). A start that leaves the box (by a
+  tenth of its width) or does not converge within 60 steps is dropped. Converged means
+  what ``gradcli hessian`` means by a critical point: the gradient within the rounding
+  tolerance of :func:`gradcli.run.derivatives.classify`.
+- **Once each**: points closer than 1e-6 of the box's size are one point (the first
+  found is kept, refined to full precision).
+- **Classified** by ``classify``: minimum, maximum, saddle or degenerate, with the
+  eigenvalues of the Hessian.
+- **sympy** (in the check's worker, ``--solve-timeout`` seconds, default 1): ``solve`` of
+  ``grad f = 0``; its real solutions inside the box are listed, and ``complete`` says
+  whether every one of them is among the numeric points and vice versa (None when sympy
+  gives no finite list in time).
+"""
+from __future__ import annotations
+
+import itertools
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InputError, ModeError
+
+MAX_VARIABLES = 6
+MAX_STEPS = 60
+STARTS_PER_AXIS = {1: 25, 2: 9, 3: 5}
+SAME = 1e-6          # of the box's size: closer points are one
+EXACT_MATCH = 1e-6   # of the box's size: a numeric point matches an exact solution
+
+
+@dataclass
+class CriticalPoint:
+    at: dict
+    value: float
+    gradient_norm: float
+    eigenvalues: list
+    verdict: str
+
+
+@dataclass
+class Critical:
+    program: str
+    variables: list
+    box: dict
+    points: list = field(default_factory=list)
+    exact: list | None = None       # sympy's real solutions in the box (None: not known)
+    exact_note: str | None = None
+    complete: bool | None = None
+
+
+def split_ranges(arg) -> tuple[dict, list]:
+    """(name -> (low, high) for the ranged --arg values, the other --arg texts)."""
+    from ..lang.values import parse_declaration
+    from .plotting import parse_range
+    box, rest = {}, []
+    for text in arg or ():
+        if "=" not in text:
+            rest.append(text)
+            continue
+        name, value = parse_declaration(text)
+        values = parse_range(value, 2) if isinstance(value, str) else None
+        if values is None:
+            rest.append(text)
+            continue
+        if name in box:
+            raise InputError(f"'{name}' is given twice")
+        low, high = float(np.min(values)), float(np.max(values))
+        box[name] = (low, high)
+    return box, rest
+
+
+def _starts(box: dict) -> list:
+    names = list(box)
+    per_axis = STARTS_PER_AXIS.get(len(names), 3)
+    axes = []
+    for name in names:
+        low, high = box[name]
+        # cell centres: a start is never on the box's edge, where a symmetric
+        # function's critical point on the edge (0 in -3:3) would be a start too
+        step = (high - low) / per_axis
+        axes.append(low + step * (np.arange(per_axis) + 0.5))
+    return [np.array(p) for p in itertools.product(*axes)]
+
+
+def _at(model, names, point):
+    from .formulas import at_point
+    at_point(model, dict(zip(names, map(float, point))))
+
+
+def _newton(model, names, start, low, high):
+    """The critical point Newton's method reaches from ``start``, or None."""
+    from .derivatives import hessian
+    width = high - low
+    point = start.astype(np.float64)
+    for _ in range(MAX_STEPS):
+        _at(model, names, point)
+        result = hessian(model, names)
+        if result.verdict == "undefined":
+            return None
+        if result.critical:
+            return point, result
+        gradient, matrix = np.asarray(result.gradient), np.asarray(result.hessian)
+        step = np.linalg.lstsq(matrix, -gradient, rcond=None)[0]
+        point = point + step
+        if np.any(point < low - width / 10) or np.any(point > high + width / 10) \
+                or not np.all(np.isfinite(point)):
+            return None
+    return None
+
+
+def find(model, names: list, box: dict) -> list[CriticalPoint]:
+    low = np.array([box[n][0] for n in names])
+    high = np.array([box[n][1] for n in names])
+    size = float(np.max(high - low))
+    found: list = []
+    with np.errstate(all="ignore"):
+        for start in _starts(box):
+            try:
+                reached = _newton(model, names, start, low, high)
+            except (np.linalg.LinAlgError, ArithmeticError):
+                continue
+            if reached is None:
+                continue
+            point, result = reached
+            if np.any(point < low) or np.any(point > high):
+                continue
+            if any(np.max(np.abs(point - p)) <= SAME * size for p, _ in found):
+                continue
+            found.append((point, result))
+    points = [CriticalPoint(at=dict(zip(names, map(float, p))),
+                            value=float(np.asarray(r.value)),
+                            gradient_norm=float(r.gradient_norm),
+                            eigenvalues=[float(e) for e in r.eigenvalues],
+                            verdict=r.verdict) for p, r in found]
+    points.sort(key=lambda c: tuple(c.at.values()))
+    return points
+
+
+# ---------------------------------------------------------------------------------------
+# sympy: solve grad f = 0 (in the worker, killed at the time limit)
+# ---------------------------------------------------------------------------------------
+def _solve(sp, job: dict, emit) -> None:
+    from ..check.symbolic import to_sympy
+    try:
+        translated = to_sympy(job["program"], job["point"], job["target"], wrt=job["names"],
+                              lookup=job["lookup"])
+        if translated.skipped is not None:
+            raise ValueError(translated.skipped)
+        values = {s: translated.values[s] for name in job["constants"]
+                  if name in translated.sources for s in translated.sources[name].flat}
+        symbols = [translated.sources[n][()] for n in job["names"]]
+        f = translated.target[()].xreplace(values)
+        gradient = [sp.diff(f, s) for s in symbols]
+        solutions = sp.solve(gradient, symbols, dict=True)
+        real = []
+        for solution in solutions:
+            if set(solution) != set(symbols):
+                raise ValueError("sympy's solutions are not isolated points")
+            numbers = [complex(sp.N(solution[s], 30)) for s in symbols]
+            if all(abs(z.imag) <= 1e-12 * max(1.0, abs(z.real)) for z in numbers):
+                real.append([z.real for z in numbers])
+        emit("solutions", (real,))
+    except Exception as err:  # noqa: BLE001 - no exact set: said, never a crash
+        emit("solutions", f"{type(err).__name__}: {err}")
+
+
+def exact_solutions(program, model, names, constants, point, timeout) -> tuple:
+    """(sympy's real solutions as lists of floats, None) or (None, why not)."""
+    import sympy  # noqa: F401 - before the worker is forked
+
+    from ..check.symbolic import run_job
+    from ..engine.core.table import lookup
+    job = {"compute": _solve, "program": program, "point": point,
+           "target": model.target_name, "names": names, "constants": constants,
+           "lookup": lookup}
+    got = run_job(job, ["solutions"], timeout)["solutions"]
+    if isinstance(got, tuple):
+        return got[0], None
+    return None, f"sympy gave no solutions: {getattr(got, 'skipped', None) or got}"
+
+
+def critical(text: str, *, var=(), frozen=(), arg=(), target=None,
+             solve_timeout: float = 1.0) -> Critical:
+    from .formulas import prepare, variables_of
+    box, rest = split_ranges(arg)
+    if not box:
+        raise InputError("critical needs a box: a range for each variable, as plot takes "
+                         "them (--arg x=-3:3 --arg y=-3:3)")
+    if len(box) > MAX_VARIABLES:
+        raise InputError(f"critical: at most {MAX_VARIABLES} ranged variables")
+    program, model = prepare(text, var, frozen, list(rest) + list(box), target)
+    variables, constants = variables_of(model)
+    names = list(box)
+    unranged = [n for n in model.arg_names if n not in box and not _has_value(model, n)]
+    if unranged:
+        raise InputError(f"critical: '{unranged[0]}' has no range: give it one "
+                         f"(--arg {unranged[0]}=-3:3) or a value")
+    first = {n: (lo + hi) / 2 for n, (lo, hi) in box.items()}
+    from .formulas import at_point
+    at_point(model, first)
+    value = np.asarray(model.function(*model.arg_values).numpy())
+    if value.shape != ():
+        raise ModeError(f"critical needs a scalar program; its value has shape {value.shape}")
+    if value.dtype == bool:
+        raise ModeError("critical: the program's value is a comparison (true/false)")
+    result = Critical(program=text, variables=names, box=box)
+    result.points = find(model, names, box)
+    point = {**first, **{n: model.source(n).numpy() for n in constants},
+             **{n: model.source(n).numpy() for n in variables if n not in box}}
+    fixed = [n for n in variables if n not in box] + constants
+    if solve_timeout > 0:
+        exact, why = exact_solutions(program, model, names, fixed, point, solve_timeout)
+        if exact is None:
+            result.exact_note = why
+        else:
+            low = np.array([box[n][0] for n in names])
+            high = np.array([box[n][1] for n in names])
+            inside = [p for p in exact if np.all(np.array(p) >= low) and
+                      np.all(np.array(p) <= high)]
+            result.exact = [dict(zip(names, p)) for p in inside]
+            result.complete = _same_sets(inside, result.points, names,
+                                         float(np.max(high - low)))
+    return result
+
+
+def _has_value(model, name) -> bool:
+    try:
+        model.source(name)
+        return True
+    except Exception:  # noqa: BLE001 - declared without a value
+        return False
+
+
+def _same_sets(exact: list, points: list, names: list, size: float) -> bool:
+    numeric = [np.array([p.at[n] for n in names]) for p in points]
+    close = lambda a, b: np.max(np.abs(np.array(a) - b)) <= EXACT_MATCH * max(size, 1.0)  # noqa: E731
+    return (all(any(close(e, p) for p in numeric) for e in exact)
+            and all(any(close(e, p) for e in exact) for p in numeric))

@@ -1,0 +1,552 @@
+"""``gradcli diff``: derivatives as formulas, each one verified against the tape.
+
+The steps, each one a function below:
+
+1. **The variables** (:func:`prepare`): the program's free names (read before anything
+   assigns them, not a constant such as ``pi``, not declared) become arguments with no
+   value, so nothing has to be declared; ``--arg`` gives them values (a point), and
+   ``--var`` and the program's ``Variable(...)`` are variables too. A name held
+   constant is declared as one (``--frozen c=3``, ``c = constant(3.0)``, a variable with
+   ``trainable=False``): its value is put into the formulas. Only scalar variables are
+   differentiated (a formula per partial derivative).
+2. **The derivatives** (:func:`derivatives_wanted`): ``--wrt`` (default: every variable)
+   one per variable; ``--order N`` every N-th partial, each distinct one once (the
+   Hessian's upper triangle for N=2: ``d^2/dxdy`` is ``d^2/dydx``); ``--partial x,x,y``
+   one mixed partial. A program whose value is an array gives the Jacobian: one formula
+   per element and variable (first order only).
+3. **sympy** (in the check's worker process, killed at its time limit; nothing the user
+   typed reaches sympify: the tree is translated by :func:`gradcli.check.symbolic.to_sympy`):
+   first the raw derivatives (``sympy.diff``; a ``DiracDelta`` from differentiating a
+   step is dropped, as the tape's rules give 0 away from the step), then, within the
+   simplification budget (``--simplify-timeout``, default 2 s), sympy's ``expand``,
+   ``factor`` and ``simplify`` of each (``simplify`` of each term of a sum of more than
+   35 operations: see :func:`simplified`). The shortest form by ``count_ops`` that gradcli can
+   print is kept (the raw form competes too); when the budget runs out first, the
+   shortest of the forms that finished, and the output says so.
+4. **Printing** (:mod:`gradcli.check.notation`): gradcli's own notation, so a formula
+   pastes back as a program; one it cannot spell is printed in sympy's notation with a
+   note saying so.
+5. **Verification** (:func:`settle`): each printed formula is parsed by gradcli's
+   parser, evaluated by the engine at the same random points as the tape's derivative
+   (nested ``GradientTape``\\ s), and compared: ``|formula - tape| / max(|tape|, 1)``
+   must stay within ``1e-8`` (relative where the derivative is 1 or more, absolute
+   below it); a formula that is not finite where the tape is disagrees. The shortest
+   printable form that agrees is kept (sympy's ``x^(2/3)`` is real for ``x < 0``,
+   gradcli's is nan: such a form is passed over). The points are drawn with a fixed
+   seed, each variable uniformly in the intersection of the table's ``sample`` ranges
+   of the functions the program calls (the ranges the table's own tests keep each
+   function in its domain with; (-2, 2) when it calls none or they do not meet), every
+   other draw in (-2, 2) instead (a range may leave out part of a domain: cbrt's is
+   (0.5, 2)); a point is kept where the program and its tape derivatives are finite
+   (8 points, at most 400 draws). The ``--arg`` point, when it gives every variable a
+   value, is checked too, and each formula's value there is reported.
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InputError, ModeError, did_you_mean
+
+#: How many random points each formula is checked at.
+POINTS = 8
+#: Draws allowed to find them (points where the program is not finite are skipped).
+DRAWS = 400
+#: |formula - tape| / max(|tape|, 1) beyond this is a disagreement.
+TOLERANCE = 1e-8
+#: Time allowed for sympy's translation and differentiation (the simplification has its
+#: own budget, --simplify-timeout).
+DIFF_TIMEOUT = 10.0
+SEED = 0
+WIDE = (-2.0, 2.0)
+MAX_ORDER = 6
+
+
+@dataclass
+class Derivative:
+    """One formula: the partial derivative along ``wrt`` (a variable per order) of the
+    target, or of its element ``element`` (a Jacobian's row)."""
+    wrt: tuple
+    element: tuple | None = None
+    formula: str = ""
+    latex: str = ""
+    printable: bool = True     # False: ``formula`` is sympy's text, not gradcli's
+    note: str | None = None
+    form: str = "raw"           # which form was kept: raw, expand, factor, simplify
+    simplified: bool = False    # the simplification finished within its budget
+    operations: int = 0
+    points: int = 0
+    max_rel_err: float | None = None
+    disagreement: str | None = None
+    value: float | None = None
+    expression: object = None   # the sympy expression (not printed)
+
+
+@dataclass
+class Formulas:
+    """What ``gradcli diff`` computed."""
+    program: str
+    variables: list
+    derivatives: list = field(default_factory=list)
+    point: dict = field(default_factory=dict)
+    ranges: dict = field(default_factory=dict)
+    shape: tuple = ()
+    notes: list = field(default_factory=list)
+
+    @property
+    def verified(self) -> bool:
+        return all(d.disagreement is None for d in self.derivatives)
+
+
+# ---------------------------------------------------------------------------------------
+# 1. The variables
+# ---------------------------------------------------------------------------------------
+def free_names(program, declared) -> list[str]:
+    """Names the program reads before assigning them, in order of first reading, that
+    are neither declared, nor constants, nor functions."""
+    from ..lang import CONSTANT_NAMES, iter_postorder
+    from ..lang.parser import BOOL_NAMES
+    from ..lang.tree import Assign, Name
+    known = set(declared) | set(CONSTANT_NAMES) | set(BOOL_NAMES) | {"None"}
+    found: list[str] = []
+    for statement in program.statements:
+        value = getattr(statement, "value", None)
+        if value is not None:
+            for node in iter_postorder(value):
+                if isinstance(node, Name) and node.id not in known and node.id not in found:
+                    found.append(node.id)
+        if isinstance(statement, Assign):
+            known.add(statement.name)
+    return found
+
+
+def _refuse_stop_gradient(program) -> None:
+    from ..lang import iter_postorder
+    from ..lang.tree import Call
+    for statement in program.statements:
+        value = getattr(statement, "value", None)
+        for node in iter_postorder(value) if value is not None else ():
+            if isinstance(node, Call) and node.func == "stop_gradient":
+                raise InputError("diff: stop_gradient(...) has no derivative formula (its "
+                                 "value is cut from the tape at a point; use gradcli grad)")
+
+
+def prepare(text: str, var=(), frozen=(), arg=(), target=None, dtype="float64"):
+    """The program built with its free names as arguments: (program, model)."""
+    from ..lang import Declarations, build, parse_program
+    from ..lang.source import read_program
+    program = parse_program(read_program(text))
+    _refuse_stop_gradient(program)
+    decls = Declarations.from_options(var=var or (), frozen=frozen or (), arg=arg or ())
+    declared = [d.name for d in decls]
+    free = free_names(program, declared)
+    decls = Declarations.from_options(var=var or (), frozen=frozen or (),
+                                      arg=list(arg or ()) + free)
+    return program, build(program, decls, dtype=dtype, target=target)
+
+
+def variables_of(model) -> tuple[list[str], list[str]]:
+    """(the differentiable variables, the names held constant)."""
+    variables = list(model.arg_names) + [n for n, t in model.trainable.items() if t]
+    constants = [n for n, t in model.trainable.items() if not t]
+    constants += [n for n, kind in model.kinds.items() if kind == "constant"]
+    return variables, constants
+
+
+def choose(variables: list[str], wrt: list[str] | None) -> list[str]:
+    if wrt is None:
+        if not variables:
+            raise InputError("diff: the program has no variables (every name is declared "
+                             "constant or assigned)")
+        return variables
+    for name in wrt:
+        if name not in variables:
+            raise InputError(f"--wrt {name}: not a variable of the program"
+                             f"{did_you_mean(name, variables)}; its variables: "
+                             f"{', '.join(variables) or 'none'}")
+    return list(dict.fromkeys(wrt))
+
+
+def derivatives_wanted(wrt: list[str], order: int | None, partial: list[str] | None,
+                       variables: list[str]) -> list[tuple]:
+    """The partials to compute, each a tuple of variable names (one per order)."""
+    if partial is not None:
+        if order is not None:
+            raise InputError("--partial and --order cannot be used together (--partial "
+                             "names the order by its length)")
+        if len(partial) > MAX_ORDER:
+            raise InputError(f"--partial: at most {MAX_ORDER} variables")
+        choose(variables, partial)
+        return [tuple(partial)]
+    order = 1 if order is None else order
+    if not 1 <= order <= MAX_ORDER:
+        raise InputError(f"--order must be between 1 and {MAX_ORDER}, got {order}")
+    return list(itertools.combinations_with_replacement(wrt, order))
+
+
+# ---------------------------------------------------------------------------------------
+# The points: random ones in the table's sample ranges, and the tape there
+# ---------------------------------------------------------------------------------------
+def sample_range(program) -> tuple[float, float]:
+    """The intersection of the ``sample`` ranges of the table functions called."""
+    from ..engine.core.table import lookup
+    from ..lang import iter_postorder
+    from ..lang.tree import Call
+    low, high = -math.inf, math.inf
+    for statement in program.statements:
+        value = getattr(statement, "value", None)
+        for node in iter_postorder(value) if value is not None else ():
+            op = lookup(node.func) if isinstance(node, Call) else None
+            if op is not None and op.elementwise:
+                low, high = max(low, op.sample[0]), min(high, op.sample[1])
+    if not math.isfinite(low) or not math.isfinite(high) or low >= high:
+        return (-2.0, 2.0)
+    return (low, high)
+
+
+def point_of(model, variables: list[str]) -> dict:
+    """The values the declarations give the variables (a variable without one: absent)."""
+    point = {}
+    for name in variables:
+        try:
+            value = np.asarray(model.source(name).numpy(), dtype=np.float64)
+        except Exception:  # noqa: BLE001 - declared without a value (a free name)
+            continue
+        if value.shape != ():
+            raise ModeError(f"diff: '{name}' has shape {value.shape}; diff differentiates "
+                            "scalar variables (gradcli jacobian takes arrays)")
+        point[name] = float(value)
+    return point
+
+
+def at_point(model, values: dict):
+    """Bind the outside declarations to ``values`` (the program's own Variables keep
+    theirs) and return the model."""
+    outside = {d.name for d in model.declarations}
+    return model.bind({k: np.float64(v) for k, v in values.items() if k in outside})
+
+
+def tape_partial(model, path: tuple, element: tuple | None):
+    """The partial derivative along ``path`` of the target (or its ``element``) at the
+    bound point, by nested tapes: each tape records the gradient the one inside it
+    computes."""
+    from .. import engine as gc
+
+    def level(k):
+        if k == 0:
+            value = model.function(*model.arg_values)
+            return value[element] if element is not None else value
+        source = model.source(path[k - 1])
+        with gc.GradientTape(watch_accessed_variables=False) as tape:
+            tape.watch(source)
+            inner = level(k - 1)
+        return tape.gradient(inner, source, unconnected_gradients="zero")
+    return float(np.asarray(level(len(path)).numpy()))
+
+
+# ---------------------------------------------------------------------------------------
+# 3. sympy, in the worker process
+# ---------------------------------------------------------------------------------------
+def _differentiate(sp, job: dict, emit) -> None:
+    """Worker: translate, put the constants' values in, differentiate every wanted
+    partial; emit each raw derivative (key: its index) or one "error"."""
+    from ..check.symbolic import to_sympy
+    emitted = set()
+    try:
+        translated = to_sympy(job["program"], job["point"], job["target"], wrt=job["names"],
+                              lookup=job["lookup"])
+        if translated.skipped is not None:
+            raise ValueError(translated.skipped)
+        values = {symbol: translated.values[symbol] for name in job["constants"]
+                  if name in translated.sources for symbol in translated.sources[name].flat}
+        symbols = {name: translated.sources[name][()] for name in job["names"]
+                   if name in translated.sources}
+        target = translated.target
+        for key, (element, path) in enumerate(job["wanted"]):
+            expr = target[element] if element is not None else target[()]
+            if isinstance(expr, (sp.logic.boolalg.Boolean,)) and not isinstance(expr, sp.Expr):
+                raise ValueError("the program's value is a comparison (true/false), which "
+                                 "has no derivative")
+            expr = expr.xreplace(values)
+            for name in path:
+                expr = sp.diff(expr, symbols[name]) if name in symbols else sp.Integer(0)
+            emit(str(key), (without_step_derivatives(sp, expr),))  # (a tuple: 0 is falsy)
+            emitted.add(key)
+    except Exception as err:  # noqa: BLE001 - one message, never a traceback
+        message = str(err) if isinstance(err, ValueError) else f"{type(err).__name__}: {err}"
+        for key in range(len(job["wanted"])):
+            if key not in emitted:
+                emit(str(key), message)
+
+
+def without_step_derivatives(sp, expr):
+    """``expr`` with the derivatives of steps put to 0 (``DiracDelta``, an unevaluated
+    derivative of ``floor``, ``ceiling``, ``sign`` or ``Heaviside``): the tape's rules
+    give 0 for them away from the steps, which is where a formula is used."""
+    steps = (sp.floor, sp.ceiling, sp.sign, sp.Heaviside)
+    expr = expr.replace(lambda e: isinstance(e, sp.DiracDelta), lambda e: sp.Integer(0))
+    expr = expr.replace(lambda e: isinstance(e, sp.Derivative) and e.expr.func in steps,
+                        lambda e: sp.Integer(0))
+    return expr.replace(lambda e: isinstance(e, sp.Subs), lambda e: e.doit())
+
+
+FORMS = ("expand", "factor", "simplify")
+#: sympy's simplify of a whole expression takes seconds beyond about this many
+#: operations (4 s for a derivative of a 10-term program, 40 operations): above it, each
+#: term of a sum is simplified on its own instead (0.5 s there).
+WHOLE_SIMPLIFY_OPS = 35
+
+
+def simplified(sp, expr):
+    """sympy's simplify, of the whole expression or, when it is a large sum, of each
+    term (what may cancel between terms is then left, for factor and expand to find)."""
+    if sp.count_ops(expr) <= WHOLE_SIMPLIFY_OPS or not isinstance(expr, sp.Add):
+        return sp.simplify(expr)
+    return sp.Add(*[sp.simplify(term) for term in expr.args])
+
+
+def _simplify(sp, job: dict, emit) -> None:
+    """Worker: each form of each raw derivative, cheap forms of all first."""
+    makers = {"expand": sp.expand, "factor": sp.factor,
+              "simplify": lambda e: simplified(sp, e)}
+    for form in FORMS:
+        for key, expr in enumerate(job["raw"]):
+            try:
+                emit(f"{key}:{form}", (makers[form](expr),))
+            except Exception:  # noqa: BLE001 - a form sympy cannot make is not a candidate
+                emit(f"{key}:{form}", None)
+
+
+def sympy_derivatives(program, model, point: dict, names: list[str], constants: list[str],
+                      wanted: list, budget: float, raw: bool) -> list[list]:
+    """Per wanted partial: [(form, expression), ...], the raw one first, then the forms
+    the budget allowed. Raises InputError when sympy cannot differentiate the program."""
+    from ..engine.core.table import lookup
+    job = {"compute": _differentiate, "program": program, "point": point,
+           "target": model.target_name, "names": names, "constants": constants,
+           "wanted": wanted, "lookup": lookup}
+    return raw_and_simplified(job, len(wanted), budget, raw, "diff")
+
+
+def raw_and_simplified(job: dict, count: int, budget: float, raw: bool,
+                       command: str) -> list[list]:
+    """Run ``job`` (a worker computation emitting ``(expression,)`` for keys "0" to
+    ``count - 1``, or the reason it cannot), then simplify what it gave within
+    ``budget`` seconds: per key, [(form, expression), ...], the raw one first."""
+    import sympy  # noqa: F401 - before the worker is forked, as the check does
+
+    from ..check.symbolic import run_job
+    keys = [str(i) for i in range(count)]
+    results = run_job(job, keys, DIFF_TIMEOUT)
+    for key in keys:
+        if not _is_expression(results[key]):
+            reason = getattr(results[key], "skipped", None) or results[key]
+            raise InputError(f"{command}: sympy cannot differentiate this program: {reason}")
+    forms = [[("raw", results[key][0])] for key in keys]
+    if raw or budget <= 0:
+        return forms
+    keys = [f"{i}:{form}" for form in FORMS for i in range(count)]
+    results = run_job({"compute": _simplify, "raw": [f[0][1] for f in forms]}, keys, budget)
+    for key, value in results.items():
+        if _is_expression(value):
+            index, form = key.split(":")
+            forms[int(index)].append((form, value[0]))
+    return forms
+
+
+def _is_expression(value) -> bool:
+    """An emitted (expression,), not a reason it is missing."""
+    return isinstance(value, tuple) and hasattr(value[0], "free_symbols")
+
+
+# ---------------------------------------------------------------------------------------
+# 4. Printing, 5. verification
+# ---------------------------------------------------------------------------------------
+FORMS_ORDER = {"simplify": 0, "factor": 1, "expand": 2, "raw": 3}  # ties: simplify first
+
+
+def candidates(forms: list) -> tuple[list, list]:
+    """(the printable forms as (operations, form, expression, text), shortest first;
+    why the others are not printable)."""
+    from ..check import notation
+    printable, reasons = [], []
+    for form, expr in forms:
+        try:
+            text = notation.to_gradcli(expr)
+        except notation.Unprintable as err:
+            reasons.append(str(err))
+            continue
+        printable.append((notation.operation_count(expr), form, expr, text))
+    printable.sort(key=lambda c: (c[0], FORMS_ORDER[c[1]]))
+    return printable, reasons
+
+
+def formula_model(text: str, names: list[str]):
+    """A formula parsed by gradcli's parser and built with its names as arguments."""
+    from ..lang import Declarations, build, parse_program
+    program = parse_program(text)
+    used = free_names(program, ())
+    unknown = [n for n in used if n not in names]
+    if unknown:
+        raise ValueError(f"the formula reads {unknown[0]!r}, not a variable")
+    return build(program, Declarations.from_options(arg=used)), used
+
+
+def formula_value(built, values: dict) -> float:
+    model, used = built
+    at_point(model, {n: values[n] for n in used})
+    value = np.asarray(model.function(*model.arg_values).numpy(), dtype=np.float64)
+    return float(value) if value.shape == () else math.nan
+
+
+def _relative_error(formula: float, tape: float) -> float:
+    if formula == tape:
+        return 0.0
+    if not math.isfinite(formula):
+        return math.inf
+    return abs(formula - tape) / max(abs(tape), 1.0)
+
+
+def draw_points(model, wanted: list, variables: list[str], held: dict, low_high: tuple,
+                given: dict) -> list[dict]:
+    """The points of the check: ``{"at": values, "tape": [partial per wanted]}`` where
+    the program and every tape derivative are finite; the given point first when it
+    fixes every variable."""
+    rng = np.random.default_rng(SEED)
+    outside = [n for n in variables if n not in held]
+    full = bool(outside) and all(n in given for n in outside)
+    # Every other draw in (-2, 2) as well: a range of the table keeps its function in
+    # its domain, but may leave out part of it (cbrt's (0.5, 2)), where a formula can
+    # fail (sympy's x^(2/3) is real for x < 0, gradcli's is nan).
+    ranges = itertools.cycle([low_high, WIDE])
+    draws = ([{n: given[n] for n in outside}] if full else []) + [
+        {n: float(rng.uniform(*bounds)) for n in outside}
+        for bounds in itertools.islice(ranges, DRAWS)]
+    rows = []
+    for values in draws:
+        if len(rows) >= POINTS + full:
+            break
+        try:
+            at_point(model, values)
+            value = np.asarray(model.function(*model.arg_values).numpy(), dtype=np.float64)
+            tape = [tape_partial(model, path, element) for element, path in wanted]
+        except Exception:  # noqa: BLE001 - an error at this point: draw another
+            continue
+        if np.all(np.isfinite(value)) and all(math.isfinite(t) for t in tape):
+            rows.append({"at": {**held, **values}, "tape": tape})
+    return rows
+
+
+def _check(text: str, variables: list[str], rows: list, index: int) -> tuple:
+    """(max error, the worst row's (formula, tape, at)) of one printed formula."""
+    built = formula_model(text, variables)
+    worst, worst_row = 0.0, None
+    for row in rows:
+        try:
+            formula = formula_value(built, row["at"])
+        except Exception:  # noqa: BLE001 - the formula fails where the tape does not
+            formula = math.nan
+        error = _relative_error(formula, row["tape"][index])
+        if worst_row is None or error > worst:
+            worst, worst_row = error, (formula, row["tape"][index], row["at"])
+    return worst, worst_row
+
+
+def settle(derivative: Derivative, forms: list, rows: list, variables: list[str],
+           index: int, raw: bool) -> None:
+    """Keep the shortest printable form that agrees with the tape at every point (a
+    shorter one that does not, as ``abs(x^(2/3))`` where gradcli's ``^`` of a negative
+    base is nan, is passed over); if none agrees, the shortest, with its disagreement."""
+    from ..check import notation
+    printable, reasons = candidates(forms)
+    derivative.simplified = raw or len(forms) == 1 + len(FORMS)
+    derivative.points = len(rows)
+    first = None
+    for ops, form, expr, text in printable:
+        try:
+            error, worst = _check(text, variables, rows, index)
+        except Exception as err:  # noqa: BLE001 - the printer's mistake, said as such
+            error, worst = math.inf, f"gradcli cannot read the printed formula back: {err}"
+        if first is None:
+            first = (ops, form, expr, text, error, worst)
+        if error <= TOLERANCE:
+            first = (ops, form, expr, text, error, worst)
+            break
+    if first is None:
+        form, expr = forms[0]
+        derivative.form, derivative.expression = form, expr
+        derivative.operations = notation.operation_count(expr)
+        derivative.formula, derivative.printable = notation.sympy_text(expr), False
+        derivative.note = (f"printed in sympy's notation: gradcli has no name for "
+                           f"{reasons[0]}; not checked against the tape")
+    else:
+        ops, form, expr, text, error, worst = first
+        derivative.form, derivative.operations, derivative.expression = form, ops, expr
+        derivative.formula = text
+        derivative.max_rel_err = error if rows else None
+        if error > TOLERANCE:
+            if isinstance(worst, str):
+                derivative.disagreement = worst
+            else:
+                formula, tape, at = worst
+                where = ", ".join(f"{n}={v!r}" for n, v in at.items())
+                derivative.disagreement = (f"the formula gives {formula!r}, the tape "
+                                           f"{tape!r} at {where}")
+    derivative.latex = notation.to_latex(derivative.expression)
+
+
+# ---------------------------------------------------------------------------------------
+# The command's computation
+# ---------------------------------------------------------------------------------------
+def diff(text: str, *, var=(), frozen=(), arg=(), target=None, wrt=None, order=None,
+         partial=None, budget: float = 2.0, raw: bool = False) -> Formulas:
+    """``gradcli diff``: the formulas, verified (see the module's docstring)."""
+    program, model = prepare(text, var, frozen, arg, target)
+    variables, constants = variables_of(model)
+    chosen = choose(variables, wrt)
+    wanted_paths = derivatives_wanted(chosen, order, partial, variables)
+    given = point_of(model, variables)
+    outside = {d.name for d in model.declarations}
+    held = {n: v for n, v in given.items() if n not in outside}  # the program's Variables
+    low_high = sample_range(program)
+    rng = np.random.default_rng(SEED)
+    start = {n: given.get(n, float(rng.uniform(*low_high))) for n in variables}
+    at_point(model, start)
+    value = np.asarray(model.function(*model.arg_values).numpy())
+    if value.dtype == bool:
+        raise ModeError("diff: the program's value is a comparison (true/false), which has "
+                        "no derivative")
+    elements = [None] if value.ndim == 0 else list(np.ndindex(value.shape))
+    if value.ndim and len(wanted_paths[0]) > 1:
+        raise ModeError(f"diff: the program's value has shape {value.shape}: its Jacobian "
+                        "(first order) has formulas, higher orders need a scalar program")
+    if len(elements) * len(wanted_paths) > 200:
+        raise InputError(f"diff: {len(elements) * len(wanted_paths)} formulas asked for "
+                         "(at most 200)")
+    wanted = [(e, p) for e in elements for p in wanted_paths]
+    point = {**start, **{n: model.source(n).numpy() for n in constants}}
+    forms = sympy_derivatives(program, model, point, variables, constants, wanted, budget,
+                              raw)
+    with np.errstate(all="ignore"):  # (points outside the domain are dropped, not warned)
+        return _verified(model, text, variables, held, given, low_high, value, wanted,
+                         forms, raw)
+
+
+def _verified(model, text, variables, held, given, low_high, value, wanted, forms, raw):
+    """The formulas, each settled on its shortest form that agrees with the tape."""
+    rows = draw_points(model, wanted, variables, held, low_high, given)
+    result = Formulas(program=text, variables=variables, shape=tuple(value.shape),
+                      point=given, ranges={n: low_high for n in variables if n not in held})
+    for index, ((element, path), candidates_) in enumerate(zip(wanted, forms)):
+        derivative = Derivative(wrt=path, element=element)
+        settle(derivative, candidates_, rows, variables, index, raw)
+        result.derivatives.append(derivative)
+    if all(n in given for n in variables):
+        for derivative in result.derivatives:
+            if derivative.printable:
+                derivative.value = formula_value(
+                    formula_model(derivative.formula, variables), given)
+    return result

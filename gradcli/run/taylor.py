@@ -1,0 +1,161 @@
+"""``gradcli diff --taylor x=0[,y=0] --order N``: the Taylor polynomial at a point.
+
+Each coefficient ``d^a f(p) / a!`` (``a`` a multi-index with ``|a| <= N``) comes from the
+tape: the partial derivative by nested ``GradientTape``\\ s (reverse over reverse, as
+``gradcli diff`` checks its formulas; the engine's forward mode is not nested here), at
+the point. sympy's own series is the check: ``f(p + t (v - p))`` expanded in ``t`` to
+order N (``sympy.series``) and evaluated at ``t = 1`` is the same polynomial, and its
+coefficient of each monomial in ``(v - p)`` is compared with the tape's: relative error
+``|tape - sympy| / max(|sympy|, 1)`` at most 1e-9, else exit 1 with both numbers.
+
+The polynomial is printed in gradcli's notation with the tape's coefficients (an integer
+as one, others as the shortest float that reads back), in powers of ``(x - p)`` (of
+``x`` where p is 0).
+"""
+from __future__ import annotations
+
+import itertools
+import math
+from dataclasses import dataclass, field
+
+import numpy as np
+
+from ..errors import InputError
+from . import formulas
+
+TOLERANCE = 1e-9
+MAX_ORDER = 8
+
+
+@dataclass
+class Taylor:
+    program: str
+    at: dict
+    order: int
+    polynomial: str = ""
+    latex: str = ""
+    coefficients: list = field(default_factory=list)   # {"powers", "value", "sympy", "rel_err"}
+    disagreement: str | None = None
+    note: str | None = None
+    max_rel_err: float | None = None
+
+
+def parse_point(texts: list[str]) -> dict:
+    """``['x=0,y=1']`` -> {'x': 0.0, 'y': 1.0} (each value a constant of the language)."""
+    from ..lang.values import load_value
+    point = {}
+    for text in texts:
+        for part in text.split(","):
+            name, _, value = part.partition("=")
+            name = name.strip()
+            if not name or not value.strip():
+                raise InputError(f"--taylor {text!r}: give NAME=VALUE[,NAME=VALUE...]")
+            number = np.asarray(load_value(value.strip()), dtype=float)
+            if number.shape != () or not np.isfinite(number):
+                raise InputError(f"--taylor {name}: one finite number, got {value.strip()!r}")
+            point[name] = float(number)
+    return point
+
+
+def _series(sp, job: dict, emit) -> None:
+    from ..check.symbolic import to_sympy
+    try:
+        translated = to_sympy(job["program"], job["point"], job["target"], wrt=job["names"],
+                              lookup=job["lookup"])
+        if translated.skipped is not None:
+            raise ValueError(translated.skipped)
+        values = {s: translated.values[s] for name in job["constants"]
+                  if name in translated.sources for s in translated.sources[name].flat}
+        f = translated.target[()].xreplace(values)
+        t = sp.Dummy("t")
+        symbols = [translated.sources[n][()] for n in job["names"]]
+        steps = [sp.Dummy(f"h{i}") for i in range(len(symbols))]
+        at = [sp.nsimplify(job["at"][n], rational=True) for n in job["names"]]
+        moved = f.xreplace({s: a + t * h for s, a, h in zip(symbols, at, steps)})
+        poly = sp.series(moved, t, 0, job["order"] + 1).removeO().subs(t, 1)
+        poly = sp.Poly(sp.expand(poly), *steps)
+        emit("series", ({tuple(m): c for m, c in poly.terms()},))
+    except Exception as err:  # noqa: BLE001 - no series: said, never a crash
+        emit("series", f"{type(err).__name__}: {err}")
+
+
+def taylor(text: str, at_texts: list[str], order: int | None, *, var=(), frozen=(), arg=(),
+           target=None, timeout: float = 10.0) -> Taylor:
+    import sympy as sp
+
+    from ..check import notation
+    from ..check.symbolic import run_job
+    from ..engine.core.table import lookup
+    order = 3 if order is None else order
+    if not 0 <= order <= MAX_ORDER:
+        raise InputError(f"--taylor: --order must be between 0 and {MAX_ORDER}, got {order}")
+    at = parse_point(at_texts)
+    program, model = formulas.prepare(text, var, frozen, arg, target)
+    variables, constants = formulas.variables_of(model)
+    for name in variables:
+        if name not in at and name not in formulas.point_of(model, variables):
+            raise InputError(f"--taylor: give {name} a value (--taylor {name}=0)")
+    for name in at:
+        if name not in variables:
+            raise InputError(f"--taylor {name}: not a variable of the program; its "
+                             f"variables: {', '.join(variables) or 'none'}")
+    names = [n for n in variables if n in at]
+    values = {**formulas.point_of(model, variables), **at}
+    formulas.at_point(model, values)
+    result = Taylor(program=text, at={n: at[n] for n in names}, order=order)
+    monomials = [m for k in range(order + 1)
+                 for m in itertools.combinations_with_replacement(range(len(names)), k)]
+    tape = {}
+    with np.errstate(all="ignore"):
+        for m in monomials:
+            powers = tuple(m.count(i) for i in range(len(names)))
+            derivative = formulas.tape_partial(model, tuple(names[i] for i in m), None)
+            if not math.isfinite(derivative):
+                raise InputError(f"--taylor: the derivative of order {len(m)} for the "
+                                 f"term {_monomial(names, powers)} is {derivative} at the "
+                                 "point: no Taylor polynomial there")
+            tape[powers] = derivative / math.prod(math.factorial(p) for p in powers)
+    job = {"compute": _series, "program": program, "target": model.target_name,
+           "point": {**values, **{n: model.source(n).numpy() for n in constants}},
+           "names": names, "constants": constants, "at": at, "order": order,
+           "lookup": lookup}
+    got = run_job(job, ["series"], timeout)["series"]
+    exact = got[0] if isinstance(got, tuple) else None
+    if exact is None:
+        result.note = ("not checked: sympy's series failed: "
+                       f"{getattr(got, 'skipped', None) or got}")
+    # (x - 1) as one symbol so that sympy keeps it whole: its name is text built here
+    symbols = [sp.Symbol(f"({n} - {_number(at[n])})" if at[n] else n) for n in names]
+    terms = []
+    worst = 0.0
+    for powers, value in tape.items():
+        entry = {"powers": dict(zip(names, powers)), "value": value}
+        if exact is not None:
+            truth = exact.get(powers, sp.Integer(0))
+            truth_value = float(truth)
+            error = 0.0 if truth_value == value else (
+                abs(value - truth_value) / max(abs(truth_value), 1.0))
+            entry.update(sympy=str(truth), rel_err=error)
+            if not error <= TOLERANCE and result.disagreement is None:
+                result.disagreement = (f"the coefficient of {_monomial(names, powers)} is "
+                                       f"{value!r} from the tape, {truth} ({truth_value!r}) "
+                                       "from sympy's series")
+            worst = max(worst, error)
+        result.coefficients.append(entry)
+        if value != 0:
+            number = sp.Integer(int(value)) if float(value).is_integer() else sp.Float(value)
+            terms.append(number * sp.Mul(*[s ** p for s, p in zip(symbols, powers)]))
+    polynomial = sp.Add(*terms)
+    result.polynomial = notation.to_gradcli(polynomial)
+    result.latex = notation.to_latex(polynomial)
+    result.max_rel_err = worst if exact is not None else None
+    return result
+
+
+def _number(value: float) -> str:
+    return str(int(value)) if value.is_integer() else repr(value)
+
+
+def _monomial(names, powers) -> str:
+    parts = [n if p == 1 else f"{n}^{p}" for n, p in zip(names, powers) if p]
+    return "*".join(parts) or "1"
