@@ -1042,7 +1042,7 @@ def run_job(job: dict, keys: list[str], timeout: float) -> dict:
     emitted for in time a ``SymbolicGradient`` whose ``skipped`` says why. sympy must
     be imported before the call (the worker is forked with it). For computations other
     than the gradient check's (``gradcli diff``'s formulas)."""
-    return _run_worker(job, list(keys), timeout)
+    return run_worker(job, list(keys), timeout)
 
 
 def _seconds(timeout: float) -> str:
