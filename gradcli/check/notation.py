@@ -167,7 +167,7 @@ def to_gradcli(expr) -> str:
     >>> to_gradcli(3*x**2 - 3)
     '3*x^2 - 3'
     >>> to_gradcli(sp.atan(x / y) + sp.Max(x, 0) + sp.E**x)
-    'exp(x) + maximum(0, x) + arctan(x/y)'
+    'exp(x) + arctan(x/y) + maximum(0, x)'
     """
     expr = prepare(expr)
     _check_printable(expr)
