@@ -1036,6 +1036,19 @@ def run_worker(job: dict, wrt: list[str], timeout: float) -> dict[str, SymbolicG
     return {name: results.get(name) or SymbolicGradient(name, skipped=failure) for name in wrt}
 
 
+def job_target(job: dict, target=None):
+    """A formula job's scalar target as a sympy expression, its constants substituted,
+    and the translation (for its sources): what ``diff``'s relatives (critical, taylor,
+    idiff) each start from in the worker. A translation that was skipped raises."""
+    translated = to_sympy(job["program"], job["point"], target, wrt=job["names"],
+                          lookup=job["lookup"])
+    if translated.skipped is not None:
+        raise ValueError(translated.skipped)
+    values = {s: translated.values[s] for name in job["constants"]
+              if name in translated.sources for s in translated.sources[name].flat}
+    return translated.target[()].xreplace(values), translated
+
+
 def run_job(job: dict, keys: list[str], timeout: float) -> dict:
     """Run ``job["compute"](sympy, job, emit)`` in the worker process, killed after
     ``timeout`` seconds: ``{key: what was emitted for it}``, and for a key nothing was

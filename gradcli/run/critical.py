@@ -148,16 +148,10 @@ def find(model, names: list, box: dict) -> list[CriticalPoint]:
 # sympy: solve grad f = 0 (in the worker, killed at the time limit)
 # ---------------------------------------------------------------------------------------
 def _solve(sp, job: dict, emit) -> None:
-    from ..check.symbolic import to_sympy
+    from ..check.symbolic import job_target
     try:
-        translated = to_sympy(job["program"], job["point"], job["target"], wrt=job["names"],
-                              lookup=job["lookup"])
-        if translated.skipped is not None:
-            raise ValueError(translated.skipped)
-        values = {s: translated.values[s] for name in job["constants"]
-                  if name in translated.sources for s in translated.sources[name].flat}
+        f, translated = job_target(job, job["target"])
         symbols = [translated.sources[n][()] for n in job["names"]]
-        f = translated.target[()].xreplace(values)
         gradient = [sp.diff(f, s) for s in symbols]
         solutions = sp.solve(gradient, symbols, dict=True)
         real = []

@@ -55,15 +55,9 @@ def _expression(side: str, which: str):
 
 def _implicit(sp, job: dict, emit) -> None:
     """Worker: sympy's idiff of the equation's F, for each order asked."""
-    from ..check.symbolic import to_sympy
+    from ..check.symbolic import job_target
     try:
-        translated = to_sympy(job["program"], job["point"], None, wrt=job["names"],
-                              lookup=job["lookup"])
-        if translated.skipped is not None:
-            raise ValueError(translated.skipped)
-        values = {s: translated.values[s] for name in job["constants"]
-                  if name in translated.sources for s in translated.sources[name].flat}
-        f = translated.target[()].xreplace(values)
+        f, translated = job_target(job)
         dep, wrt = (translated.sources[n][()] for n in (job["dep"], job["wrt"]))
         for key, order in enumerate(job["orders"]):
             emit(str(key), (sp.idiff(f, dep, wrt, order),))

@@ -58,15 +58,9 @@ def parse_point(texts: list[str]) -> dict:
 
 
 def _series(sp, job: dict, emit) -> None:
-    from ..check.symbolic import to_sympy
+    from ..check.symbolic import job_target
     try:
-        translated = to_sympy(job["program"], job["point"], job["target"], wrt=job["names"],
-                              lookup=job["lookup"])
-        if translated.skipped is not None:
-            raise ValueError(translated.skipped)
-        values = {s: translated.values[s] for name in job["constants"]
-                  if name in translated.sources for s in translated.sources[name].flat}
-        f = translated.target[()].xreplace(values)
+        f, translated = job_target(job, job["target"])
         t = sp.Dummy("t")
         symbols = [translated.sources[n][()] for n in job["names"]]
         steps = [sp.Dummy(f"h{i}") for i in range(len(symbols))]
