@@ -204,9 +204,7 @@ class GradientTape:
 
     def _backward(self, targets, seeds, sources, release: bool = False) -> list:
         """The reverse pass: one gradient (or None) per source; speed tricks: ``fast``."""
-        # (engine ops also for a batch of seeds, whose rules run batched: jacobians)
-        differentiable = (bool(_recording) or bool(state.forward)
-                          or any(seed.__class__ is Batched for seed in seeds))
+        differentiable = _needs_engine_ops(seeds)
         observer = state.observing[-1] if state.observing else None  # (core/observe.py)
         m, speed, in_place = (ENGINE, False, None) if differentiable else (
             NP, fast.ENABLED, fast.InPlace)
@@ -238,14 +236,8 @@ class GradientTape:
                     gx = unbroadcast(m, gx, args[i].shape, full)
                 if observer is not None:
                     observer.flowed(node, i, parent, g, gx)
-                prev = grads.get(k := id(parent))
-                if prev is None:  # a recorded node enters the heap with its first gradient
-                    grads[k] = gx
-                    if recorded:
-                        heappush(frontier, (-parent.seq, parent))
-                else:
-                    grads[k] = fast.add_into(prev, gx) if speed else prev + gx
-            g = gx = prev = None  # (so the next node's reference counts are exact)
+                _add_to_parent(grads, frontier, parent, gx, recorded, speed)
+            g = gx = None  # (so the next node's reference counts are exact)
             if spent:
                 node.values = node.ans = None
         return [_source_gradient(grads, n, s, targets, differentiable) for n, s in ends]
@@ -383,6 +375,25 @@ class _Paused:
 
 
 
+
+
+def _needs_engine_ops(seeds) -> bool:
+    """Whether the rules must run as engine operations: an outer tape or forward mode
+    records the backward pass, or the seeds are a batch (a Jacobian's rows)."""
+    return (bool(_recording) or bool(state.forward)
+            or any(seed.__class__ is Batched for seed in seeds))
+
+
+def _add_to_parent(grads: dict, frontier: list, parent, gx, recorded: bool,
+                   speed: bool) -> None:
+    """Add ``gx`` to ``parent``'s gradient; a recorded node enters the heap with its first."""
+    prev = grads.get(k := id(parent))
+    if prev is None:
+        grads[k] = gx
+        if recorded:
+            heappush(frontier, (-parent.seq, parent))
+    else:
+        grads[k] = fast.add_into(prev, gx) if speed else prev + gx
 
 def _rebuilt(node):
     """The node's saved inputs and output as tensors, on the same nodes, so that an outer
