@@ -17,13 +17,15 @@ def numpy_gradient(f, x, h=1e-6):
 
 
 def numeric_hessian(f, z, h=1e-4):
-    """Central second differences of the scalar numpy function f at the vector z."""
+    """Central second differences of the scalar numpy function f at z (of any shape),
+    as a (size, size) matrix."""
     z = np.asarray(z, dtype=float)
     n = z.size
     out = np.empty((n, n))
     for i in range(n):
         for j in range(n):
-            e_i, e_j = np.eye(n)[i] * h, np.eye(n)[j] * h
+            e_i = (np.eye(n)[i] * h).reshape(z.shape)
+            e_j = (np.eye(n)[j] * h).reshape(z.shape)
             out[i, j] = (f(z + e_i + e_j) - f(z + e_i - e_j) - f(z - e_i + e_j)
                          + f(z - e_i - e_j)) / (4 * h * h)
     return out

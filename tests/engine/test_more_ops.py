@@ -10,7 +10,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 import more_cases
-from central_differences import numpy_gradient
+from central_differences import numeric_hessian, numpy_gradient
 import numpy as np
 import pytest
 
@@ -345,21 +345,6 @@ def test_var_of_too_few_elements_on_the_command_line_is_a_result_not_an_error():
     assert [g["gradient"] for g in json.loads(run.stdout)["gradients"]] == ["-inf", "inf"]
 
 
-def numpy_hessian(f, x, h=1e-3):
-    """Central second differences of the scalar numpy function f at x, (size, size)."""
-    x = np.asarray(x, dtype=float)
-    n = x.size
-    out = np.zeros((n, n))
-    for i in range(n):
-        for j in range(n):
-            ei, ej = np.zeros(n), np.zeros(n)
-            ei[i], ej[j] = h, h
-            ei, ej = ei.reshape(x.shape), ej.reshape(x.shape)
-            out[i, j] = (f(x + ei + ej) - f(x + ei - ej) - f(x - ei + ej)
-                         + f(x - ei - ej)) / (4 * h * h)
-    return out
-
-
 @pytest.mark.parametrize("shapes, axis", [(((2, 2), (2, 2)), None), (((2, 3), (4,)), None),
                                           (((), (3,)), None), (((2, 3), (1, 3)), 0)])
 def test_concatenate_along_axis_none_has_a_gradient_in_every_mode(shapes, axis):
@@ -402,7 +387,8 @@ def test_repeat_with_a_count_per_element_has_a_gradient_in_every_mode(shape, rep
     _, jvp = gc.jvp(lambda v: gc.repeat(v, repeats, axis), [x], [t])
     np.testing.assert_array_equal(jvp.numpy(), np.repeat(t, repeats, axis=axis))
     [[h]] = gc.hessians_function(lambda v: gc.sum(gc.repeat(v, repeats, axis) ** 2 * w))(x)
-    hessian = numpy_hessian(lambda v: np.sum(np.repeat(v, repeats, axis=axis) ** 2 * w), x)
+    hessian = numeric_hessian(lambda v: np.sum(np.repeat(v, repeats, axis=axis) ** 2 * w), x,
+                              h=1e-3)
     np.testing.assert_allclose(h.numpy().reshape(x.size, x.size), hessian, atol=1e-8)
     if shape:
         batch = np.stack([x, 2 * x, -x])
