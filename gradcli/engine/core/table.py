@@ -390,81 +390,125 @@ class LazyTable(dict):
 
 
 class LazyOrder(list):
-    """``ORDER``: the canonical names in table order, completed before any read."""
+    """``ORDER``: the canonical names in listing order, completed and arranged before any
+    read (see ``register``)."""
     __slots__ = ()
 
     def __iter__(self):
-        complete()
+        _arrange()
         return list.__iter__(self)
 
     def __len__(self) -> int:
-        complete()
+        _arrange()
         return list.__len__(self)
 
     def __getitem__(self, index):
-        complete()
+        _arrange()
         return list.__getitem__(self, index)
 
     def __contains__(self, item) -> bool:
-        complete()
+        _arrange()
         return list.__contains__(self, item)
 
     def __reversed__(self):
-        complete()
+        _arrange()
         return list.__reversed__(self)
 
     def __bool__(self) -> bool:
         return list.__len__(self) > 0
 
     def index(self, *args):
-        complete()
+        _arrange()
         return list.index(self, *args)
 
     def count(self, item) -> int:
-        complete()
+        _arrange()
         return list.count(self, item)
 
     def copy(self) -> list:
-        complete()
+        _arrange()
         return list(list.__iter__(self))
 
     def __add__(self, other) -> list:
-        complete()
+        _arrange()
         return list(list.__iter__(self)) + other
 
     def __eq__(self, other) -> bool:
-        complete()
+        _arrange()
         return list.__eq__(self, other)
 
     __hash__ = None
 
     def __repr__(self) -> str:
-        complete()
+        _arrange()
         return list.__repr__(self)
 
 
 # name or alias -> Op; filled by the rule modules when imported.
 REGISTRY: dict[str, Op] = LazyTable()
-# canonical names in table order (what `gradcli functions` lists).
+# canonical names in listing order (what `gradcli functions` lists): see register.
 ORDER: list[str] = LazyOrder()
 # Internal entries serve the backward rules (broadcast_to, sum_to, getitem, scatter, ...);
 # they are differentiable like any entry but are not part of the language.
 INTERNAL: dict[str, Op] = LazyTable()
 
 
-def register(op: Op) -> Op:
+def register(op: Op, listed_after: str | None = None) -> Op:
     """Make ``op`` the table's entry of its name and aliases, with the speed tricks
-    ``gradcli.engine.fast`` keeps for that name (the one place an entry gets them)."""
+    ``gradcli.engine.fast`` keeps for that name (the one place an entry gets them).
+
+    The listing order (``ORDER``, ``gradcli functions``) is the order of registration:
+    the rule modules in the order rules/__init__.py names them, each in the order of its
+    source; except an entry registered ``listed_after`` another, which is listed right
+    after that one (after the ones listed after it before). Six entries say so: the
+    order the table had in one file before it was split by kind (issue 21), kept for the
+    users' sake, where a rule module now holds the entry elsewhere."""
     for key in (op.name, *op.aliases):
         if dict.__contains__(REGISTRY, key):  # (not `in`: that would load what is pending)
             raise RuntimeError(f"function table: {key!r} defined twice")
         REGISTRY[key] = op
-    ORDER.append(op.name)
+    list.append(ORDER, op.name)
+    _ARRANGED[:] = ()
+    if listed_after is not None:
+        _LISTED_AFTER[op.name] = listed_after
     twins, reuse = fast.speedups(op)
     if twins or reuse is not None:
         object.__setattr__(op, "twins", twins)  # (past Op's refusal: derived fields)
         object.__setattr__(op, "reuse", reuse)
     return op
+
+
+# name -> the name it is listed after (register's listed_after); _ARRANGED is empty while
+# ORDER may not be in listing order.
+_LISTED_AFTER: dict[str, str] = {}
+_ARRANGED: list = []
+
+
+def _arrange() -> None:
+    """Complete the table, then put ``ORDER`` in listing order (see ``register``): each
+    name stated ``listed_after`` another right after it, the others as registered."""
+    complete()
+    if _ARRANGED:
+        return
+    followers: dict[str, list[str]] = {}
+    for name in list.__iter__(ORDER):
+        if name in _LISTED_AFTER:
+            followers.setdefault(_LISTED_AFTER[name], []).append(name)
+    arranged = []
+    for name in list.__iter__(ORDER):
+        if name in _LISTED_AFTER:
+            continue
+        stack = [name]
+        while stack:
+            name = stack.pop()
+            arranged.append(name)
+            stack.extend(reversed(followers.pop(name, ())))
+    if followers and not PENDING:
+        raise RuntimeError(f"function table: listed after no entry: {sorted(followers)}")
+    # (while a rule module is being imported, the ones whose entry is still to come last)
+    ORDER[:] = arranged + [name for names in followers.values() for name in names]
+    if not followers:
+        _ARRANGED.append(True)
 
 
 def register_internal(op: Op) -> Op:

@@ -287,8 +287,9 @@ for _name, _fn, _sp, _sym in (("less", operator.lt, "Lt", "<"), ("less_equal", o
 
 _WHERE_RULES = (None, lambda m, g, ans, c, a, b: m.where(c, g, 0.0),
                 lambda m, g, ans, c, a, b: m.where(c, 0.0, g))
-entry(name="where", forward=np.where, vjps=_WHERE_RULES, jvps=_WHERE_RULES,
-      inputs=("cond", "a", "b"), elementwise=True, kind="shape", saves="inputs",
+entry(name="where", listed_after="stack", forward=np.where, vjps=_WHERE_RULES,
+      jvps=_WHERE_RULES, inputs=("cond", "a", "b"), elementwise=True, kind="shape",
+      saves="inputs",
       doc="a where cond is true, else b", derivative="g where chosen, else 0",
       sympy=lambda sp, c, a, b: sp.Piecewise((a, c), (b, True)))
 # numpy's clip is minimum(maximum(x, lo), hi): with lo > hi every element is hi, so the
@@ -308,8 +309,8 @@ def _clip_api(op, plain):
     return clip
 
 
-entry(name="clip", forward=np.clip, vjps=_CLIP_RULES, jvps=_CLIP_RULES, inputs=("x", "lo", "hi"),
-      elementwise=True, kind="elementwise", saves="inputs",
+entry(name="clip", listed_after="where", forward=np.clip, vjps=_CLIP_RULES, jvps=_CLIP_RULES,
+      inputs=("x", "lo", "hi"), elementwise=True, kind="elementwise", saves="inputs",
       doc="x limited to [lo, hi] (hi where lo > hi, as numpy); a bound of None (in "
             "the language -inf or inf) is no bound on that side",
       derivative="1 inside [lo, hi] (bounds included), else 0",
@@ -355,8 +356,9 @@ def _stop_gradient_forward(x):
     return value
 
 
-STOP_GRADIENT = entry(name="stop_gradient", forward=_stop_gradient_forward, vjps=(None,),
-                      jvps=(None,), inputs=("x",), kind="elementwise",
+STOP_GRADIENT = entry(name="stop_gradient", listed_after="softmax",
+                      forward=_stop_gradient_forward, vjps=(None,), jvps=(None,),
+                      inputs=("x",), kind="elementwise",
                       doc="x, with no gradient flowing through", derivative="0 (blocked)",
                       batch="same")
 
