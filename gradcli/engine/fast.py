@@ -125,10 +125,10 @@ def reusable_buffer(inputs, values, frames: int, recording):
     keep it (the entry's rules read no input, and no persistent or nested tape records),
     and the result has its shape and dtype. Forward mode reuses alike: the entries' JVP
     rules read no input either (their tangents come from the output and the input
-    tangents, which an accumulator holds, so they are never the array written over). Large arrays only: there a fresh result costs
-    more than the arithmetic, in page faults and in the memory the next operations must
-    stream through the caches. ``frames``: how many Python frames lie between the user's
-    expression and ``apply``."""
+    tangents, which an accumulator holds, so they are never the array written over).
+    Large arrays only: there a fresh result costs more than the arithmetic, in page
+    faults and in the memory the next operations must stream through the caches.
+    ``frames``: how many Python frames lie between the user's expression and ``apply``."""
     if not REFCOUNTS_EXACT or not ENABLED:
         return None
     first = inputs[0]
