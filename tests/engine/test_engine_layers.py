@@ -35,6 +35,12 @@ def test_the_core_and_the_fast_paths_import_no_rule_module(module):
     assert not rules, f"{module} imports {rules}: the core finds entries in the registry"
 
 
+@pytest.mark.parametrize("module", sorted(m for m in MODULES if m.startswith(f"{PACKAGE}.rules")))
+def test_the_rules_import_no_fast_path(module):
+    # (fast.py keeps its twins by entry name; the registry gives them to the entries)
+    assert not {m for m in GRAPH[module] if m.startswith(f"{PACKAGE}.fast")}
+
+
 @pytest.mark.parametrize("module", FAST)
 def test_the_fast_paths_import_only_the_core_s_lowest_modules(module):
     # (the core calls the fast paths; they read values and the global state only)
