@@ -1,8 +1,9 @@
 """Start-up tricks of a gradcli process, in one place: Ctrl-C during the imports ends with
 130 and no traceback, and Python's cyclic collector pauses while the imports make their
-long-lived objects (issue 14). Used by the package's own import (gradcli/__init__.py, the
-first thing any gradcli process runs) and by the command line's entry point (cli/app.py);
-imports nothing but gc and sys, so it costs nothing at start-up."""
+long-lived objects (issue 14). Used by the command line alone (gradcli/cli: its package
+installs the hook, cli/app.py pauses the collector around its imports and, in ``run``,
+the library's): ``import gradcli`` as a library changes nothing of the process (issue
+21). Imports nothing but gc and sys, so it costs nothing at start-up."""
 from __future__ import annotations
 
 import gc
@@ -12,8 +13,8 @@ import sys
 def exit_quietly_on_interrupt(kind, value, traceback, _previous=sys.excepthook) -> None:
     """Ctrl-C that reaches the top while gradcli is being imported (most of the command
     line's start-up) ends the process with 130 and no traceback, as Unix tools do.
-    Installed while this package imports (and by ``gradcli.cli`` for the command line);
-    no import, so no start-up cost; never in an interactive session."""
+    Installed by ``gradcli.cli`` for the command line; no import, so no start-up cost;
+    never in an interactive session."""
     if issubclass(kind, KeyboardInterrupt):
         import os
         os._exit(130)
@@ -22,7 +23,7 @@ def exit_quietly_on_interrupt(kind, value, traceback, _previous=sys.excepthook) 
 
 def install_interrupt_hook():
     """``exit_quietly_on_interrupt`` as the excepthook, outside interactive sessions;
-    returns the hook it replaced (the package restores it once imported)."""
+    returns the hook it replaced."""
     previous = sys.excepthook
     if not sys.flags.interactive and not hasattr(sys, "ps1"):
         sys.excepthook = exit_quietly_on_interrupt

@@ -351,8 +351,20 @@ def run() -> None:
     handlers run, and standard output and error are flushed first (a closed pipe still
     ends quietly with 141). Every file gradcli writes is closed by its own code. With any
     other thread still running, the process ends the ordinary way, which waits for it.
-    ``main()`` itself raises ``SystemExit`` as before, for tests and embedders."""
+    ``main()`` itself raises ``SystemExit`` as before, for tests and embedders.
+
+    First, the library is imported as the process's start-up tricks want it (they live
+    here, in the entry point, and at the top of this module; gradcli/startup.py): numpy
+    first, then the engine, while the cyclic collector pauses. Imported from deep inside
+    gradcli.engine.core instead (a chain of partly imported packages), numpy's typing
+    modules took ~9 ms more (numpy 2.4, Python 3.11; benchmarks/run.py --only cli)."""
     _reopen_closed_streams()
+    collecting = pause_collector()
+    try:
+        import numpy  # noqa: F401
+        from ..engine import FUNCTIONS  # noqa: F401
+    finally:
+        resume_collector(collecting)
     try:
         main()
         code = 0

@@ -17,7 +17,9 @@ imports inside functions too):
 - ``rules/``: the function table, one module per kind of operation; each entry states its
   VJP, JVP and batching rule where it is defined.
 - ``fast.py``: the speed tricks beside the algorithm (in-place twins, buffer reuse,
-  reference counts), each called at one place, all off with ``GRADCLI_FAST=0``.
+  reference counts), each called at one place, all off with ``GRADCLI_FAST=0``. Its
+  twins and reusable results are tables by entry name, which ``core.table.register``
+  gives the entry of that name: no rule module imports fast.py.
 
 ``gradcli.engine.ops`` (a public name since the table lived in ops.py) is
 ``core.recording``: ``apply``, ``FUNCTIONS``, ``NP``, ``ENGINE``, ``CONSTANTS``.

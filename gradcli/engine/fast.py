@@ -6,12 +6,16 @@ both ways):
 
 - ``upstream``: the backward pass's view of a node's incoming gradient: a broadcast scalar
   (what a ``sum`` sends back) stays a scalar for an elementwise rule, and an unshared
-  large gradient is handed to the rule's in-place twin (``Op.twins``), which writes the
-  input's gradient into it (or into a spare buffer the node no longer needs).
+  large gradient is handed to the rule's in-place twin (``TWINS``, below), which writes
+  the input's gradient into it (or into a spare buffer the node no longer needs).
 - ``add_into``: a gradient sum that nobody else holds is added to in place.
 - ``reusable_buffer``: ``apply`` writes a result over its first input's array when that
   input is a temporary of the user's expression (numpy's temporary elision, one level up).
 - ``owned``: the gradient handed to the user is copied only when someone else holds it.
+- ``speedups``: which of the tricks an entry of the table may take (its twins in
+  ``TWINS``, its reusable result in ``REUSE``), asked once, when the entry is registered
+  (``core.table.register``). The rule modules know nothing of this module: the tables
+  here name the entries.
 
 A fresh 8 MB array costs more than the arithmetic (page faults), which is what these
 save. ``GRADCLI_FAST=0`` in the environment (or ``ENABLED = False`` here, as the tests
@@ -121,10 +125,10 @@ def reusable_buffer(inputs, values, frames: int, recording):
     keep it (the entry's rules read no input, and no persistent or nested tape records),
     and the result has its shape and dtype. Forward mode reuses alike: the entries' JVP
     rules read no input either (their tangents come from the output and the input
-    tangents, which an accumulator holds, so they are never the array written over). Large arrays only: there a fresh result costs
-    more than the arithmetic, in page faults and in the memory the next operations must
-    stream through the caches. ``frames``: how many Python frames lie between the user's
-    expression and ``apply``."""
+    tangents, which an accumulator holds, so they are never the array written over).
+    Large arrays only: there a fresh result costs more than the arithmetic, in page
+    faults and in the memory the next operations must stream through the caches.
+    ``frames``: how many Python frames lie between the user's expression and ``apply``."""
     if not REFCOUNTS_EXACT or not ENABLED:
         return None
     first = inputs[0]
@@ -169,3 +173,97 @@ def fits_into(target, v) -> bool:
         if n != 1 and n != tshape[lead + i]:
             return False
     return True
+
+
+# ---------------------------------------------------------------------------------------
+# The entries' tricks, by entry name (rules/ holds the entries; these are only faster ways
+# to the same numbers, on numpy arrays)
+# ---------------------------------------------------------------------------------------
+def _scale_in_place(g, factor):
+    """g *= factor, when that keeps g's shape and dtype (else None: use the plain rule)."""
+    if g.__class__ is not np.ndarray or not fits_into(g, factor):
+        return None
+    g *= factor
+    return g
+
+
+def _power_in_place(g, ans, x, y, spare=(None, None)):
+    if not ((type(y) is float or type(y) is int) and y == 2
+            and x.dtype == getattr(g, "dtype", None)):
+        return None
+    if g.__class__ is np.ndarray:
+        g *= x
+        g *= 2.0
+        return g
+    # a scalar g (the gradient of a sum): 2 g x, into x's array when no one needs it
+    out = spare[1] if spare[1] is not None else np.empty_like(x)
+    return np.multiply(x, 2.0 * g, out=out)
+
+
+def _tanh_in_place(g, ans, x, spare=(None, None)):
+    """g (1 - ans^2), computed into ans's own array when no one needs it any more (else
+    into one new array), then into g when g is an array."""
+    t = spare[0] if spare[0] is not None else np.empty_like(ans)
+    np.multiply(ans, ans, out=t)  # elementwise: t may be ans itself
+    np.subtract(1.0, t, out=t)
+    if g.__class__ is np.ndarray:
+        g *= t
+        return g
+    t *= g
+    return t
+
+
+def _sigmoid_in_place(g, ans, x, spare=(None, None)):
+    """g s (1 - s), with 1 - s computed as the rule computes it (rules/elementwise.py's
+    _sigmoid_complement on numpy): accurate on both sides, and the same bits."""
+    if g.__class__ is not np.ndarray:
+        return None
+    g *= ans
+    g *= np.where(x > 0, np.exp(-np.abs(x)) * ans, 1.0 - ans)
+    return g
+
+
+def _cos_in_place(g, ans, x, spare=(None, None)):
+    if g.__class__ is not np.ndarray:
+        return None
+    t = np.sin(x)
+    np.negative(t, out=t)
+    g *= t
+    return g
+
+
+#: In-place twins of rules: entry name -> one twin (or None) per input, each
+#: ``twin(g, ans, *values, spare=(ans or None, first value or None))`` computing that
+#: input's gradient into ``g`` (an unshared array) or into a spare (a kept value no one
+#: needs any more) and returning it, or None when it does not apply (the rule runs).
+TWINS = {
+    "multiply": (lambda g, ans, x, y, spare=None: _scale_in_place(g, y),
+                 lambda g, ans, x, y, spare=None: _scale_in_place(g, x)),
+    "power": (_power_in_place, None),
+    "negative": (lambda g, ans, x, spare=None:
+                 np.negative(g, out=g) if g.__class__ is np.ndarray else None,),
+    "exp": (lambda g, ans, x, spare=None: _scale_in_place(g, ans),),
+    "sin": (lambda g, ans, x, spare=None:
+            _scale_in_place(g, np.cos(x)) if g.__class__ is np.ndarray else None,),
+    "cos": (_cos_in_place,),
+    "tanh": (_tanh_in_place,),
+    "sigmoid": (_sigmoid_in_place,),
+}
+
+#: Entries whose result may be written over their first input's array (see
+#: ``reusable_buffer``), with the ufunc that writes there. Only entries whose rules read
+#: no input (so no node keeps it, and no forward-mode rule reads it after the write).
+REUSE = {"add": np.add, "subtract": np.subtract, "negative": np.negative, "exp": np.exp,
+         "tanh": np.tanh, "sqrt": np.sqrt}
+
+
+def speedups(op) -> tuple:
+    """``(twins, reuse)`` for a registered entry of the table: its twins (``()`` for none)
+    and the ufunc that may write its result over its first input (or None). An entry that
+    does not match what the tables above assume of it is a mistake in them: refused."""
+    twins, reuse = TWINS.get(op.name, ()), REUSE.get(op.name)
+    if twins and len(twins) != len(op.vjps):
+        raise RuntimeError(f"fast.TWINS[{op.name!r}]: one twin (or None) per input")
+    if reuse is not None and (op.saves not in ("none", "ans") or op.jvps != op.vjps):
+        raise RuntimeError(f"fast.REUSE[{op.name!r}]: its rules read an input")
+    return twins, reuse

@@ -230,15 +230,20 @@ def test_check_grads_catches_a_wrong_second_derivative():
         check_grads(cube, [1.0], order=2)
 
 
+def _twins() -> list:
+    """(entry, rule, the rule's in-place twin) for every twin the fast paths keep."""
+    from gradcli.engine import fast
+    assert fast.TWINS, "the fast paths keep in-place twins"
+    return [(REGISTRY[name], REGISTRY[name].vjps[i], twin)
+            for name, twins in fast.TWINS.items() for i, twin in enumerate(twins)
+            if twin is not None]
+
+
 def test_in_place_twins_agree_with_their_rules():
     """Each in-place twin (used on large arrays) computes exactly what its rule does."""
     from gradcli.engine import ops
-    from gradcli.engine.core.table import INPLACE
     rng = np.random.default_rng(3)
-    owners = {rule: (op, i) for op in REGISTRY.values() for i, rule in enumerate(op.vjps)}
-    assert INPLACE, "the table registers in-place twins"
-    for rule, twin in INPLACE.items():
-        op, i = owners[rule]
+    for op, rule, twin in _twins():
         lo, hi = op.sample
         values = [rng.uniform(lo, hi, size=5000) for _ in op.inputs]
         if op.name == "power":
@@ -247,7 +252,7 @@ def test_in_place_twins_agree_with_their_rules():
         g = rng.standard_normal(5000)
         expected = rule(ops.NP, g, ans, *values)
         result = twin(g.copy(), ans, *values)
-        np.testing.assert_allclose(result, expected, rtol=1e-13, err_msg=op.name)
+        np.testing.assert_array_equal(result, expected, err_msg=op.name)
 
 
 def test_large_arrays_take_the_in_place_path_and_stay_right():
@@ -263,11 +268,8 @@ def test_in_place_twins_with_spare_buffers_and_scalar_upstream():
     """The twins also run with a scalar upstream gradient (from a sum) and write into the
     node's own spent arrays: the results must equal the rules' on every path."""
     from gradcli.engine import ops
-    from gradcli.engine.core.table import INPLACE
     rng = np.random.default_rng(4)
-    owners = {rule: (op, i) for op in REGISTRY.values() for i, rule in enumerate(op.vjps)}
-    for rule, twin in INPLACE.items():
-        op, i = owners[rule]
+    for op, rule, twin in _twins():
         lo, hi = op.sample
         for upstream in (rng.standard_normal(5000), np.float64(0.7)):
             for use_spare in (False, True):
@@ -281,8 +283,8 @@ def test_in_place_twins_with_spare_buffers_and_scalar_upstream():
                 args = [spare[1] if use_spare and k == 0 else v for k, v in enumerate(values)]
                 result = twin(g, spare[0] if use_spare else ans, *args, spare=spare)
                 if result is not None:
-                    np.testing.assert_allclose(np.broadcast_to(result, (5000,)), expected,
-                                               rtol=1e-13, err_msg=f"{op.name} {use_spare}")
+                    np.testing.assert_array_equal(np.broadcast_to(result, (5000,)), expected,
+                                                  err_msg=f"{op.name} {use_spare}")
 
 
 BIG_PAIRS = [((64, 1), (64, 100)), ((64, 100), (64, 1)), ((100,), (64, 100)),
@@ -322,12 +324,12 @@ def test_large_broadcast_add_gives_exact_counts():
 
 
 def test_an_entry_made_with_other_rules_loses_its_twins():
-    """Twins are found by rule: an entry copied with a different rule (how the tests swap
-    a wrong rule in) must use that rule on large arrays too, not the old twin."""
-    from gradcli.engine import ops
-    from gradcli.engine.core.table import INPLACE
+    """Twins belong to the registered entry of their name: an entry copied with a
+    different rule (how the tests swap a wrong rule in) must use that rule on large
+    arrays too, not the old twin."""
+    from gradcli.engine import fast, ops
     tanh = REGISTRY["tanh"]
-    assert tanh.twins and tanh.twins[0] is INPLACE[tanh.vjps[0]]
+    assert tanh.twins and tanh.twins[0] is fast.TWINS["tanh"][0]
     wrong = tanh.replace(vjps=(lambda m, g, ans, x: g * 3.0,))
     assert wrong.twins == ()
     x = np.linspace(-1.0, 1.0, 10_000)

@@ -5,8 +5,8 @@ from __future__ import annotations
 import numpy as np
 import pytest
 
-from gradcli.engine import ops
-from gradcli.engine.core.table import INPLACE, REGISTRY, Op
+from gradcli.engine import fast, ops
+from gradcli.engine.core.table import REGISTRY, Op
 
 
 def _rule(m, g, ans, x):
@@ -74,16 +74,32 @@ def test_entries_compare_and_hash_by_identity():
     assert type(a) is Op and isinstance(a, Op)
 
 
-def test_twins_are_looked_up_by_rule_when_the_entry_is_made():
+def test_the_registered_entry_of_a_name_gets_the_fast_paths_tricks_for_that_name():
     tanh = REGISTRY["tanh"]
-    assert tanh.twins == (INPLACE[tanh.vjps[0]],)
-    same_rule = Op(name="t", forward=np.tanh, vjps=tanh.vjps, inputs=("x",), doc="")
-    assert same_rule.twins == tanh.twins
+    assert tanh.twins == fast.TWINS["tanh"] and tanh.reuse is fast.REUSE["tanh"] is np.tanh
+    assert REGISTRY["pow"] is REGISTRY["power"] and REGISTRY["pow"].twins[1] is None
+    # the same rules under another entry (not the table's): no tricks
+    same_rules = Op(name="tanh", forward=np.tanh, vjps=tanh.vjps, inputs=("x",), doc="",
+                    saves="ans")
+    assert (same_rules.twins, same_rules.reuse) == ((), None)
+
+
+def test_a_fast_path_table_that_does_not_fit_its_entry_is_refused(monkeypatch):
+    """``fast.speedups`` checks what the twins and reuse tables assume of an entry: one
+    twin per input, and a result written over an input only when no rule reads it."""
+    sin = REGISTRY["sin"]  # its rule reads x: its result must not be written over x
+    monkeypatch.setitem(fast.TWINS, "sin", (None, None))
+    with pytest.raises(RuntimeError, match=r"TWINS\['sin'\]: one twin"):
+        fast.speedups(sin)
+    monkeypatch.setitem(fast.TWINS, "sin", ())
+    monkeypatch.setitem(fast.REUSE, "sin", np.sin)
+    with pytest.raises(RuntimeError, match=r"REUSE\['sin'\]: its rules read an input"):
+        fast.speedups(sin)
 
 
 def test_replace_changes_fields_and_derives_the_rest_afresh():
     exp = REGISTRY["exp"]
-    assert exp.reuse is np.exp and exp.twins  # reuse: set by ops.py after the entry was made
+    assert exp.reuse is np.exp and exp.twins  # (given when it was registered)
     wrong = exp.replace(vjps=(None,), doc="changed")
     assert (wrong.name, wrong.forward, wrong.inputs, wrong.saves) == (
         exp.name, exp.forward, exp.inputs, exp.saves)

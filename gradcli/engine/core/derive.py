@@ -22,7 +22,7 @@ import numpy as np
 
 from . import state
 from .recording import ENGINE, FUNCTIONS, NP
-from .table import INPLACE, Op, register, register_internal
+from .table import Op, register, register_internal
 from .tape import GradientTape, unbroadcast
 from .tensor import Tensor, shape_of
 
@@ -120,22 +120,20 @@ def forward_rules(name: str, kind: str, vjps: tuple, elementwise: bool = False,
 
 
 def entry(*, name: str, forward, vjps: tuple, inputs: tuple, doc: str, jvps=None,
-          inplace: tuple = (), internal: bool = False, **fields) -> Op:
+          internal: bool = False, listed_after: str | None = None, **fields) -> Op:
     """Make a table entry and register it: the one constructor of the rule modules, its
     fields by name (see ``table.Op`` for each). ``jvps`` defaults to ``forward_rules``;
-    ``inplace``: an in-place twin (or None) per VJP, for ``gradcli.engine.fast``;
-    ``internal``: an entry the rules use that the language does not offer. For example
+    ``internal``: an entry the rules use that the language does not offer;
+    ``listed_after``: where ``gradcli functions`` lists it, when not in the order of
+    registration (see ``table.register``). For example
     (``rules/elementwise.py``)::
 
         entry(name="exp", forward=np.exp, vjps=(lambda m, g, ans, x: g * ans,),
               inputs=("x",), elementwise=True, saves="ans", doc="e^x", derivative="e^x",
               sympy=lambda sp, x: sp.exp(x))
     """
-    for vjp, twin in zip(vjps, inplace):
-        if twin is not None:
-            INPLACE[vjp] = twin
     if jvps is None:
         jvps = forward_rules(name, fields.get("kind", "elementwise"), vjps,
                              fields.get("elementwise", False), fields.get("variadic", False))
     op = Op(name=name, forward=forward, vjps=vjps, inputs=inputs, doc=doc, jvps=jvps, **fields)
-    return register_internal(op) if internal else register(op)
+    return register_internal(op) if internal else register(op, listed_after)

@@ -13,6 +13,8 @@ import re
 import sys
 from typing import Any, Callable
 
+from .. import fast
+
 # The fields a caller passes, in constructor order, and the ones derived from them.
 _FIELDS = ("name", "forward", "vjps", "inputs", "doc", "derivative", "params", "sympy",
            "elementwise", "aliases", "variadic", "sample", "domain", "kind", "saves",
@@ -81,12 +83,13 @@ class Op(_Slots):
       plain ``f(*inputs, *params)`` that ``plain`` is (``einsum`` takes its subscripts
       first; entries with ``outputs`` return a tuple).
 
-    Derived when the entry is made: ``differentiable``, ``twins`` (the in-place twins of
-    the rules, see ``INPLACE``), ``keeps_inputs`` and ``keeps_ans`` (from ``saves``), and
-    ``reuse`` (None; rules/elementwise.py sets a ufunc that can write the result into the
-    first input's array, for entries whose rules read no input: see
-    ``fast.reusable_buffer``), and
-    ``axis_params`` (the names of the parameters that are axes, normalised by apply).
+    Derived when the entry is made: ``differentiable``, ``keeps_inputs`` and
+    ``keeps_ans`` (from ``saves``), ``axis_params`` (the names of the parameters that are
+    axes, normalised by apply); and when it is registered (``register``), the speed
+    tricks ``gradcli.engine.fast`` keeps for its name: ``twins`` (in-place twins of the
+    rules, ``fast.TWINS``) and ``reuse`` (a ufunc that may write the result into the first
+    input's array, ``fast.REUSE``). An entry that is not the registered one of its name
+    (made by ``Op()`` or ``replace``) has none: ``()`` and None.
 
     Entries are read-only (assigning an attribute raises ``AttributeError``: the derived
     fields would go stale), compared and hashed by identity, and ``replace(**changes)``
@@ -126,11 +129,9 @@ class Op(_Slots):
             "elementwise" if elementwise else "axis" if kind == "reduction" else "loop")
         # Read on every recorded operation: computed once here.
         self.differentiable = any(v is not None for v in vjps)
-        twins = tuple(INPLACE.get(rule) for rule in vjps)
-        self.twins = twins if any(twins) else ()
+        self.twins, self.reuse = (), None  # (the registered entry's: see register)
         self.keeps_inputs = saves in ("all", "inputs")
         self.keeps_ans = saves in ("all", "ans")
-        self.reuse = None
         axes = () if own_axes else tuple(p for p, _ in params if p in AXIS_NAMES)
         self.axis_params = axes
         if axes and sympy is not None:
@@ -147,7 +148,7 @@ class Op(_Slots):
 
     def replace(self, **changes) -> Op:
         """A new entry with some constructor fields changed (``dataclasses.replace``):
-        the derived fields are computed afresh, so an entry with other rules has no twins
+        the derived fields are computed afresh, and the copy, not registered, has no twins
         and no ``reuse``."""
         return type(self)(**{f: changes.pop(f) if f in changes else getattr(self, f)
                              for f in _FIELDS}, **changes)
@@ -232,15 +233,6 @@ def _normalising_sympy(op: Op, sympy: Callable) -> Callable:
             params = normalise_axes(op, len(getattr(first, "shape", ())), params)
         return sympy(sp, *inputs, **params)
     return build
-
-
-# In-place twins of some rules, for the numpy path on large arrays: rule -> fn(g, ans,
-# *values, spare=(ans or None, first value or None)) that computes this input's gradient
-# into g (an unshared array) or into a spare (a kept value no one needs any more), and
-# returns it, or None when it does not apply. A fresh 8 MB array costs more than the
-# arithmetic (page faults). Keyed by the rule itself, and read when an entry is made: an
-# entry made with other rules (Op.replace) has no twins. Filled by derive.entry (inplace=).
-INPLACE: dict = {}
 
 
 # ---------------------------------------------------------------------------------------
@@ -398,75 +390,125 @@ class LazyTable(dict):
 
 
 class LazyOrder(list):
-    """``ORDER``: the canonical names in table order, completed before any read."""
+    """``ORDER``: the canonical names in listing order, completed and arranged before any
+    read (see ``register``)."""
     __slots__ = ()
 
     def __iter__(self):
-        complete()
+        _arrange()
         return list.__iter__(self)
 
     def __len__(self) -> int:
-        complete()
+        _arrange()
         return list.__len__(self)
 
     def __getitem__(self, index):
-        complete()
+        _arrange()
         return list.__getitem__(self, index)
 
     def __contains__(self, item) -> bool:
-        complete()
+        _arrange()
         return list.__contains__(self, item)
 
     def __reversed__(self):
-        complete()
+        _arrange()
         return list.__reversed__(self)
 
     def __bool__(self) -> bool:
         return list.__len__(self) > 0
 
     def index(self, *args):
-        complete()
+        _arrange()
         return list.index(self, *args)
 
     def count(self, item) -> int:
-        complete()
+        _arrange()
         return list.count(self, item)
 
     def copy(self) -> list:
-        complete()
+        _arrange()
         return list(list.__iter__(self))
 
     def __add__(self, other) -> list:
-        complete()
+        _arrange()
         return list(list.__iter__(self)) + other
 
     def __eq__(self, other) -> bool:
-        complete()
+        _arrange()
         return list.__eq__(self, other)
 
     __hash__ = None
 
     def __repr__(self) -> str:
-        complete()
+        _arrange()
         return list.__repr__(self)
 
 
 # name or alias -> Op; filled by the rule modules when imported.
 REGISTRY: dict[str, Op] = LazyTable()
-# canonical names in table order (what `gradcli functions` lists).
+# canonical names in listing order (what `gradcli functions` lists): see register.
 ORDER: list[str] = LazyOrder()
 # Internal entries serve the backward rules (broadcast_to, sum_to, getitem, scatter, ...);
 # they are differentiable like any entry but are not part of the language.
 INTERNAL: dict[str, Op] = LazyTable()
 
 
-def register(op: Op) -> Op:
+def register(op: Op, listed_after: str | None = None) -> Op:
+    """Make ``op`` the table's entry of its name and aliases, with the speed tricks
+    ``gradcli.engine.fast`` keeps for that name (the one place an entry gets them).
+
+    The listing order (``ORDER``, ``gradcli functions``) is the order of registration:
+    the rule modules in the order rules/__init__.py names them, each in the order of its
+    source; except an entry registered ``listed_after`` another, which is listed right
+    after that one (after the ones listed after it before). Six entries say so: the
+    order the table had in one file before it was split by kind (issue 21), kept for the
+    users' sake, where a rule module now holds the entry elsewhere."""
     for key in (op.name, *op.aliases):
         if dict.__contains__(REGISTRY, key):  # (not `in`: that would load what is pending)
             raise RuntimeError(f"function table: {key!r} defined twice")
         REGISTRY[key] = op
-    ORDER.append(op.name)
+    list.append(ORDER, op.name)
+    _ARRANGED[:] = ()
+    if listed_after is not None:
+        _LISTED_AFTER[op.name] = listed_after
+    twins, reuse = fast.speedups(op)
+    if twins or reuse is not None:
+        object.__setattr__(op, "twins", twins)  # (past Op's refusal: derived fields)
+        object.__setattr__(op, "reuse", reuse)
     return op
+
+
+# name -> the name it is listed after (register's listed_after); _ARRANGED is empty while
+# ORDER may not be in listing order.
+_LISTED_AFTER: dict[str, str] = {}
+_ARRANGED: list = []
+
+
+def _arrange() -> None:
+    """Complete the table, then put ``ORDER`` in listing order (see ``register``): each
+    name stated ``listed_after`` another right after it, the others as registered."""
+    complete()
+    if _ARRANGED:
+        return
+    followers: dict[str, list[str]] = {}
+    for name in list.__iter__(ORDER):
+        if name in _LISTED_AFTER:
+            followers.setdefault(_LISTED_AFTER[name], []).append(name)
+    arranged = []
+    for name in list.__iter__(ORDER):
+        if name in _LISTED_AFTER:
+            continue
+        stack = [name]
+        while stack:
+            name = stack.pop()
+            arranged.append(name)
+            stack.extend(reversed(followers.pop(name, ())))
+    if followers and not PENDING:
+        raise RuntimeError(f"function table: listed after no entry: {sorted(followers)}")
+    # (while a rule module is being imported, the ones whose entry is still to come last)
+    ORDER[:] = arranged + [name for names in followers.values() for name in names]
+    if not followers:
+        _ARRANGED.append(True)
 
 
 def register_internal(op: Op) -> Op:

@@ -5,8 +5,8 @@ is (``batch="elementwise"``, the default for ``elementwise=True``).
 Rules are written against a namespace ``m``: on the fast path ``m`` is ``NP`` (each
 entry's raw numpy forward), and when an outer tape is recording ``m`` is ``ENGINE``
 (each entry's differentiable wrapper), so one rule gives first derivatives quickly and
-higher derivatives exactly. Beside some rules, their in-place twins (``inplace=``, read by
-``gradcli.engine.fast`` on large arrays).
+higher derivatives exactly. (The in-place twins of some rules, for large arrays, live in
+``gradcli.engine.fast``, by entry name.)
 """
 from __future__ import annotations
 
@@ -17,43 +17,7 @@ import numpy as np
 
 from ..core.derive import entry
 from ..core.recording import NP
-from ..core.table import REGISTRY
 from ..core.tensor import Batched, Tensor
-from ..fast import fits_into
-
-
-def _scale_in_place(g, factor):
-    """g *= factor, when that keeps g's shape and dtype (else None: use the plain rule)."""
-    if g.__class__ is not np.ndarray or not fits_into(g, factor):
-        return None
-    g *= factor
-    return g
-
-
-def _power_in_place(g, ans, x, y, spare=(None, None)):
-    if not ((type(y) is float or type(y) is int) and y == 2
-            and x.dtype == getattr(g, "dtype", None)):
-        return None
-    if g.__class__ is np.ndarray:
-        g *= x
-        g *= 2.0
-        return g
-    # a scalar g (the gradient of a sum): 2 g x, into x's array when no one needs it
-    out = spare[1] if spare[1] is not None else np.empty_like(x)
-    return np.multiply(x, 2.0 * g, out=out)
-
-
-def _tanh_in_place(g, ans, x, spare=(None, None)):
-    """g (1 - ans^2), computed into ans's own array when no one needs it any more (else
-    into one new array), then into g when g is an array."""
-    t = spare[0] if spare[0] is not None else np.empty_like(ans)
-    np.multiply(ans, ans, out=t)  # elementwise: t may be ans itself
-    np.subtract(1.0, t, out=t)
-    if g.__class__ is np.ndarray:
-        g *= t
-        return g
-    t *= g
-    return t
 
 
 def _sigmoid(x):
@@ -76,23 +40,6 @@ def _sigmoid_complement(m, ans, x):
     """1 - sigmoid(x) to full relative precision: 1 - ans cancels for x > 0, where it is
     exp(-x) sigmoid(x) instead."""
     return m.where(x > 0, m.exp(-m.abs(x)) * ans, 1.0 - ans)
-
-
-def _sigmoid_in_place(g, ans, x, spare=(None, None)):
-    if g.__class__ is not np.ndarray:
-        return None
-    g *= ans                                   # g s
-    g *= _sigmoid_complement(NP, ans, x)       # (1 - s), accurate on both sides
-    return g
-
-
-def _cos_in_place(g, ans, x, spare=(None, None)):
-    if g.__class__ is not np.ndarray:
-        return None
-    t = np.sin(x)
-    np.negative(t, out=t)
-    g *= t
-    return g
 
 
 def _power_vjp_x(m, g, ans, x, y):
@@ -173,9 +120,7 @@ MULTIPLY = entry(name="multiply", forward=operator.mul,
                  vjps=(lambda m, g, ans, x, y: _times(m, g, y),
                         lambda m, g, ans, x, y: _times(m, g, x)),
                  inputs=("x", "y"), elementwise=True, kind="arithmetic", saves="inputs",
-                 doc="x * y", derivative="y, x", sympy=lambda sp, x, y: x * y,
-                 inplace=(lambda g, ans, x, y, spare=None: _scale_in_place(g, y),
-                            lambda g, ans, x, y, spare=None: _scale_in_place(g, x)))
+                 doc="x * y", derivative="y, x", sympy=lambda sp, x, y: x * y)
 DIVIDE = entry(name="divide", forward=operator.truediv,
                vjps=(lambda m, g, ans, x, y: g / y, lambda m, g, ans, x, y: -g * (x / y) / y),
                inputs=("x", "y"), elementwise=True, kind="arithmetic", saves="inputs", doc="x / y",
@@ -186,14 +131,12 @@ POWER = entry(name="power", forward=operator.pow, vjps=(_power_vjp_x, _power_vjp
               inputs=("x", "y"), elementwise=True, kind="arithmetic", saves="inputs",
               doc="x ** y (also written x ^ y)", derivative="y*x^(y-1), x^y*log(x)",
               domain="x > 0 for non-integer y", sample=(0.5, 2.0), sympy=lambda sp, x, y: x ** y,
-              aliases=("pow",), inplace=(_power_in_place, None))
+              aliases=("pow",))
 
 
 NEGATIVE = entry(name="negative", forward=operator.neg, vjps=(lambda m, g, ans, x: -g,),
                  inputs=("x",), elementwise=True, kind="arithmetic", saves="none", doc="-x",
-                 derivative="-1", sympy=lambda sp, x: -x,
-                 inplace=(lambda g, ans, x, spare=None:
-                  np.negative(g, out=g) if g.__class__ is np.ndarray else None,))
+                 derivative="-1", sympy=lambda sp, x: -x)
 entry(name="square", forward=np.square, vjps=(lambda m, g, ans, x: g * 2.0 * x,), inputs=("x",),
       elementwise=True, kind="arithmetic", saves="inputs", doc="x ** 2", derivative="2x",
       sympy=lambda sp, x: x ** 2)
@@ -207,8 +150,7 @@ entry(name="abs", forward=np.abs, vjps=(lambda m, g, ans, x: gate(m, x != 0, g *
       derivative="sign(x); 0 at x = 0", sympy=lambda sp, x: sp.Abs(x), aliases=("absolute",))
 entry(name="exp", forward=np.exp, vjps=(lambda m, g, ans, x: g * ans,), inputs=("x",),
       elementwise=True, saves="ans", doc="e ** x", derivative="exp(x)",
-      sympy=lambda sp, x: sp.exp(x),
-      inplace=(lambda g, ans, x, spare=None: _scale_in_place(g, ans),))
+      sympy=lambda sp, x: sp.exp(x))
 # (exp(x), not ans + 1: for x < -37 ans + 1 is 0, all digits lost)
 entry(name="expm1", forward=np.expm1, vjps=(lambda m, g, ans, x: g * m.exp(x),), inputs=("x",),
       elementwise=True, saves="inputs", doc="exp(x) - 1, accurate near 0", derivative="exp(x)",
@@ -236,12 +178,10 @@ entry(name="cbrt", forward=np.cbrt, vjps=(lambda m, g, ans, x: g / (3.0 * ans * 
       sympy=lambda sp, x: sp.sign(x) * sp.Abs(x) ** sp.Rational(1, 3))
 entry(name="sin", forward=np.sin, vjps=(lambda m, g, ans, x: g * m.cos(x),), inputs=("x",),
       elementwise=True, saves="inputs", doc="sine", derivative="cos(x)",
-      sympy=lambda sp, x: sp.sin(x),
-      inplace=(lambda g, ans, x, spare=None:
-       _scale_in_place(g, np.cos(x)) if g.__class__ is np.ndarray else None,))
+      sympy=lambda sp, x: sp.sin(x))
 entry(name="cos", forward=np.cos, vjps=(lambda m, g, ans, x: g * -m.sin(x),), inputs=("x",),
       elementwise=True, saves="inputs", doc="cosine", derivative="-sin(x)",
-      sympy=lambda sp, x: sp.cos(x), inplace=(_cos_in_place,))
+      sympy=lambda sp, x: sp.cos(x))
 entry(name="tan", forward=np.tan, vjps=(lambda m, g, ans, x: g * (1.0 + ans * ans),),
       inputs=("x",), elementwise=True, saves="ans", doc="tangent", derivative="1 + tan(x)^2",
       domain="x != pi/2 + k pi", sample=(-1.2, 1.2), sympy=lambda sp, x: sp.tan(x))
@@ -266,7 +206,7 @@ entry(name="cosh", forward=np.cosh, vjps=(lambda m, g, ans, x: g * m.sinh(x),), 
       sympy=lambda sp, x: sp.cosh(x))
 entry(name="tanh", forward=np.tanh, vjps=(lambda m, g, ans, x: g * (1.0 - ans * ans),),
       inputs=("x",), elementwise=True, saves="ans", doc="hyperbolic tangent",
-      derivative="1 - tanh(x)^2", sympy=lambda sp, x: sp.tanh(x), inplace=(_tanh_in_place,))
+      derivative="1 - tanh(x)^2", sympy=lambda sp, x: sp.tanh(x))
 entry(name="arcsinh", forward=np.arcsinh, vjps=(lambda m, g, ans, x: g / m.hypot(x, 1.0),),
       inputs=("x",), elementwise=True, saves="inputs", doc="inverse hyperbolic sine",
       derivative="1/sqrt(x^2+1)", sympy=lambda sp, x: sp.asinh(x), aliases=("asinh",))
@@ -282,8 +222,7 @@ entry(name="arctanh", forward=np.arctanh, vjps=(lambda m, g, ans, x: g / ((1.0 -
 entry(name="sigmoid", forward=_sigmoid,
       vjps=(lambda m, g, ans, x: g * ans * _sigmoid_complement(m, ans, x),), inputs=("x",),
       elementwise=True, doc="logistic sigmoid 1/(1+exp(-x))",
-      derivative="sigmoid(x) (1 - sigmoid(x))", sympy=lambda sp, x: 1 / (1 + sp.exp(-x)),
-      inplace=(_sigmoid_in_place,))
+      derivative="sigmoid(x) (1 - sigmoid(x))", sympy=lambda sp, x: 1 / (1 + sp.exp(-x)))
 entry(name="relu", forward=lambda x: np.maximum(x, 0.0),
       vjps=(lambda m, g, ans, x: gate(m, x > 0, g, g),), inputs=("x",), elementwise=True,
       saves="inputs", doc="max(x, 0)", derivative="1 if x > 0 else 0 (0 at x = 0)",
@@ -348,8 +287,9 @@ for _name, _fn, _sp, _sym in (("less", operator.lt, "Lt", "<"), ("less_equal", o
 
 _WHERE_RULES = (None, lambda m, g, ans, c, a, b: m.where(c, g, 0.0),
                 lambda m, g, ans, c, a, b: m.where(c, 0.0, g))
-entry(name="where", forward=np.where, vjps=_WHERE_RULES, jvps=_WHERE_RULES,
-      inputs=("cond", "a", "b"), elementwise=True, kind="shape", saves="inputs",
+entry(name="where", listed_after="stack", forward=np.where, vjps=_WHERE_RULES,
+      jvps=_WHERE_RULES, inputs=("cond", "a", "b"), elementwise=True, kind="shape",
+      saves="inputs",
       doc="a where cond is true, else b", derivative="g where chosen, else 0",
       sympy=lambda sp, c, a, b: sp.Piecewise((a, c), (b, True)))
 # numpy's clip is minimum(maximum(x, lo), hi): with lo > hi every element is hi, so the
@@ -369,8 +309,8 @@ def _clip_api(op, plain):
     return clip
 
 
-entry(name="clip", forward=np.clip, vjps=_CLIP_RULES, jvps=_CLIP_RULES, inputs=("x", "lo", "hi"),
-      elementwise=True, kind="elementwise", saves="inputs",
+entry(name="clip", listed_after="where", forward=np.clip, vjps=_CLIP_RULES, jvps=_CLIP_RULES,
+      inputs=("x", "lo", "hi"), elementwise=True, kind="elementwise", saves="inputs",
       doc="x limited to [lo, hi] (hi where lo > hi, as numpy); a bound of None (in "
             "the language -inf or inf) is no bound on that side",
       derivative="1 inside [lo, hi] (bounds included), else 0",
@@ -416,17 +356,9 @@ def _stop_gradient_forward(x):
     return value
 
 
-STOP_GRADIENT = entry(name="stop_gradient", forward=_stop_gradient_forward, vjps=(None,),
-                      jvps=(None,), inputs=("x",), kind="elementwise",
+STOP_GRADIENT = entry(name="stop_gradient", listed_after="softmax",
+                      forward=_stop_gradient_forward, vjps=(None,), jvps=(None,),
+                      inputs=("x",), kind="elementwise",
                       doc="x, with no gradient flowing through", derivative="0 (blocked)",
                       batch="same")
 
-
-# Entries whose result may be written over their first input's array (their rules read
-# no input, so no node keeps it and no forward-mode rule reads it after the write; see
-# fast.reusable_buffer), with the ufunc that writes there.
-for _name, _ufunc in (("add", np.add), ("subtract", np.subtract), ("negative", np.negative),
-                      ("exp", np.exp), ("tanh", np.tanh), ("sqrt", np.sqrt)):
-    assert REGISTRY[_name].saves in ("none", "ans"), _name
-    assert REGISTRY[_name].jvps == REGISTRY[_name].vjps, _name  # JVPs read what VJPs read
-    object.__setattr__(REGISTRY[_name], "reuse", _ufunc)

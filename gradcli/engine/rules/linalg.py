@@ -1525,7 +1525,8 @@ def _norm_vjp(m, g, ans, x, axis=None, keepdims=False, ord=None):
 
 
 _sympy_norm2 = sympy_reduce(lambda sp, xs: sp.sqrt(sp.Add(*[v ** 2 for v in xs])))
-entry(name="norm", forward=_norm, vjps=(_norm_vjp,), jvps=(reduction_jvp(_norm_vjp),),
+entry(name="norm", listed_after="logsumexp", forward=_norm, vjps=(_norm_vjp,),
+      jvps=(reduction_jvp(_norm_vjp),),
       inputs=("x",), params=AXIS_PARAMS + (("ord", None),), kind="reduction", saves="all",
       doc="Euclidean (Frobenius) norm over axis; with ord=, numpy's vector norms (p, "
             "inf, -inf, 0) and matrix norms (1, -1, 2, -2, inf, -inf, 'fro', 'nuc')",

@@ -56,7 +56,8 @@ def _dot_vjp(which):
     return vjp
 
 
-MATMUL = entry(name="matmul", forward=np.matmul, vjps=(_matmul_vjp_x, _matmul_vjp_y),
+MATMUL = entry(name="matmul", listed_after="power", forward=np.matmul,
+               vjps=(_matmul_vjp_x, _matmul_vjp_y),
                jvps=(lambda m, t, ans, x, y: m.matmul(t, y),
                            lambda m, t, ans, x, y: m.matmul(x, t)),
                inputs=("x", "y"), kind="linalg", saves="inputs",

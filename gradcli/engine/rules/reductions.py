@@ -228,7 +228,7 @@ entry(name="logsumexp", forward=logsumexp_forward,
       sympy=sympy_reduce(lambda sp, xs: sp.log(sp.Add(*[sp.exp(v) for v in xs]))))
 
 
-entry(name="softmax", forward=_softmax,
+entry(name="softmax", listed_after="clip", forward=_softmax,
       vjps=(lambda m, g, ans, x, axis=-1:
                   ans * (g - m.sum(g * ans, axis=axis, keepdims=True)),),
       jvps=(lambda m, t, ans, x, axis=-1:
