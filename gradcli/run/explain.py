@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import itertools
 import re
+from functools import lru_cache
+from operator import itemgetter
 
 import numpy as np
 
@@ -41,6 +43,7 @@ def value_json(value):
                 "max": json_array(np.nanmax(flat)), "mean": json_array(np.mean(flat))}
 
 
+@lru_cache(maxsize=None)  # (the table's entries live as long as the process)
 def rule_text(op) -> str:
     """The table's derivative of ``op`` as maths: ``d sin(x) = cos(x)·dx``."""
     names = list(op.inputs or ())
@@ -70,8 +73,8 @@ class Where:
 
     def __init__(self, source: str):
         self.source = source
-        self.starts = list(itertools.accumulate((len(line) + 1 for line in
-                                                 source.split("\n")), initial=0))
+        # (the characters before each line, newlines aside: summed in C)
+        self.before = list(itertools.accumulate(map(len, source.split("\n")), initial=0))
         self.known: dict[int, tuple] = {}  # id(tree node) -> (text, span)
 
     def of(self, node) -> tuple:
@@ -80,18 +83,36 @@ class Where:
         known = self.known.get(id(node))
         if known is None:
             pos = node.pos
-            start = self.starts[pos.line - 1] + pos.col
+            start = self.before[pos.line - 1] + pos.line - 1 + pos.col
             span = [start, start + pos.width]
             known = self.known[id(node)] = (self.source[start:span[1]], span)
         return known
 
 
-def recorded(recorder) -> tuple[list, dict]:
+class Ids(dict):
+    """``id(node)`` -> the node's id in the lists, ``"n1"``, ``"n2"``, ... in the order run.
+    The numbers are kept and the names made when asked: a run has many more nodes than
+    are shown."""
+    __slots__ = ()
+
+    def __getitem__(self, key) -> str:
+        return f"n{dict.__getitem__(self, key)}"
+
+    def get(self, key, default=None):
+        number = dict.get(self, key)
+        return default if number is None else f"n{number}"
+
+    def row(self, rows: list, node) -> tuple:
+        """The row of ``rows`` (as ``recorded`` gives them) that recorded ``node``."""
+        return rows[dict.__getitem__(self, id(node)) - 1]
+
+
+def recorded(recorder) -> tuple[list, Ids]:
     """The operations a tape recorded, in order, as the recorder's rows ``(op, out,
-    inputs, where)``, and their ids by node: ``{id(node): "n1", ...}``."""
+    inputs, where)``, and their ids by node (``Ids``)."""
     rows = [row for row in recorder.operations
-            if row[1]._node is not None and row[1]._node.op is row[0]]
-    return rows, {id(row[1]._node): f"n{i}" for i, row in enumerate(rows, 1)}
+            if (node := row[1]._node) is not None and node.op is row[0]]
+    return rows, Ids(zip([id(row[1]._node) for row in rows], itertools.count(1)))
 
 
 def value_text(value) -> str:
@@ -108,13 +129,14 @@ def explain(recorder, model, outcome, show_all: bool = False) -> dict:
     ``show_all``): describing a node costs more than running it."""
     where = Where(model.program.source)
     rows, ids = recorded(recorder)
-    by_node = {id(row[1]._node): row for row in rows}
-    taken = [pair for pair in recorder.taken if id(pair[0]) in ids]
+    taken = recorder.taken  # (those a tape of the run recorded; in C: a run has many)
+    taken = list(itertools.compress(taken, map(ids.__contains__,
+                                               map(id, map(itemgetter(0), taken)))))
     obj: dict = {}
     for key, listed in (("forward", rows), ("backward", taken)):
         shown, elided = (listed, 0) if show_all else _elided(listed)
         obj[key] = [_forward_entry(row, ids, where) if key == "forward" else
-                    _backward_entry(row, by_node[id(row[0])], ids, where) for row in shown]
+                    _backward_entry(row, ids.row(rows, row[0]), ids, where) for row in shown]
         if elided:
             obj[f"{key}_elided"] = elided
     obj["sources"] = _sources(recorder, model, outcome, where)

@@ -23,19 +23,24 @@ from . import state
 
 
 class Observer:
-    """The base observer: sees everything, does nothing. Subclasses override the hooks."""
+    """The base observer: sees every operation, does nothing. Subclasses override the hooks:
+
+    - ``forward(op, out, inputs)``: ``op`` ran on ``inputs`` (tensors or plain values) and
+      gave the tensor ``out`` (``out._node``: its recorded node, None when no tape
+      recorded it);
+    - ``reached(node, g)``: the backward pass takes ``node``, whose summed adjoint is ``g``;
+    - ``flowed(node, index, parent, g, gx)``: ``node``'s rule for input ``index`` turned
+      the adjoint ``g`` into ``gx`` (summed to the input's shape), on its way to ``parent``.
+
+    The backward hooks are None for an observer that does not watch them: the backward
+    pass then calls nothing (each call costs about as much as a scalar operation's rule).
+    """
     where = None  # set by the caller (the evaluator): what is being evaluated now
+    reached = None
+    flowed = None
 
     def forward(self, op, out, inputs) -> None:
-        """``op`` ran on ``inputs`` (tensors or plain values) and gave the tensor ``out``
-        (``out._node``: its recorded node, None when no tape recorded it)."""
-
-    def reached(self, node, g) -> None:
-        """The backward pass takes ``node``, whose summed adjoint is ``g``."""
-
-    def flowed(self, node, index: int, parent, g, gx) -> None:
-        """``node``'s rule for input ``index`` turned the adjoint ``g`` into ``gx`` (summed
-        to the input's shape), on its way to ``parent``."""
+        """See the class."""
 
 
 @contextmanager
@@ -158,62 +163,53 @@ became inf in the backward pass
         yield observer
 
 
-class Both(Observer):
-    """Two observers told everything, the first first (``where`` is set on both)."""
-
-    def __init__(self, first: Observer, second: Observer):
-        self.first, self.second = first, second
-
-    @property
-    def where(self):
-        return self.first.where
-
-    @where.setter
-    def where(self, node) -> None:
-        self.first.where = self.second.where = node
-
-    def forward(self, op, out, inputs) -> None:
-        self.first.forward(op, out, inputs)
-        self.second.forward(op, out, inputs)
-
-    def reached(self, node, g) -> None:
-        self.first.reached(node, g)
-        self.second.reached(node, g)
-
-    def flowed(self, node, index, parent, g, gx) -> None:
-        self.first.flowed(node, index, parent, g, gx)
-        self.second.flowed(node, index, parent, g, gx)
+_accumulating = state.forward  # the active forward accumulators, outermost first
 
 
 class Recorder(DebugNans):
     """Keep what the computation did, for ``--explain`` and ``--graph``: every operation
     with its output tensor, inputs and ``where`` (``operations``), the nodes the backward
-    pass took with the adjoint that reached each (``taken``), and each gradient a rule
-    gave an input (``flows``: node, input index, parent node, gradient). With
-    ``stop_at_nan`` it is also ``DebugNans``."""
+    pass took with the adjoint that reached each (``taken``), and with ``flows`` each
+    gradient a rule gave an input (``flows``: node, input index, parent node, gradient).
+    With ``stop_at_nan`` it is also ``DebugNans``. In forward mode, ``accumulator`` is the
+    outermost ``ForwardAccumulator`` (its ``jvp`` reads each operation's tangent after
+    the run), else None.
 
-    def __init__(self, stop_at_nan: bool = False):
+    It only keeps references: what they mean (texts, spans, ids) is worked out after the
+    run, for the nodes shown (run/explain.py). With ``ends``, only the adjoints of the
+    first and the last ``ends`` nodes taken are kept (the others' are None): an adjoint
+    kept is an array the backward pass cannot reuse, which cost --explain more than the
+    rest of its recording together (a fresh array per node, on arrays of 1,000)."""
+
+    def __init__(self, stop_at_nan: bool = False, flows: bool = True,
+                 ends: int | None = None):
         super().__init__()
-        self.stop_at_nan = stop_at_nan
+        self.stop_at_nan, self.keep_flows, self.ends = stop_at_nan, flows, ends
         self.operations: list[tuple] = []  # (op, out, inputs, where)
         self.taken: list[tuple] = []       # (node, adjoint)
         self.flows: list[tuple] = []       # (node, index, parent, gradient)
+        self.accumulator = None
+        if not (flows or stop_at_nan):
+            self.flowed = None  # (the backward pass then makes no call per gradient)
 
     def forward(self, op, out, inputs) -> None:
-        self.operations.append((op, out, tuple(inputs), self.where))
+        self.operations.append((op, out, inputs, self.where))
+        if _accumulating and self.accumulator is None:
+            self.accumulator = _accumulating[0]
         if self.stop_at_nan:
-            super().forward(op, out, inputs)
+            DebugNans.forward(self, op, out, inputs)
 
     def reached(self, node, g) -> None:
-        self.taken.append((node, _kept(g)))
+        # (no copy: holding a gradient keeps fast.py from writing into it, since its
+        # in-place tricks count the references first)
+        taken = self.taken
+        taken.append((node, getattr(g, "_value", g)))
+        ends = self.ends
+        if ends is not None and len(taken) > 2 * ends:  # one leaves the last ones kept
+            taken[-ends - 1] = (taken[-ends - 1][0], None)
 
     def flowed(self, node, index, parent, g, gx) -> None:
-        self.flows.append((node, index, parent, _kept(gx)))
+        if self.keep_flows:
+            self.flows.append((node, index, parent, getattr(gx, "_value", gx)))
         if self.stop_at_nan:
-            super().flowed(node, index, parent, g, gx)
-
-
-def _kept(g):
-    """A gradient's value (no copy: holding it keeps fast.py from writing into it, since
-    its in-place tricks count the references first)."""
-    return getattr(g, "_value", g)
+            DebugNans.flowed(self, node, index, parent, g, gx)
