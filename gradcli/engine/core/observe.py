@@ -86,14 +86,16 @@ class NonFiniteError(FloatingPointError):
     - ``where``: what the caller was evaluating when the operation ran (the evaluator:
       the tree node, for a caret); ``zeroed_by``: in the backward pass, where the adjoint
       that reached the operation was zeroed by a ``where`` (its ``where``), else None;
-    - ``params``: the operation's static parameters.
+    - ``params``: the operation's static parameters; ``seen``: in the forward pass, the
+      last value computed for each ``where`` so far (``id(where) -> (where, value)``: a
+      ``where``'s condition, for one whose untaken branch holds the operation).
     """
 
     def __init__(self, op: str, pass_: str, inputs, value, *, index=None, adjoint=None,
-                 where=None, zeroed_by=None, params=None):
+                 where=None, zeroed_by=None, params=None, seen=None):
         self.op, self.pass_, self.inputs, self.value = op, pass_, inputs, value
         self.index, self.adjoint, self.where, self.zeroed_by = index, adjoint, where, zeroed_by
-        self.params = params or {}
+        self.params, self.seen = params or {}, seen or {}
         kind = "nan" if np.isnan(np.asarray(value)).any() else "inf"
         what = (f"{op} gave {kind}" if pass_ == "forward"
                 else f"the gradient of {op} for its input {_input_name(op, index)} "
@@ -108,6 +110,7 @@ class DebugNans(Observer):
     def __init__(self):
         self.origins: dict[int, tuple] = {}  # id(node) -> (node, where, op, params)
         self.zeroed: dict[int, object] = {}  # id(node) -> where of the `where` that zeroed it
+        self.seen: dict[int, tuple] = {}  # id(where) -> (where, the last value computed there)
 
     def forward(self, op, out, inputs) -> None:
         node = out._node
@@ -115,7 +118,9 @@ class DebugNans(Observer):
             self.origins[id(node)] = (node, self.where, values_of(inputs))
         if not finite(out._value):
             raise NonFiniteError(op.name, "forward", values_of(inputs), out._value,
-                                 where=self.where, params=getattr(node, "params", None))
+                                 where=self.where, params=getattr(node, "params", None),
+                                 seen=self.seen)
+        self.seen[id(self.where)] = (self.where, out._value)
 
     def flowed(self, node, index, parent, g, gx) -> None:
         if finite(gx):
