@@ -112,7 +112,12 @@ def recorded(recorder) -> tuple[list, Ids]:
     inputs, where)``, and their ids by node (``Ids``)."""
     rows = [row for row in recorder.operations
             if (node := row[1]._node) is not None and node.op is row[0]]
-    return rows, Ids(zip([id(row[1]._node) for row in rows], itertools.count(1)))
+    return rows, numbered(rows)
+
+
+def numbered(rows: list) -> Ids:
+    """The ids of the nodes of ``rows`` (recorder rows whose outputs have nodes)."""
+    return Ids(zip([id(row[1]._node) for row in rows], itertools.count(1)))
 
 
 def value_text(value) -> str:
@@ -126,7 +131,10 @@ def value_text(value) -> str:
 def explain(recorder, model, outcome, show_all: bool = False) -> dict:
     """What ``recorder`` saw of one mode's run on ``model`` (its ``outcome``). Only the
     nodes shown are described (the first and the last ``SHOWN`` of each pass, unless
-    ``show_all``): describing a node costs more than running it."""
+    ``show_all``): describing a node costs more than running it. For ``jvp``:
+    ``explain_jvp``."""
+    if outcome.mode == "jvp":
+        return explain_jvp(recorder, model, outcome, show_all)
     where = Where(model.program.source)
     rows, ids = recorded(recorder)
     taken = recorder.taken  # (those a tape of the run recorded; in C: a run has many)
@@ -140,6 +148,30 @@ def explain(recorder, model, outcome, show_all: bool = False) -> dict:
         if elided:
             obj[f"{key}_elided"] = elided
     obj["sources"] = _sources(recorder, model, outcome, where)
+    return obj
+
+
+def explain_jvp(recorder, model, outcome, show_all: bool = False) -> dict:
+    """Forward mode (``jvp``): the operations the direction reaches, in the order run,
+    each as ``forward`` gives it with its ``tangent`` (d node along the direction, what
+    the accumulator carried) and its ``rule`` (the table's derivative, which forward
+    mode applies to the inputs' tangents); ``direction``: each name's tangent given."""
+    where = Where(model.program.source)
+    accumulator = recorder.accumulator  # (None: no operation carried a tangent)
+    rows = [row for row in recorder.operations if accumulator is not None
+            and row[1]._node is not None and accumulator.jvp(row[1]) is not None]
+    ids = numbered(rows)
+    shown, elided = (rows, 0) if show_all else _elided(rows)
+    obj: dict = {"forward": []}
+    for row in shown:
+        entry = _forward_entry(row, ids, where)
+        entry["tangent"] = value_json(accumulator.jvp(row[1])._value)
+        entry["rule"] = rule_text(row[0])
+        obj["forward"].append(entry)
+    if elided:
+        obj["forward_elided"] = elided
+    obj["direction"] = [{"name": name, "tangent": value_json(t)}
+                        for name, t in outcome.tangents.items()]
     return obj
 
 
@@ -221,8 +253,17 @@ def _reads(tree, name: str) -> bool:
 
 
 def explain_lines(obj: dict) -> list[str]:
-    """``--explain`` as text: the forward pass, the backward pass, the sources."""
+    """``--explain`` as text: the forward pass, the backward pass, the sources (forward
+    mode: the forward pass with tangents, the direction)."""
     count = len(obj["forward"]) + obj.get("forward_elided", 0)
+    if "direction" in obj:
+        lines = [f"forward mode ({count} operation{'s' if count != 1 else ''} the "
+                 "direction reaches, in the order run; tangent = d node along it):"]
+        lines += _table([[e["id"], e["op"], e["text"], "inputs " + ", ".join(e["inputs"]),
+                          "value " + _text(e["value"]), "tangent " + _text(e["tangent"]),
+                          e["rule"]] for e in obj["forward"]], obj.get("forward_elided", 0))
+        return lines + ["direction:"] + [f"  {d['name']}: {_text(d['tangent'])}"
+                                         for d in obj["direction"]]
     lines = [f"forward ({count} operation{'s' if count != 1 else ''} recorded, in the "
              "order run):"]
     lines += _table([[e["id"], e["op"], e["text"], "inputs " + ", ".join(e["inputs"]),
