@@ -80,16 +80,18 @@ KINKS = {
 }
 
 
-_CALLED = re.compile(r"([A-Za-z_]\w*)\s*\(")
-
-
 def calls_a_kink(source: str) -> bool:
-    """Whether the program's text calls a function of ``KINKS`` (by any of its names).
-    A word before a parenthesis that is no call (in a string) only costs an observer."""
-    from ..lang.parser import registry
-    table = registry()
-    return any(op is not None and op.name in KINKS
-               for op in map(table.get, set(_CALLED.findall(source))))
+    """Whether the program's text calls a function of ``KINKS``, by any of its names (a
+    word before a parenthesis that is no call, in a string, only costs an observer).
+    An entry not loaded is not called (building the program loaded what it calls);
+    substrings first: this runs before every plain run."""
+    from ..engine.core.table import REGISTRY
+    for name in KINKS:
+        op = dict.get(REGISTRY, name)  # (dict's own get: loads nothing)
+        for word in (name, *op.aliases) if op is not None else ():
+            if word in source and re.search(rf"\b{word}\s*\(", source):
+                return True
+    return False
 
 
 MAX_NOTES = 10  # then only counted: a loop of kinks is not a page of notes
