@@ -21,7 +21,7 @@ from __future__ import annotations
 import itertools
 import re
 from functools import lru_cache
-from operator import itemgetter
+from operator import attrgetter, itemgetter
 
 import numpy as np
 
@@ -117,7 +117,8 @@ def recorded(recorder) -> tuple[list, Ids]:
 
 def numbered(rows: list) -> Ids:
     """The ids of the nodes of ``rows`` (recorder rows whose outputs have nodes)."""
-    return Ids(zip([id(row[1]._node) for row in rows], itertools.count(1)))
+    return Ids(zip(map(id, map(attrgetter("_node"), map(itemgetter(1), rows))),
+                   itertools.count(1)))  # (in C: a run has many)
 
 
 def value_text(value) -> str:
@@ -137,9 +138,9 @@ def explain(recorder, model, outcome, show_all: bool = False) -> dict:
         return explain_jvp(recorder, model, outcome, show_all)
     where = Where(model.program.source)
     rows, ids = recorded(recorder)
-    taken = recorder.taken  # (those a tape of the run recorded; in C: a run has many)
-    taken = list(itertools.compress(taken, map(ids.__contains__,
-                                               map(id, map(itemgetter(0), taken)))))
+    # (node, adjoint) of the nodes a tape of the run recorded (in C: a run has many)
+    taken = list(itertools.compress(zip(recorder.taken, recorder.adjoints),
+                                    map(ids.__contains__, map(id, recorder.taken))))
     obj: dict = {}
     for key, listed in (("forward", rows), ("backward", taken)):
         shown, elided = (listed, 0) if show_all else _elided(listed)

@@ -14,6 +14,8 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager
+from itertools import compress
+from operator import attrgetter, itemgetter
 
 import numpy as np
 
@@ -117,9 +119,10 @@ class KinkNotes(Observer):
     def read(self, recorder) -> None:
         """Test the operations an engine ``Recorder`` kept, after the run."""
         forward = recorder.accumulator is not None
-        for row in recorder.operations:
-            if row[0].name in KINKS:
-                self.check(*row, forward)
+        rows = recorder.operations  # (the kink operations picked in C: a run has many)
+        for row in compress(rows, map(KINKS.__contains__, map(attrgetter("name"),
+                                                                map(itemgetter(0), rows)))):
+            self.check(*row, forward)
 
     def check(self, op, out, inputs, where, forward: bool) -> None:
         """Test one operation, run on ``inputs`` for the tree node ``where`` (``forward``:

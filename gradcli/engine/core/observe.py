@@ -174,7 +174,7 @@ _accumulating = state.forward  # the active forward accumulators, outermost firs
 class Recorder(DebugNans):
     """Keep what the computation did, for ``--explain`` and ``--graph``: every operation
     with its output tensor, inputs and ``where`` (``operations``), the nodes the backward
-    pass took with the adjoint that reached each (``taken``), and with ``flows`` each
+    pass took (``taken``) with the adjoint that reached each (``adjoints``), and with ``flows`` each
     gradient a rule gave an input (``flows``: node, input index, parent node, gradient).
     With ``stop_at_nan`` it is also ``DebugNans``. In forward mode, ``accumulator`` is the
     outermost ``ForwardAccumulator`` (its ``jvp`` reads each operation's tangent after
@@ -182,7 +182,7 @@ class Recorder(DebugNans):
 
     It only keeps references: what they mean (texts, spans, ids) is worked out after the
     run, for the nodes shown (run/explain.py). With ``ends``, only the adjoints of the
-    first and the last ``ends`` nodes taken are kept (the others' are None): an adjoint
+    first and the last ``ends`` nodes taken are kept (the others are None): an adjoint
     kept is an array the backward pass cannot reuse, which cost --explain more than the
     rest of its recording together (a fresh array per node, on arrays of 1,000)."""
 
@@ -190,8 +190,10 @@ class Recorder(DebugNans):
                  ends: int | None = None):
         super().__init__()
         self.stop_at_nan, self.keep_flows, self.ends = stop_at_nan, flows, ends
+        self._kept = float("inf") if ends is None else 2 * ends
         self.operations: list[tuple] = []  # (op, out, inputs, where)
-        self.taken: list[tuple] = []       # (node, adjoint)
+        self.taken: list = []              # nodes, in the order taken
+        self.adjoints: list = []           # the adjoint that reached each
         self.flows: list[tuple] = []       # (node, index, parent, gradient)
         self.accumulator = None
         if not (flows or stop_at_nan):
@@ -207,11 +209,11 @@ class Recorder(DebugNans):
     def reached(self, node, g) -> None:
         # (no copy: holding a gradient keeps fast.py from writing into it, since its
         # in-place tricks count the references first)
-        taken = self.taken
-        taken.append((node, getattr(g, "_value", g)))
-        ends = self.ends
-        if ends is not None and len(taken) > 2 * ends:  # one leaves the last ones kept
-            taken[-ends - 1] = (taken[-ends - 1][0], None)
+        self.taken.append(node)
+        adjoints = self.adjoints
+        adjoints.append(getattr(g, "_value", g))
+        if len(adjoints) > self._kept:  # one leaves the last ones kept
+            adjoints[-self.ends - 1] = None
 
     def flowed(self, node, index, parent, g, gx) -> None:
         if self.keep_flows:
