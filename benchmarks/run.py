@@ -61,7 +61,7 @@ if str(ROOT) not in sys.path:
 
 IMPLS = ("numpy", "gradcli", "autograd", "torch")
 WORKLOADS = ("weighted", "chain", "big", "mlp", "deep", "cli", "hessian", "higher", "jvp",
-             "batch", "formulas")
+             "batch", "formulas", "inside")
 
 # ---------------------------------------------------------------------------------------
 # optional libraries
@@ -1305,6 +1305,60 @@ def run_formulas(results, runs: int) -> None:
         entry["median"][label] = statistics.median(samples) if samples else None
 
 
+# ---------------------------------------------------------------------------------------
+# inside (issue 23): what --explain, and the kink notes of every plain run, cost
+INSIDE_LINES = 500  # two operations a line: a 1,000-operation program
+INSIDE_LIMITS = {"explain": 1.20, "plain": 1.02}
+
+
+def inside_program(lines: int = INSIDE_LINES) -> str:
+    """A chain of ``lines`` assignments of two operations (sin, a product by a variable)."""
+    steps = ["a0 = x*w"] + [f"a{i} = sin(a{i - 1}) * w" for i in range(1, lines)]
+    return "\n".join(steps + [f"a{lines - 1} + x"])
+
+
+def run_inside(results, runs: int) -> None:
+    """In process, what a command-line run of a 1,000-operation program costs, on scalars
+    and on arrays of 1,000: ``engine`` (value-grad with no observer: the engine alone),
+    ``plain`` (the command's path without flags: run/kinks.watching decides there is
+    nothing to watch) and ``explain`` (--explain, its text included). Rounds interleave
+    the three; the ratios are medians of per-round ratios (``paired``)."""
+    from gradcli.cli.common import Settings, observed, prepare
+    from gradcli.run.explain import explain_lines
+    from gradcli.run.modes import run_mode
+    entry: dict[str, Any] = {"median": {}, "samples": {}, "check": {}}
+    results["inside"] = entry
+    program = inside_program()
+    for label, x in (("scalars", "0.5"), ("arrays of 1,000", "linspace(0, 1, 1000)")):
+        def settings(**flags):
+            return Settings(program=program, var=["w=0.9"], frozen=[], arg=[f"x={x}"],
+                            dtype="float64", target=None, json_out=False, plain=True, **flags)
+        model = prepare(settings())
+
+        def explained():
+            outcome, explanation = observed(settings(explain=True), model,
+                                            lambda: run_mode("value-grad", model))
+            explain_lines(explanation)
+            return outcome
+        variants = {"engine": lambda: run_mode("value-grad", model),
+                    "plain": lambda: observed(settings(), model,
+                                              lambda: run_mode("value-grad", model))[0],
+                    "explain": explained}
+        grads = {k: float(np.sum(f().gradients[0].gradient)) for k, f in variants.items()}
+        entry["check"][label] = ("ok" if len(set(grads.values())) == 1
+                                 else f"MISMATCH {grads}")
+        samples: dict[str, list] = {k: [] for k in variants}
+        names = list(variants)
+        for r in range(runs):
+            for key in names[r % 3:] + names[:r % 3]:
+                t0 = time.perf_counter()
+                variants[key]()
+                samples[key].append(time.perf_counter() - t0)
+        for key, ts in samples.items():
+            entry["samples"][f"{key} {label}"] = ts
+            entry["median"][f"{key} {label}"] = statistics.median(ts)
+
+
 def run_memory(results, impls=("numpy", "gradcli", "autograd"), work="big"):
     entry: dict[str, Any] = {"peak": {}, "retained": {}, "input_bytes": BIG_N * 8, "errors": {}}
     results[f"{work}_memory"] = entry
@@ -1426,6 +1480,15 @@ def targets(results) -> list[tuple[str, str, str, str]]:
             rows.append((f"formulas: gradcli {label} (whole process)",
                          results["formulas"]["check"].get(label) or fmt_time(seconds),
                          "< 2 s", verdict(seconds, 2.0)))
+    if "inside" in results:
+        i = results["inside"]
+        for label in ("scalars", "arrays of 1,000"):
+            bad = i["check"].get(label, "n/a") != "ok"
+            for key, base in (("explain", "plain"), ("plain", "engine")):
+                r = None if bad else paired(i, f"{key} {label}", f"{base} {label}")
+                rows.append((f"inside: {key} / {base} run, 1,000 operations on {label}",
+                             i["check"].get(label) if bad else fmt_ratio(r),
+                             f"<= {INSIDE_LIMITS[key]}x", verdict(r, INSIDE_LIMITS[key])))
     if "cli" in results:
         base = med("cli", "import numpy")
         for key, limit in CLI_LIMITS.items():
@@ -1734,6 +1797,8 @@ def main(argv=None) -> int:
             run_higher(libs, repeat, min_batch, results)
         elif work == "formulas":
             run_formulas(results, 3 if args.quick else 5)
+        elif work == "inside":
+            run_inside(results, 15 if args.quick else 41)
         results[work]["other_load"] = load.stop()
         if work == "big":
             run_memory(results)

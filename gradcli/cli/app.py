@@ -223,7 +223,7 @@ COMMANDS = [
     Command("functions", [_FUNCTIONS_JSON], "commands:functions", None, None,
             "The function table: name, aliases, derivative, domain.",
             "gradcli functions --json", {"help_option_names": ["--help"]}),
-    Command("jvp", _program(TANGENTS, HIGHER_CHECK, INSIDE[:1], BATCH), "commands:jvp",
+    Command("jvp", _program(TANGENTS, HIGHER_CHECK, INSIDE[:3], BATCH), "commands:jvp",
             "check.directional.check_jvp", "run.directional.JvpOutcome",
             "tf.autodiff.ForwardAccumulator: the directional derivative of the target "
             "along the --tangent values (forward mode, one pass), with the value.",

@@ -103,15 +103,13 @@ def observed(s: Settings, model, compute) -> tuple:
     the first nan or inf stops the run with the report (run/nonfinite.py) on standard
     error and exit 1, and without it a non-finite result gets a note suggesting it;
     ``--explain``/``--explain-all``: the explanation (run/explain.py), else None."""
-    from ..engine.core.observe import Both, NonFiniteError, Recorder, observing
+    from ..engine.core.observe import NonFiniteError
     from ..run import nonfinite
-    from ..run.kinks import KinkNotes
+    from ..run.kinks import watching
     explaining = s.explain or s.explain_all
-    kinks = KinkNotes(model.program.source)
-    recorder = (Recorder(stop_at_nan=s.debug_nans)
-                if s.debug_nans or explaining or s.graph is not None else None)
     try:
-        with observing(kinks if recorder is None else Both(recorder, kinks)):
+        with watching(model.program.source, explain=s.explain, explain_all=s.explain_all,
+                      graph=s.graph is not None, debug_nans=s.debug_nans) as (kinks, recorder):
             outcome = compute()
     except NonFiniteError as err:
         sys.stderr.write(nonfinite.report(err, model.program.source) + "\n")

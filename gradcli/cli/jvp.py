@@ -16,6 +16,7 @@ from .common import (
     observed,
     prepare,
     print_compare_plain,
+    print_explanation,
 )
 
 
@@ -23,7 +24,7 @@ def _work(s: Settings):
     from ..run.directional import parse_tangents, run_jvp
     model = prepare(s)
     tangents = parse_tangents(model, s.tangent)
-    outcome, _ = observed(s, model, lambda: run_jvp(model, tangents))
+    outcome, s.explanation = observed(s, model, lambda: run_jvp(model, tangents))
     return model, outcome
 
 
@@ -71,11 +72,13 @@ def run_jvp(s: Settings) -> None:
     from . import render
     model, outcome, check = computed_and_checked(s, _work, "directional.check_jvp")
     if s.json_out:
-        render.print_json(outcome_json(outcome, check))
+        render.print_json(outcome_json(outcome, check) | ({"explain": s.explanation}
+                                                          if s.explanation else {}))
     elif s.plain:
         sys.stdout.write("".join(line + "\n" for line in plain_lines(outcome, s.precision)))
     else:
         print_human(outcome, s.precision, check=check, target=model.target_name)
+    print_explanation(s, s.explanation)  # (--explain: run/explain.py)
     finish(check, s.plain)
 
 

@@ -178,7 +178,7 @@ TANGENTS = [option("tangent", Annotated[Optional[List[str]], typer.Option(
     help="The direction: a tangent for an argument or variable (repeatable; others are "
          "held constant). VALUE as for --arg; one number fills an array.")], None)]
 #: Seeing inside a gradient (issue 23): tape, grad, implicit and value-grad; jvp takes
-#: --debug-nans only (``INSIDE[:1]``). --debug-nans, --explain, --explain-all, --graph.
+#: all but --graph (``INSIDE[:3]``). --debug-nans, --explain, --explain-all, --graph.
 INSIDE = [option("debug_nans", Annotated[bool, typer.Option(
     "--debug-nans", help="Stop at the first operation whose value (forward pass) or "
                          "gradient (backward pass) is nan or inf: exit 1 with a caret into "

@@ -581,13 +581,15 @@ def _run(plan_steps: list, nodes: list, regs: list, env: dict, source: str) -> N
     rows = limits.batch_rows()  # (--at: the elements counted are one row's)
     budget = limits.MAX_TOTAL_ELEMENTS // rows
     observing = _engine_state().observing
-    if observing:  # (--explain, --debug-nans: each operation learns the node it came from)
-        plan_steps = _told(plan_steps, nodes, observing[-1])
+    # (--explain, --debug-nans: each operation learns the node it came from)
+    observer = observing[-1] if observing else None
     try:
         # inf and nan are values here, not warnings (numpy's "mean of empty slice" included).
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
             for i, step in enumerate(plan_steps):
+                if observer is not None:  # (a call per step would cost as much as a step)
+                    observer.where = nodes[i]
                 step(regs, env, used)
                 if used[0] > budget:
                     what = (f"the evaluation made more than "
@@ -595,6 +597,8 @@ def _run(plan_steps: list, nodes: list, regs: list, env: dict, source: str) -> N
                     if rows > 1:
                         raise limits.chunk_too_large(rows, what)
                     raise LimitError(what + " (the evaluation size limit)")
+            if observer is not None:  # what runs after the program is the caller's
+                observer.where = None
     except GradcliError as err:
         raise _at(err, nodes[i], source)
     except FloatingPointError as err:
@@ -611,20 +615,6 @@ def _run(plan_steps: list, nodes: list, regs: list, env: dict, source: str) -> N
 def _engine_state():
     from ..engine.core import state
     return state
-
-
-def _told(plan_steps: list, nodes: list, observer) -> list:
-    """The steps, each first telling ``observer`` the tree node it evaluates (its
-    ``where``): the operations it runs then point into the program's text."""
-    def told(step, node):
-        def run(regs, env, used):
-            observer.where = node
-            step(regs, env, used)
-        return run
-
-    def done(regs, env, used):  # what runs after the program is the caller's, not a step's
-        observer.where = None
-    return [told(step, node) for step, node in zip(plan_steps, nodes)] + [done]
 
 
 def _at(err: GradcliError, node, source: str) -> GradcliError:

@@ -20,6 +20,8 @@ from __future__ import annotations
 
 import itertools
 import re
+from functools import lru_cache
+from operator import attrgetter, itemgetter
 
 import numpy as np
 
@@ -41,6 +43,7 @@ def value_json(value):
                 "max": json_array(np.nanmax(flat)), "mean": json_array(np.mean(flat))}
 
 
+@lru_cache(maxsize=None)  # (the table's entries live as long as the process)
 def rule_text(op) -> str:
     """The table's derivative of ``op`` as maths: ``d sin(x) = cos(x)·dx``."""
     names = list(op.inputs or ())
@@ -70,8 +73,8 @@ class Where:
 
     def __init__(self, source: str):
         self.source = source
-        self.starts = list(itertools.accumulate((len(line) + 1 for line in
-                                                 source.split("\n")), initial=0))
+        # (the characters before each line, newlines aside: summed in C)
+        self.before = list(itertools.accumulate(map(len, source.split("\n")), initial=0))
         self.known: dict[int, tuple] = {}  # id(tree node) -> (text, span)
 
     def of(self, node) -> tuple:
@@ -80,18 +83,42 @@ class Where:
         known = self.known.get(id(node))
         if known is None:
             pos = node.pos
-            start = self.starts[pos.line - 1] + pos.col
+            start = self.before[pos.line - 1] + pos.line - 1 + pos.col
             span = [start, start + pos.width]
             known = self.known[id(node)] = (self.source[start:span[1]], span)
         return known
 
 
-def recorded(recorder) -> tuple[list, dict]:
+class Ids(dict):
+    """``id(node)`` -> the node's id in the lists, ``"n1"``, ``"n2"``, ... in the order run.
+    The numbers are kept and the names made when asked: a run has many more nodes than
+    are shown."""
+    __slots__ = ()
+
+    def __getitem__(self, key) -> str:
+        return f"n{dict.__getitem__(self, key)}"
+
+    def get(self, key, default=None):
+        number = dict.get(self, key)
+        return default if number is None else f"n{number}"
+
+    def row(self, rows: list, node) -> tuple:
+        """The row of ``rows`` (as ``recorded`` gives them) that recorded ``node``."""
+        return rows[dict.__getitem__(self, id(node)) - 1]
+
+
+def recorded(recorder) -> tuple[list, Ids]:
     """The operations a tape recorded, in order, as the recorder's rows ``(op, out,
-    inputs, where)``, and their ids by node: ``{id(node): "n1", ...}``."""
+    inputs, where)``, and their ids by node (``Ids``)."""
     rows = [row for row in recorder.operations
-            if row[1]._node is not None and row[1]._node.op is row[0]]
-    return rows, {id(row[1]._node): f"n{i}" for i, row in enumerate(rows, 1)}
+            if (node := row[1]._node) is not None and node.op is row[0]]
+    return rows, numbered(rows)
+
+
+def numbered(rows: list) -> Ids:
+    """The ids of the nodes of ``rows`` (recorder rows whose outputs have nodes)."""
+    return Ids(zip(map(id, map(attrgetter("_node"), map(itemgetter(1), rows))),
+                   itertools.count(1)))  # (in C: a run has many)
 
 
 def value_text(value) -> str:
@@ -105,19 +132,47 @@ def value_text(value) -> str:
 def explain(recorder, model, outcome, show_all: bool = False) -> dict:
     """What ``recorder`` saw of one mode's run on ``model`` (its ``outcome``). Only the
     nodes shown are described (the first and the last ``SHOWN`` of each pass, unless
-    ``show_all``): describing a node costs more than running it."""
+    ``show_all``): describing a node costs more than running it. For ``jvp``:
+    ``explain_jvp``."""
+    if outcome.mode == "jvp":
+        return explain_jvp(recorder, model, outcome, show_all)
     where = Where(model.program.source)
     rows, ids = recorded(recorder)
-    by_node = {id(row[1]._node): row for row in rows}
-    taken = [pair for pair in recorder.taken if id(pair[0]) in ids]
+    # (node, adjoint) of the nodes a tape of the run recorded (in C: a run has many)
+    taken = list(itertools.compress(zip(recorder.taken, recorder.adjoints),
+                                    map(ids.__contains__, map(id, recorder.taken))))
     obj: dict = {}
     for key, listed in (("forward", rows), ("backward", taken)):
         shown, elided = (listed, 0) if show_all else _elided(listed)
         obj[key] = [_forward_entry(row, ids, where) if key == "forward" else
-                    _backward_entry(row, by_node[id(row[0])], ids, where) for row in shown]
+                    _backward_entry(row, ids.row(rows, row[0]), ids, where) for row in shown]
         if elided:
             obj[f"{key}_elided"] = elided
     obj["sources"] = _sources(recorder, model, outcome, where)
+    return obj
+
+
+def explain_jvp(recorder, model, outcome, show_all: bool = False) -> dict:
+    """Forward mode (``jvp``): the operations the direction reaches, in the order run,
+    each as ``forward`` gives it with its ``tangent`` (d node along the direction, what
+    the accumulator carried) and its ``rule`` (the table's derivative, which forward
+    mode applies to the inputs' tangents); ``direction``: each name's tangent given."""
+    where = Where(model.program.source)
+    accumulator = recorder.accumulator  # (None: no operation carried a tangent)
+    rows = [row for row in recorder.operations if accumulator is not None
+            and row[1]._node is not None and accumulator.jvp(row[1]) is not None]
+    ids = numbered(rows)
+    shown, elided = (rows, 0) if show_all else _elided(rows)
+    obj: dict = {"forward": []}
+    for row in shown:
+        entry = _forward_entry(row, ids, where)
+        entry["tangent"] = value_json(accumulator.jvp(row[1])._value)
+        entry["rule"] = rule_text(row[0])
+        obj["forward"].append(entry)
+    if elided:
+        obj["forward_elided"] = elided
+    obj["direction"] = [{"name": name, "tangent": value_json(t)}
+                        for name, t in outcome.tangents.items()]
     return obj
 
 
@@ -199,8 +254,17 @@ def _reads(tree, name: str) -> bool:
 
 
 def explain_lines(obj: dict) -> list[str]:
-    """``--explain`` as text: the forward pass, the backward pass, the sources."""
+    """``--explain`` as text: the forward pass, the backward pass, the sources (forward
+    mode: the forward pass with tangents, the direction)."""
     count = len(obj["forward"]) + obj.get("forward_elided", 0)
+    if "direction" in obj:
+        lines = [f"forward mode ({count} operation{'s' if count != 1 else ''} the "
+                 "direction reaches, in the order run; tangent = d node along it):"]
+        lines += _table([[e["id"], e["op"], e["text"], "inputs " + ", ".join(e["inputs"]),
+                          "value " + _text(e["value"]), "tangent " + _text(e["tangent"]),
+                          e["rule"]] for e in obj["forward"]], obj.get("forward_elided", 0))
+        return lines + ["direction:"] + [f"  {d['name']}: {_text(d['tangent'])}"
+                                         for d in obj["direction"]]
     lines = [f"forward ({count} operation{'s' if count != 1 else ''} recorded, in the "
              "order run):"]
     lines += _table([[e["id"], e["op"], e["text"], "inputs " + ", ".join(e["inputs"]),

@@ -72,7 +72,7 @@ def build(recorder, model, outcome) -> Graph:
             graph.edges.append((source, name, None if gx is None else value_text(gx), True))
     _fade_unwatched(graph, leaves, rows, recorder)
     if recorder.taken:
-        graph.target = ids.get(id(recorder.taken[0][0]))
+        graph.target = ids.get(id(recorder.taken[0]))
     elif rows:
         graph.target = ids[id(rows[-1][1]._node)]
     shown = {graph.nodes[v][1] for v in leaves.values()}

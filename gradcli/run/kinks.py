@@ -2,16 +2,25 @@
 differentiable gets a note with a caret into the program and the convention its rule
 uses there (the conventions of docs/python-api.md#conventions-at-a-glance).
 
-``KinkNotes`` is an engine observer: for each operation a tape records (or a forward
-accumulator follows) whose name is in ``KINKS``, it tests the inputs (or the output)
-against the kink and keeps one note per sub-expression.
+``KinkNotes`` tests each operation a tape records (or a forward accumulator follows)
+whose name is in ``KINKS``: its inputs (or its output) against the kink, keeping one note
+per sub-expression. It is an engine observer only for a program that calls one of those
+functions (``calls_a_kink``): any other run has no observer and costs nothing more. With
+``--explain``, ``--graph`` or ``--debug-nans`` it reads the operations the engine's
+``Recorder`` kept, after the run (``read``). ``watching`` installs the observer a
+command-line run needs, if any.
 """
 from __future__ import annotations
+
+import re
+from contextlib import contextmanager
+from itertools import compress
+from operator import attrgetter, itemgetter
 
 import numpy as np
 
 from ..engine.core import state
-from ..engine.core.observe import Observer
+from ..engine.core.observe import Observer, Recorder, observing
 from ..errors import GradcliError
 
 
@@ -73,6 +82,20 @@ KINKS = {
 }
 
 
+def calls_a_kink(source: str) -> bool:
+    """Whether the program's text calls a function of ``KINKS``, by any of its names (a
+    word before a parenthesis that is no call, in a string, only costs an observer).
+    An entry not loaded is not called (building the program loaded what it calls);
+    substrings first: this runs before every plain run."""
+    from ..engine.core.table import REGISTRY
+    for name in KINKS:
+        op = dict.get(REGISTRY, name)  # (dict's own get: loads nothing)
+        for word in (name, *op.aliases) if op is not None else ():
+            if word in source and re.search(rf"\b{word}\s*\(", source):
+                return True
+    return False
+
+
 MAX_NOTES = 10  # then only counted: a loop of kinks is not a page of notes
 
 
@@ -91,10 +114,23 @@ class KinkNotes(Observer):
                             if more else [])
 
     def forward(self, op, out, inputs) -> None:
+        self.check(op, out, inputs, self.where, bool(state.forward))
+
+    def read(self, recorder) -> None:
+        """Test the operations an engine ``Recorder`` kept, after the run."""
+        forward = recorder.accumulator is not None
+        rows = recorder.operations  # (the kink operations picked in C: a run has many)
+        for row in compress(rows, map(KINKS.__contains__, map(attrgetter("name"),
+                                                                map(itemgetter(0), rows)))):
+            self.check(*row, forward)
+
+    def check(self, op, out, inputs, where, forward: bool) -> None:
+        """Test one operation, run on ``inputs`` for the tree node ``where`` (``forward``:
+        in forward mode, where every operation is differentiated)."""
         kink = KINKS.get(op.name)
-        if kink is None or (out._node is None and not state.forward):
+        if kink is None or (out._node is None and not forward):
             return  # (not differentiated: the convention does not matter)
-        key = (op.name, id(self.where))
+        key = (op.name, id(where))
         if key in self.seen:
             return
         values = [getattr(x, "_value", x) for x in inputs]
@@ -107,12 +143,36 @@ class KinkNotes(Observer):
         if hit:
             self.seen.add(key)
             if len(self.said) < MAX_NOTES:
-                self.said.append(self._note(kink[1]))
+                self.said.append(self._note(kink[1], where))
 
-    def _note(self, convention: str) -> str:
-        where = self.where
+    def _note(self, convention: str, where) -> str:
         if where is None:
             return convention
         pos = where.pos
         caret = GradcliError(convention).at(self.source, pos.line, pos.col, pos.width)
         return caret.render().removeprefix("error: ")
+
+
+@contextmanager
+def watching(source: str, *, explain: bool = False, explain_all: bool = False,
+             graph: bool = False, debug_nans: bool = False):
+    """Watch one run of the program ``source`` with as little as the options ask for;
+    gives ``(kinks, recorder)``. --explain, --explain-all, --graph or --debug-nans: an
+    engine ``Recorder``, whose operations the kink notes read after the run (it keeps
+    each gradient a rule gave for --graph and --debug-nans only, and with --explain alone
+    only the adjoints of the nodes shown); else a ``KinkNotes`` observer when the program
+    calls a function with a kink (recorder None); else no observer at all."""
+    kinks = KinkNotes(source)
+    recorder = None
+    if explain or explain_all or graph or debug_nans:
+        from .explain import SHOWN
+        recorder = Recorder(debug_nans, flows=graph or debug_nans,
+                            ends=SHOWN if explain and not (explain_all or graph) else None)
+    observer = recorder if recorder is not None else kinks if calls_a_kink(source) else None
+    if observer is None:
+        yield kinks, None
+        return
+    with observing(observer):
+        yield kinks, recorder
+    if recorder is not None:
+        kinks.read(recorder)

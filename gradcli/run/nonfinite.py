@@ -70,13 +70,56 @@ def double_where(err, source: str) -> str | None:
     if (outer is None or operand is None or type(outer).__name__ != "Call"
             or len(outer.args) != 3):
         return None
+    return _rewritten(outer, operand, _inside(inner, outer.args[1], source), source)
+
+
+def _rewritten(outer, operand, taken_if_true: bool, source: str) -> str:
+    """``outer`` (a where) with ``operand`` replaced by a where of the same condition
+    that gives it ``SAFE`` where its branch is not taken."""
     cond = text_of(outer.args[0], source)
-    taken_if_true = _inside(inner, outer.args[1], source)
     safe = (f"where({cond}, {text_of(operand, source)}, {SAFE})" if taken_if_true
             else f"where({cond}, {SAFE}, {text_of(operand, source)})")
     o0, o1 = span_of(operand.pos, source)
     w0, w1 = span_of(outer.pos, source)
     return source[w0:o0] + safe + source[o1:w1]
+
+
+def untaken_branch(err, source: str) -> str | None:
+    """In the forward pass: the "double where" rewrite when the operation is inside a
+    branch of a ``where(cond, a, b)`` that the condition (computed before it) does not
+    take at any element where the value is non-finite: the value is thrown away, but
+    its gradient would be 0·inf there. Else None."""
+    outer = _enclosing_where(err.where, source) if err.where is not None else None
+    if outer is None:
+        return None
+    cond = next((value for node, value in err.seen.values() if node is not None
+                 and span_of(node.pos, source) == span_of(outer.args[0].pos, source)), None)
+    operand = operand_of(err.where, 1 if err.op in ("divide", "true_divide") else 0)
+    if cond is None or operand is None:
+        return None
+    taken_if_true = _inside(err.where, outer.args[1], source)
+    try:
+        bad, taken = np.broadcast_arrays(~np.isfinite(np.asarray(err.value)),
+                                         np.asarray(cond, dtype=bool))
+    except ValueError:  # (shapes that do not line up: nothing to say)
+        return None
+    if (bad & (taken if taken_if_true else ~taken)).any():
+        return None
+    return _rewritten(outer, operand, taken_if_true, source)
+
+
+def _enclosing_where(node, source: str):
+    """The innermost ``where(cond, a, b)`` of the program with ``node`` inside a or b."""
+    from ..lang.parser import iter_postorder, parse_program
+    found = None
+    for statement in parse_program(source).statements:
+        for call in iter_postorder(statement.value):
+            if (type(call).__name__ == "Call" and call.func == "where"
+                    and len(call.args) == 3
+                    and any(_inside(node, branch, source) for branch in call.args[1:])
+                    and (found is None or _inside(call, found, source))):
+                found = call
+    return found
 
 
 def _inside(node, container, source: str) -> bool:
@@ -92,6 +135,12 @@ def hint(err, source: str) -> str:
         if _has(inputs, lambda a: ~np.isfinite(a)):
             return (f"an input of {op} is already nan or inf (a declared value or a "
                     "constant): the non-finite value comes from outside the program")
+        rewrite = untaken_branch(err, source)
+        if rewrite is not None:
+            return (f"{op} is outside its domain only in a where's untaken branch: where "
+                    f"throws the value away, but its gradient there is 0·inf, which is "
+                    f"nan. The \"double where\" fix keeps the untaken branch's input in "
+                    f"the domain: {rewrite}")
         if op in LOGS:
             return (f"{op} is defined for positive inputs only (log(0) is -inf, log of a "
                     f"negative number nan): keep its argument positive, e.g. "

@@ -31,7 +31,17 @@ PLANTED = [
     ("sqrt(x) * y", ["x=0", "y=0"], "grad", "sqrt(x)", "sqrt", "backward", "0·inf"),
     ("where(x > 0, sqrt(x), 0)", ["x=0"], "grad", "sqrt(x)", "sqrt", "backward",
      "where(x > 0, sqrt(where(x > 0, x, 1)), 0)"),
-    ("where(x <= 0, 0, log(x))", ["x=0"], "grad", "log(x)", "log", "forward", "positive"),
+    # non-finite in the forward pass, but only in a where's untaken branch: the double where
+    ("where(x <= 0, 0, log(x))", ["x=0"], "grad", "log(x)", "log", "forward",
+     "where(x <= 0, 0, log(where(x <= 0, 1, x)))"),
+    ("where(v > 0, log(abs(v)), 0*v)", ["v=0"], "grad", "log(abs(v))", "log", "forward",
+     "where(v > 0, log(where(v > 0, abs(v), 1)), 0*v)"),
+    ("sum(where(x > 0, log(x), 0))", ["x=[0, 1]"], "grad", "log(x)", "log", "forward",
+     "where(x > 0, log(where(x > 0, x, 1)), 0)"),
+    # ... and in a branch the condition takes there: the domain's hint
+    ("where(x >= 0, log(x), 0)", ["x=0"], "grad", "log(x)", "log", "forward", "positive"),
+    ("sum(where(x > -1, log(x), 0))", ["x=[0, 1]"], "grad", "log(x)", "log", "forward",
+     "positive"),
 ]
 
 
@@ -102,3 +112,21 @@ def test_cli_debug_nans_exit_1_with_caret_and_note_without_flag():
     assert "--debug-nans" in r.stderr
     r = run_cli("grad", program, "--arg", "x=0", "--at", "-", "--debug-nans", stdin="x\n1\n")
     assert r.returncode == 2 and "--at" in r.stderr
+
+
+@pytest.mark.parametrize("program, args, rewritten", [
+    ("where(x <= 0, 0, log(x))", ["x=0"], "where(x <= 0, 0, log(where(x <= 0, 1, x)))"),
+    ("where(v > 0, log(abs(v)), 0*v)", ["v=0"],
+     "where(v > 0, log(where(v > 0, abs(v), 1)), 0*v)"),
+])
+def test_the_untaken_branch_rewrite_runs_clean_with_the_same_value(program, args, rewritten):
+    """The hint's rewrite is whole (it is the program's own where rewritten) and fixes the
+    run: no nan or inf anywhere, the same value, and the gradient of the taken branch
+    (0 here: the branches taken are 0 and 0*v, by hand)."""
+    assert rewritten in nonfinite.hint(_stopped(program, args, "grad"), program)
+    model = build(parse_program(rewritten), Declarations.from_options(arg=args))
+    with gc.debug_nans():
+        value = model.function(*model.arg_values)
+        fixed = run_mode("grad", model)
+    assert float(value) == 0.0
+    assert float(fixed.gradients[0].gradient) == 0.0

@@ -219,3 +219,72 @@ def test_large_arrays_keep_what_explain_saw_with_the_fast_paths_on(monkeypatch):
     np.testing.assert_allclose(adjoints["sin(u) + u"], 2 * v, rtol=1e-14)
     np.testing.assert_allclose(adjoints["exp(x) * y"], 2 * v * (np.cos(u) + 1), rtol=1e-13)
     np.testing.assert_allclose(adjoints["exp(x)"], 2 * v * (np.cos(u) + 1) * y, rtol=1e-13)
+
+
+# --- jvp --explain: forward mode, each node with its tangent -----------------------------
+def _jvp_run(model, direction: dict):
+    from gradcli.run.directional import run_jvp
+    with observing(Recorder()) as recorder:
+        outcome = run_jvp(model, direction)
+    return recorder, outcome
+
+
+def _with_tangents(recorder) -> list:
+    """The operations that carried a tangent, as explain_jvp lists them (n1, n2, ...)."""
+    return [i for i, (op, out, _, _) in enumerate(recorder.operations)
+            if out._node is not None and recorder.accumulator.jvp(out) is not None]
+
+
+@pytest.mark.parametrize("name", CALLABLE)
+def test_jvp_tangents_equal_finite_differences_along_the_direction(name, monkeypatch):
+    """Each node's tangent against (node(p + h·t) - node(p - h·t)) / 2h: the program run
+    again with its arguments moved along the direction, the node read at its place."""
+    monkeypatch.setattr(explain_module, "FULL_ARRAY", 10**6)
+    rng = np.random.default_rng(1)
+    for program, point in _cases(name):
+        decls = Declarations.from_options(arg=[f"{k}={_literal(v)}" for k, v in point.items()])
+        model = build(parse_program(program), decls)
+        direction = {k: rng.standard_normal(np.shape(v)) for k, v in point.items()}
+        recorder, outcome = _jvp_run(model, direction)
+        obj = explain_module.explain(recorder, model, outcome, show_all=True)
+        positions = _with_tangents(recorder)
+        assert len(obj["forward"]) == len(positions) > 0, program
+        h = 1e-6 * max(1.0, max(float(np.max(np.abs(v))) for v in point.values()))
+
+        def values(sign):
+            moved = {k: np.asarray(v) + sign * h * direction[k] for k, v in point.items()}
+            again, _ = _jvp_run(model.bind(moved), direction)  # (the same operations:
+            model.bind({})                                      # tangents' ones included)
+            return [np.asarray(again.operations[k][1]._value, dtype=float) for k in positions]
+        up, down = values(1), values(-1)
+        for entry, hi, lo in zip(obj["forward"], up, down):
+            fd = (hi - lo) / (2 * h)
+            scale = max(1.0, float(np.max(np.abs(fd))) if fd.size else 1.0)
+            np.testing.assert_allclose(np.asarray(entry["tangent"], dtype=float), fd,
+                                       rtol=1e-4, atol=1e-6 * scale,
+                                       err_msg=f"{program}: {entry['id']} {entry['text']}")
+
+
+def test_jvp_explain_json_and_text_by_hand():
+    """d(x*y) along (1, 0.5) at (0.5, 2) is y·1 + x·0.5 = 2.25; d sin(x*y) = cos(1)·2.25;
+    d x^2 = 2x·1 = 1; a name the direction does not reach (a = 3*y with y held) is not
+    listed, and the last add's tangent is their sum."""
+    from cli_process import run
+    import json
+    r = run("jvp", "a = 3*z\nsin(x*y) + x^2 + a", "--arg", "x=0.5", "--arg", "y=2",
+            "--arg", "z=1", "--tangent", "x=1", "--tangent", "y=0.5", "--explain", "--json")
+    assert r.returncode == 0, r.stderr
+    forward = json.loads(r.stdout)["explain"]["forward"]
+    tangents = {e["text"]: e["tangent"] for e in forward}
+    assert tangents["x*y"] == 2.25
+    assert tangents["sin(x*y)"] == pytest.approx(np.cos(1.0) * 2.25, rel=1e-15)
+    assert tangents["x^2"] == 1.0
+    assert "3*z" not in tangents
+    assert tangents["sin(x*y) + x^2 + a"] == pytest.approx(np.cos(1.0) * 2.25 + 1.0, rel=1e-15)
+    text = run("jvp", "sin(x)", "--arg", "x=0", "--tangent", "x=2", "--explain", "--plain")
+    assert text.returncode == 0, text.stderr
+    assert text.stdout.splitlines()[2:] == [
+        "forward mode (1 operation the direction reaches, in the order run; tangent = d node "
+        "along it):",
+        "  n1  sin  sin(x)  inputs x  value 0.0  tangent 2.0  d sin(x) = cos(x)·dx",
+        "direction:", "  x: 2.0"]

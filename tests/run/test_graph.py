@@ -41,7 +41,7 @@ def _recorded(program, decls, mode, options):
 
 def _tape_counts(recorder) -> tuple[int, int]:
     """Nodes and edges of the tape's graph, from its own Node records."""
-    target = recorder.taken[0][0]
+    target = recorder.taken[0]
     trace = target.tapes[0]
     seen, edges, stack = {id(target)}, 0, [target]
     while stack:
@@ -89,6 +89,11 @@ def test_dot_marks_the_tapes_nodes_and_edges(program, decls, mode, options, tmp_
         path.write_text(text)
         done = subprocess.run(["dot", "-Tsvg", str(path)], capture_output=True, text=True)
         assert done.returncode == 0 and "<svg" in done.stdout, done.stderr
+        # what Graphviz read: it copies each class into the SVG's groups
+        assert (done.stdout.count('class="node tape"'), done.stdout.count(
+            'class="edge tape"')) == _tape_counts(recorder)
+        assert done.stdout.count('class="node') == len(nodes)
+        assert done.stdout.count('class="edge') == len(edges)
 
 
 def test_tree_lists_every_operation_from_the_target_down():
@@ -127,3 +132,29 @@ def test_cli_graph_file_tree_and_refusals(tmp_path):
     else:  # one message naming what to install, exit 2, no file
         assert r.returncode == 2 and "pip install 'gradcli[graph]'" in r.stderr
         assert "Graphviz" in r.stderr and not svg.exists()
+
+
+@pytest.mark.slow
+def test_the_docs_picture_is_what_gradcli_draws(tmp_path):
+    """docs/images/inside-graph.svg (README, docs/inside.md) is gradcli's own drawing of
+    the program its caption names: the same texts, nodes and edges as a fresh one."""
+    import re
+    from pathlib import Path
+    from cli_process import run
+    committed = (Path(__file__).resolve().parents[2] / "docs" / "images"
+                 / "inside-graph.svg").read_text()
+    texts = sorted(re.findall(r"<text[^>]*>([^<]*)</text>", committed))
+    dot = tmp_path / "g.dot"  # (what gradcli writes itself, Graphviz or not)
+    r = run("grad", "sin(x*y) + x^2", "--arg", "x=0.5", "--arg", "y=2", "--graph", dot)
+    nodes, edges = _parsed(dot.read_text())
+    labels = [part for attrs in nodes.values() for part in
+              re.match(r'label="([^"]*)"', attrs).group(1).split("\\n")]
+    labels += [m.group(1) for *_, attrs in edges if (m := re.search(r'label="([^"]*)"', attrs))]
+    assert texts == sorted(label.replace("&", "&amp;") for label in labels)
+    assert (committed.count('class="node'), committed.count('class="edge')) == (
+        len(nodes), len(edges))
+    if shutil.which("dot"):  # and Graphviz draws the same today
+        fresh = tmp_path / "g.svg"
+        r = run("grad", "sin(x*y) + x^2", "--arg", "x=0.5", "--arg", "y=2", "--graph", fresh)
+        assert r.returncode == 0, r.stderr
+        assert sorted(re.findall(r"<text[^>]*>([^<]*)</text>", fresh.read_text())) == texts

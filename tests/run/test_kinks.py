@@ -81,3 +81,21 @@ def test_many_kinks_are_counted_after_the_first_ten():
         " + ".join(f"y{k}" for k in range(12))
     notes = _run(program, "x=1").notes
     assert len(notes) == 11 and notes[-1] == "2 more operations were differentiated at a kink"
+
+
+def test_a_plain_run_has_an_observer_only_when_the_program_calls_a_kink_function():
+    """Kink notes cost a run nothing unless it calls abs, relu, ... (by any name): the
+    engine's observer list stays empty while the other programs run."""
+    from gradcli.engine.core import state
+    from gradcli.run.kinks import calls_a_kink, watching
+    seen = []
+    for program, kink in [("sin(x)*x + exp(x)", False), ("fabs(x) + x", False),
+                          ("absolute(x - 1)", True), ("y = maximum (x, 1)\ny", True)]:
+        model = build(parse_program(program), Declarations.from_options(arg=["x=1"]))
+        assert calls_a_kink(program) is kink, program
+        with watching(program) as (kinks, recorder):
+            seen.append(len(state.observing))
+            run_mode("grad", model)
+        assert recorder is None and state.observing == []
+        assert bool(kinks.notes()) is kink, program  # (x = 1: both kinks are hit)
+    assert seen == [0, 0, 1, 1]

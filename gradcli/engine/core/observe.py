@@ -23,19 +23,24 @@ from . import state
 
 
 class Observer:
-    """The base observer: sees everything, does nothing. Subclasses override the hooks."""
+    """The base observer: sees every operation, does nothing. Subclasses override the hooks:
+
+    - ``forward(op, out, inputs)``: ``op`` ran on ``inputs`` (tensors or plain values) and
+      gave the tensor ``out`` (``out._node``: its recorded node, None when no tape
+      recorded it);
+    - ``reached(node, g)``: the backward pass takes ``node``, whose summed adjoint is ``g``;
+    - ``flowed(node, index, parent, g, gx)``: ``node``'s rule for input ``index`` turned
+      the adjoint ``g`` into ``gx`` (summed to the input's shape), on its way to ``parent``.
+
+    The backward hooks are None for an observer that does not watch them: the backward
+    pass then calls nothing (each call costs about as much as a scalar operation's rule).
+    """
     where = None  # set by the caller (the evaluator): what is being evaluated now
+    reached = None
+    flowed = None
 
     def forward(self, op, out, inputs) -> None:
-        """``op`` ran on ``inputs`` (tensors or plain values) and gave the tensor ``out``
-        (``out._node``: its recorded node, None when no tape recorded it)."""
-
-    def reached(self, node, g) -> None:
-        """The backward pass takes ``node``, whose summed adjoint is ``g``."""
-
-    def flowed(self, node, index: int, parent, g, gx) -> None:
-        """``node``'s rule for input ``index`` turned the adjoint ``g`` into ``gx`` (summed
-        to the input's shape), on its way to ``parent``."""
+        """See the class."""
 
 
 @contextmanager
@@ -81,14 +86,16 @@ class NonFiniteError(FloatingPointError):
     - ``where``: what the caller was evaluating when the operation ran (the evaluator:
       the tree node, for a caret); ``zeroed_by``: in the backward pass, where the adjoint
       that reached the operation was zeroed by a ``where`` (its ``where``), else None;
-    - ``params``: the operation's static parameters.
+    - ``params``: the operation's static parameters; ``seen``: in the forward pass, the
+      last value computed for each ``where`` so far (``id(where) -> (where, value)``: a
+      ``where``'s condition, for one whose untaken branch holds the operation).
     """
 
     def __init__(self, op: str, pass_: str, inputs, value, *, index=None, adjoint=None,
-                 where=None, zeroed_by=None, params=None):
+                 where=None, zeroed_by=None, params=None, seen=None):
         self.op, self.pass_, self.inputs, self.value = op, pass_, inputs, value
         self.index, self.adjoint, self.where, self.zeroed_by = index, adjoint, where, zeroed_by
-        self.params = params or {}
+        self.params, self.seen = params or {}, seen or {}
         kind = "nan" if np.isnan(np.asarray(value)).any() else "inf"
         what = (f"{op} gave {kind}" if pass_ == "forward"
                 else f"the gradient of {op} for its input {_input_name(op, index)} "
@@ -103,6 +110,7 @@ class DebugNans(Observer):
     def __init__(self):
         self.origins: dict[int, tuple] = {}  # id(node) -> (node, where, op, params)
         self.zeroed: dict[int, object] = {}  # id(node) -> where of the `where` that zeroed it
+        self.seen: dict[int, tuple] = {}  # id(where) -> (where, the last value computed there)
 
     def forward(self, op, out, inputs) -> None:
         node = out._node
@@ -110,7 +118,9 @@ class DebugNans(Observer):
             self.origins[id(node)] = (node, self.where, values_of(inputs))
         if not finite(out._value):
             raise NonFiniteError(op.name, "forward", values_of(inputs), out._value,
-                                 where=self.where, params=getattr(node, "params", None))
+                                 where=self.where, params=getattr(node, "params", None),
+                                 seen=self.seen)
+        self.seen[id(self.where)] = (self.where, out._value)
 
     def flowed(self, node, index, parent, g, gx) -> None:
         if finite(gx):
@@ -158,62 +168,55 @@ became inf in the backward pass
         yield observer
 
 
-class Both(Observer):
-    """Two observers told everything, the first first (``where`` is set on both)."""
-
-    def __init__(self, first: Observer, second: Observer):
-        self.first, self.second = first, second
-
-    @property
-    def where(self):
-        return self.first.where
-
-    @where.setter
-    def where(self, node) -> None:
-        self.first.where = self.second.where = node
-
-    def forward(self, op, out, inputs) -> None:
-        self.first.forward(op, out, inputs)
-        self.second.forward(op, out, inputs)
-
-    def reached(self, node, g) -> None:
-        self.first.reached(node, g)
-        self.second.reached(node, g)
-
-    def flowed(self, node, index, parent, g, gx) -> None:
-        self.first.flowed(node, index, parent, g, gx)
-        self.second.flowed(node, index, parent, g, gx)
+_accumulating = state.forward  # the active forward accumulators, outermost first
 
 
 class Recorder(DebugNans):
     """Keep what the computation did, for ``--explain`` and ``--graph``: every operation
     with its output tensor, inputs and ``where`` (``operations``), the nodes the backward
-    pass took with the adjoint that reached each (``taken``), and each gradient a rule
-    gave an input (``flows``: node, input index, parent node, gradient). With
-    ``stop_at_nan`` it is also ``DebugNans``."""
+    pass took (``taken``) with the adjoint that reached each (``adjoints``), and with ``flows`` each
+    gradient a rule gave an input (``flows``: node, input index, parent node, gradient).
+    With ``stop_at_nan`` it is also ``DebugNans``. In forward mode, ``accumulator`` is the
+    outermost ``ForwardAccumulator`` (its ``jvp`` reads each operation's tangent after
+    the run), else None.
 
-    def __init__(self, stop_at_nan: bool = False):
+    It only keeps references: what they mean (texts, spans, ids) is worked out after the
+    run, for the nodes shown (run/explain.py). With ``ends``, only the adjoints of the
+    first and the last ``ends`` nodes taken are kept (the others are None): an adjoint
+    kept is an array the backward pass cannot reuse, which cost --explain more than the
+    rest of its recording together (a fresh array per node, on arrays of 1,000)."""
+
+    def __init__(self, stop_at_nan: bool = False, flows: bool = True,
+                 ends: int | None = None):
         super().__init__()
-        self.stop_at_nan = stop_at_nan
+        self.stop_at_nan, self.keep_flows, self.ends = stop_at_nan, flows, ends
+        self._kept = float("inf") if ends is None else 2 * ends
         self.operations: list[tuple] = []  # (op, out, inputs, where)
-        self.taken: list[tuple] = []       # (node, adjoint)
+        self.taken: list = []              # nodes, in the order taken
+        self.adjoints: list = []           # the adjoint that reached each
         self.flows: list[tuple] = []       # (node, index, parent, gradient)
+        self.accumulator = None
+        if not (flows or stop_at_nan):
+            self.flowed = None  # (the backward pass then makes no call per gradient)
 
     def forward(self, op, out, inputs) -> None:
-        self.operations.append((op, out, tuple(inputs), self.where))
+        self.operations.append((op, out, inputs, self.where))
+        if _accumulating and self.accumulator is None:
+            self.accumulator = _accumulating[0]
         if self.stop_at_nan:
-            super().forward(op, out, inputs)
+            DebugNans.forward(self, op, out, inputs)
 
     def reached(self, node, g) -> None:
-        self.taken.append((node, _kept(g)))
+        # (no copy: holding a gradient keeps fast.py from writing into it, since its
+        # in-place tricks count the references first)
+        self.taken.append(node)
+        adjoints = self.adjoints
+        adjoints.append(getattr(g, "_value", g))
+        if len(adjoints) > self._kept:  # one leaves the last ones kept
+            adjoints[-self.ends - 1] = None
 
     def flowed(self, node, index, parent, g, gx) -> None:
-        self.flows.append((node, index, parent, _kept(gx)))
+        if self.keep_flows:
+            self.flows.append((node, index, parent, getattr(gx, "_value", gx)))
         if self.stop_at_nan:
-            super().flowed(node, index, parent, g, gx)
-
-
-def _kept(g):
-    """A gradient's value (no copy: holding it keeps fast.py from writing into it, since
-    its in-place tricks count the references first)."""
-    return getattr(g, "_value", g)
+            DebugNans.flowed(self, node, index, parent, g, gx)

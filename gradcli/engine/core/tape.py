@@ -205,7 +205,9 @@ class GradientTape:
     def _backward(self, targets, seeds, sources, release: bool = False) -> list:
         """The reverse pass: one gradient (or None) per source; speed tricks: ``fast``."""
         differentiable = _needs_engine_ops(seeds)
-        observer = state.observing[-1] if state.observing else None  # (core/observe.py)
+        # an observer's backward hooks (core/observe.py), None when nobody watches them
+        observer = state.observing[-1] if state.observing else None
+        reached, flowed = (observer.reached, observer.flowed) if observer else (None, None)
         m, speed, in_place = (ENGINE, False, None) if differentiable else (
             NP, fast.ENABLED, fast.InPlace)
         trace, watched, release = self._trace, self._trace.watched, release and not differentiable
@@ -215,8 +217,8 @@ class GradientTape:
             key, op, params = id(node), node.op, node.params
             g = grads.get(key) if key in keep else grads.pop(key)
             args, ans = _rebuilt(node) if differentiable else (node.values, node.ans)
-            if observer is not None:
-                observer.reached(node, g)
+            if reached is not None:
+                reached(node, g)
             spent = release and node.tapes is trace.alone  # recorded by this tape alone: freed
             g, full = (fast.upstream(node, g, ans, args, trace, spent, key in keep)  # (full: g
                        if speed and g.__class__ is np.ndarray else (g, None))  # as a scalar)
@@ -234,8 +236,8 @@ class GradientTape:
                     continue
                 if gx.shape != args[i].shape or full is not None:
                     gx = unbroadcast(m, gx, args[i].shape, full)
-                if observer is not None:
-                    observer.flowed(node, i, parent, g, gx)
+                if flowed is not None:
+                    flowed(node, i, parent, g, gx)
                 _add_to_parent(grads, frontier, parent, gx, recorded, speed)
             g = gx = None  # (so the next node's reference counts are exact)
             if spent:
