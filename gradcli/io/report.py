@@ -7,7 +7,8 @@ a run type (io is below run in the layers):
 
 - :class:`Numbers`: an array of numbers in a report (JSON: nested lists; plain: a line).
 - :class:`Report`: one point's result: ``fields`` (the JSON object, in order, its arrays as
-  ``Numbers``), ``lines`` (what ``--plain`` prints, in order: (label, Numbers or text)),
+  ``Numbers``), ``lines`` (what ``--plain`` prints, in order: (label, item), an item Numbers, a word,
+  or a list of them on one line),
   ``notes`` (said on standard error by the plain writer) and ``mode`` (the label of
   compare's lines).
 - :class:`RowKind` (a result type's constant part for ``--at``: its columns' prefix, the

@@ -178,3 +178,19 @@ def test_npz_holds_the_rows_numbers(command, tmp_path):
                        for v in np.ravel(z[name][i])]
             want = shown(truth(x, y))
             assert numbers[:len(want)] == pytest.approx(want, rel=1e-12)
+
+
+def test_critical_points_render_through_the_same_json_and_plain_writers():
+    # f = x^3 - 3x: f' = 3x^2 - 3 is zero at x = -1 (a maximum, f = 2) and 1 (a minimum,
+    # f = -2), by hand
+    from gradcli.run.critical import Critical, critical
+    command = next(c for c in COMMANDS if c.name == "critical")
+    result = critical("x^3 - 3*x", var=None, frozen=None, arg=["x=-3:3"], target=None,
+                      solve_timeout=0.1)
+    assert isinstance(result, _named(command.result)) and isinstance(result, Critical)
+    report = result.report()
+    obj = json_writer.as_json(report)
+    assert [(p["at"]["x"], p["value"], p["verdict"]) for p in obj["points"]] == [
+        (pytest.approx(-1.0), pytest.approx(2.0), "maximum"),
+        (pytest.approx(1.0), pytest.approx(-2.0), "minimum")]
+    assert plain_writer.lines(report, 3) == ["-1 2 maximum", "1 -2 minimum"]

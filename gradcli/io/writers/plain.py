@@ -53,16 +53,18 @@ def lines(report, precision: int | None, labelled: bool = False) -> list[str]:
     can split them: ``tape value 31.0``, ``tape gradient w1 5.0``."""
     from ..report import Numbers
     from ..text import flat_text, number_texts
-    out = []
-    for label, item in report.lines:
-        if isinstance(item, Numbers):
-            text = "null" if item.array is None else (
-                flat_text(item.array, precision) if item.summarise
-                else " ".join(number_texts(item.array, precision)))
-        else:
-            text = item
-        out.append((f"{report.mode} {label} " if labelled else "") + text)
-    return out
+
+    def text(item) -> str:
+        if isinstance(item, list):
+            return " ".join(map(text, item))
+        if not isinstance(item, Numbers):
+            return item
+        if item.array is None:
+            return "null"
+        return flat_text(item.array, precision) if item.summarise else \
+            " ".join(number_texts(item.array, precision))
+    return [(f"{report.mode} {label} " if labelled else "") + text(item)
+            for label, item in report.lines]
 
 
 def notes(report) -> list[str]:
