@@ -52,7 +52,7 @@ from ..io.points import BadRow, Chunk, Slot, open_source
 from ..io.writers import WRITERS, JsonArrayFile, NpzOutput, NpzWriter
 from ..io.writers.human import HumanWriter
 from ..io.writers.base import WRITE_ROWS
-from ..run.many import Evaluator, evaluate_chunk
+from ..run.many import Evaluator, evaluate_chunk, per_point
 from .common import guarded
 
 FORMATS = {".jsonl": "json", ".json": "json", ".ndjson": "json", ".csv": "csv",
@@ -245,8 +245,7 @@ def run(name: str, arguments, s, prepare) -> None:
         source = open_source(s.at, slots, chunk=s.chunk, csv=csv)
         out = NpzOutput(s.output, source.names, source.shapes, source.kept) \
             if fmt == "npz" else _open_output(s.output if to_file else None, fmt)
-        point = _named(record.at)
-        return fmt, (lambda m: point(model=m, **options)), model, source, out
+        return fmt, per_point(record.at, options), model, source, out
 
     fmt, point, model, source, out = guarded(setup)
     try:

@@ -11,12 +11,17 @@ single-point result at that row by construction. Where the engine cannot batch t
 command yet, ``vectorized_map`` runs the function once per row (same results, slower) and
 ``Evaluator.fell_back`` says so.
 
+    point = per_point("run.derivatives.jacobian", {"wrt": None, "mode": "rev"})
     evaluate = Evaluator(model, point)            # one per run: it learns the row limit
     parts = evaluate_chunk(evaluate, chunk)       # [Result | BadRow, ...], in row order
     layout = evaluate.meta.layout()               # what each row holds (names, notes)
+
+``per_point`` gives a picklable function (a ``functools.partial`` of a module's function),
+for a worker process.
 """
 from __future__ import annotations
 
+import functools
 import warnings
 
 import numpy as np
@@ -25,8 +30,16 @@ from ..errors import ChunkTooLarge, GradcliError, ModeError, UnknownNameError
 from ..io.points import BadRow, Chunk
 
 
+def per_point(at: str, arguments: dict):
+    """A command record's ``at`` ("run.module.function" in gradcli) with its
+    ``arguments``: ``point(model=model)`` -> the single-point result."""
+    from importlib import import_module
+    module, name = at.rsplit(".", 1)
+    return functools.partial(getattr(import_module(f"gradcli.{module}"), name), **arguments)
+
+
 class Evaluator:
-    """A command's per-point function ``point`` (``point(model)`` -> a ``Rowwise`` result,
+    """A command's per-point function ``point`` (``point(model=model)`` -> a ``Rowwise`` result,
     as ``run.modes.run_mode``, ``run.derivatives.jacobian``) on a built model at the rows
     of a chunk: ``__call__(values)`` -> ``(value, outputs)`` arrays with a leading row axis
     (None where the command gives no value, or for an unconnected gradient). ``meta`` is
@@ -42,7 +55,7 @@ class Evaluator:
     def run_one(self, values: dict):
         """The single-point command at one row (plain arrays): for ``--check``."""
         self.model.bind(values)
-        return self.point(self.model)
+        return self.point(model=self.model)
 
     def __call__(self, values: dict):
         from ..engine.core.batching import vectorized_map

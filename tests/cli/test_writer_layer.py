@@ -18,7 +18,7 @@ from gradcli.io.points import Chunk
 from gradcli.io.writers import WRITERS, json as json_writer, plain as plain_writer
 from gradcli.io.writers.human import HumanWriter
 from gradcli.lang import Declarations, build, parse_program
-from gradcli.run.many import Evaluator, evaluate_chunk
+from gradcli.run.many import Evaluator, evaluate_chunk, per_point
 from gradcli.run.modes import ModeOptions
 
 PROGRAM = "x^2 * y"
@@ -100,8 +100,7 @@ def _rows(command):
     """The command at POINTS, through run.many (as --at and a worker compute them)."""
     kind, arguments, _ = CASES[command.name]
     model = _model(kind)
-    point = _named(command.at)
-    evaluate = Evaluator(model, lambda m: point(model=m, **arguments))
+    evaluate = Evaluator(model, per_point(command.at, arguments))
     chunk = Chunk(0, {"x": POINTS[:, 0].copy(), "y": POINTS[:, 1].copy()}, POINTS.copy())
     parts = evaluate_chunk(evaluate, chunk)
     assert len(parts) == 1 and parts[0].n == len(POINTS)
