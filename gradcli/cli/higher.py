@@ -4,7 +4,8 @@ Each is the usual few steps (parse, evaluate in a mode, check if asked, render);
 is in :mod:`gradcli.run.derivatives`, the check in :mod:`gradcli.check.higher`. Imported only
 when one of these commands runs (app.py registers them without importing this module).
 
-JSON (one object each; numbers as everywhere in gradcli: non-finite ones are strings)::
+JSON (one object each, ``report()`` of the result types in run/derivatives.py written by
+io/writers/json.py; numbers as everywhere in gradcli: non-finite ones are strings)::
 
     {"mode": "jacobian", "value": ..., "computed_by": "reverse",
      "sources": ["x"], "sources_from": "arguments",

@@ -1,4 +1,7 @@
-"""Output: JSON, plain numbers, and rich tables that mirror what each API returns.
+"""The human pages of the four modes, compare, the --check table and the function table:
+rich tables that mirror what each API returns, laid out with io/writers/human.py. The JSON
+and plain output of every result are the writers' (io/writers/json.py, plain.py, from the
+result's ``report()``); the number text is io/text.py's.
 
 Three rules hold for every output:
 
