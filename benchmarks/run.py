@@ -1203,12 +1203,13 @@ def run_batch(results, quick: bool) -> None:
         # The computation alone, in process and without text (each chunk one
         # vectorized_map call, as --at makes it): what the batching transform gives.
         if gc is not None:
-            from gradcli.cli.batch import Evaluator, ModeKind
             from gradcli.lang import Declarations, build, parse_program
+            from gradcli.run.many import Evaluator, per_point
             from gradcli.run.modes import ModeOptions
             from gradcli.io.points import Slot, open_source
             model = build(parse_program(BATCH_PROGRAM), Declarations.from_options(var=["p"]))
-            evaluate = Evaluator(model, ModeKind("value-grad", ModeOptions()))
+            evaluate = Evaluator(model, per_point("run.modes.run_mode", {
+                "mode": "value-grad", "options": ModeOptions()}))
             t0 = time.perf_counter()
             for item in open_source(f"@{tmp / 'p.npy'}", {"p": Slot("var", None)}).items():
                 evaluate(item.values)

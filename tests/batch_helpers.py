@@ -31,7 +31,7 @@ def streamed_run(tmp_path, monkeypatch, points: np.ndarray, out):
     """``value-grad ROSEN_P --at @p.npy --chunk 1000 --output out`` over ``points``, with
     the engine's work on a chunk replaced by numpy (what is measured is the reading,
     chunking and writing around it): (the result, the peak of Python allocations)."""
-    from gradcli.cli import batch
+    from gradcli.run import many
     np.save(tmp_path / "p.npy", points)
 
     def vectorised(self, values):
@@ -40,7 +40,7 @@ def streamed_run(tmp_path, monkeypatch, points: np.ndarray, out):
         if self.meta is None:
             self.meta = self.run_one({"p": p[0]})
         return value, [np.stack([dx, dy], axis=1)]
-    monkeypatch.setattr(batch.Evaluator, "__call__", vectorised)
+    monkeypatch.setattr(many.Evaluator, "__call__", vectorised)
     tracemalloc.start()
     try:
         result = invoke("value-grad", ROSEN_P, "--var", "p", "--at", f"@{tmp_path / 'p.npy'}",

@@ -157,9 +157,13 @@ class Command(NamedTuple):
     taking the options as ``Settings``, imported only when the command runs; ``check``,
     the function ``--check`` runs ("check.module.function" in gradcli; None: no
     --check); ``result``, the type the run computes and renders ("run.module.Type");
-    ``help`` and ``example``; and ``context``, click's settings (a program may start
+    ``help`` and ``example``; ``context``, click's settings (a program may start
     with "-", as '-x**2 + 1': unknown options are taken as arguments, so it reaches the
-    parser instead of being refused as an option)."""
+    parser instead of being refused as an option); and ``at``, the per-point function
+    ``--at`` maps over the rows ("run.module.function" in gradcli, called as
+    ``function(model=model, **arguments)`` with the arguments the run function gives;
+    None: no --at), its result a ``result`` whose rows run/many.py evaluates and
+    ``check`` checks at sampled rows."""
     name: str
     options: list | str
     run: str
@@ -168,6 +172,7 @@ class Command(NamedTuple):
     help: str
     example: str
     context: dict
+    at: str | None = None
 
 
 def _program(*extra: list) -> list:
@@ -196,15 +201,17 @@ COMMANDS = [
             "gradcli minimize '(1 - x)^2 + 100*(y - x^2)^2' --var x=-1.2 --var y=1 "
             "--optimizer lbfgs", _RANGE_CONTEXT),
     Command("tape", _program(TAPE, CHECK, INSIDE, BATCH), "commands:tape", "check.compare.check_outcome",
-            "run.modes.Outcome", HELP["tape"], EXAMPLES["tape"], _PROGRAM_CONTEXT),
+            "run.modes.Outcome", HELP["tape"], EXAMPLES["tape"], _PROGRAM_CONTEXT,
+            "run.modes.run_mode"),
     Command("grad", _program(GRAD, ORDER, CHECK, INSIDE, BATCH), "commands:grad",
             "check.compare.check_outcome", "run.modes.Outcome", HELP["grad"], EXAMPLES["grad"],
-            _PROGRAM_CONTEXT),
+            _PROGRAM_CONTEXT, "run.modes.run_mode"),
     Command("implicit", _program(CHECK, INSIDE, BATCH), "commands:implicit", "check.compare.check_outcome",
-            "run.modes.Outcome", HELP["implicit"], EXAMPLES["implicit"], _PROGRAM_CONTEXT),
+            "run.modes.Outcome", HELP["implicit"], EXAMPLES["implicit"], _PROGRAM_CONTEXT,
+            "run.modes.run_mode"),
     Command("value-grad", _program(CHECK, INSIDE, BATCH), "commands:value_grad",
             "check.compare.check_outcome", "run.modes.Outcome", HELP["value-grad"],
-            EXAMPLES["value-grad"], _PROGRAM_CONTEXT),
+            EXAMPLES["value-grad"], _PROGRAM_CONTEXT, "run.modes.run_mode"),
     Command("compare", _program(TAPE, GRAD, CHECK, TANGENTS), "commands:compare",
             "check.compare.check_outcome", "run.modes.Outcome", HELP["compare"], EXAMPLES["compare"],
             _PROGRAM_CONTEXT),
@@ -212,14 +219,15 @@ COMMANDS = [
             "commands:jacobian", "check.higher.check_jacobian", "run.derivatives.JacobianResult",
             "The Jacobian of the target (any shape) with respect to each source: shape "
             "target.shape + source.shape, with the target's value.",
-            "gradcli jacobian '[x*y, sin(x)]' --arg x=1 --arg y=2 --json", _PROGRAM_CONTEXT),
+            "gradcli jacobian '[x*y, sin(x)]' --arg x=1 --arg y=2 --json", _PROGRAM_CONTEXT,
+            "run.derivatives.jacobian"),
     Command("hessian", _program(SOURCES, HIGHER_CHECK, BATCH), "commands:hessian",
             "check.higher.check_hessian", "run.derivatives.HessianResult",
             "The Hessian of a scalar target over the flattened sources, with the "
             "gradient and the value, and what it means at the point: eigenvalues, "
             "critical point or not, minimum, maximum, saddle or degenerate.",
             "gradcli hessian '(1-x)^2 + 100*(y-x^2)^2' --arg x=1 --arg y=1   # minimum",
-            _PROGRAM_CONTEXT),
+            _PROGRAM_CONTEXT, "run.derivatives.hessian"),
     Command("functions", [_FUNCTIONS_JSON], "commands:functions", None, None,
             "The function table: name, aliases, derivative, domain.",
             "gradcli functions --json", {"help_option_names": ["--help"]}),
@@ -228,7 +236,7 @@ COMMANDS = [
             "tf.autodiff.ForwardAccumulator: the directional derivative of the target "
             "along the --tangent values (forward mode, one pass), with the value.",
             "gradcli jvp 'x^2 * y' --arg x=3 --arg y=2 --tangent x=1 --json",
-            _PROGRAM_CONTEXT),
+            _PROGRAM_CONTEXT, "run.directional.jvp"),
     Command("diff", [PROGRAM] + DECLARATIONS + DIFF + DIFF_OUTPUT, "diff:run", None,
             "run.formulas.Formulas",
             "The derivatives as formulas, without a point: the program's free names are "

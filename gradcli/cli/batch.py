@@ -1,13 +1,14 @@
 """``--at SOURCE``: a command at many points, a chunk of rows per ``vectorized_map`` call.
 
 The program is parsed and built once. Each chunk of rows the source gives (see
-``gradcli.io.points``) is evaluated by ONE call of ``gc.vectorized_map`` whose function binds
-the chunk's values to the model (``Model.bind``) and runs the command exactly as the
-single-point command does (``gradcli.run.modes.run_mode`` for the four modes; ``jacobian``,
-``hessian`` and ``run_jvp`` for the others: a "kind" below says which), so a row's result
-is the single-point result at that row by construction. Where the engine cannot batch the mode
-yet, ``vectorized_map`` runs the function once per row (same results, slower) and one
-note says so.
+``gradcli.io.points``) is evaluated by ``gradcli.run.many`` (ONE call of
+``gc.vectorized_map`` binding the chunk's values to the model and running the command's
+per-point function, the record's ``at`` in cli/app.py: ``run.modes.run_mode`` for the
+four modes, ``run.derivatives.jacobian`` and ``hessian``, ``run.directional.jvp``), so a
+row's result is the single-point result at that row by construction. Where the engine
+cannot batch the command yet, ``vectorized_map`` runs the function once per row (same
+results, slower) and one note says so. This module is the glue: options, the source,
+the writer of the format (io/writers/; the human table here), check of sampled rows.
 
 Output, per row in input order, rows numbered from 0 (the first data row is row 0):
 
@@ -46,18 +47,14 @@ import warnings
 import numpy as np
 import typer
 
-from ..errors import (ChunkTooLarge, GradcliError, InputError, LimitError, ModeError,
-                      UnknownNameError)
+from ..errors import GradcliError, InputError, LimitError
 from ..io.points import BadRow, Chunk, Slot, open_source
-from ..io.writers import WRITERS, JsonArrayFile, NpzOutput, NpzWriter, Writer
+from ..io.writers import WRITERS, JsonArrayFile, NpzOutput, NpzWriter
+from ..io.writers.human import HumanWriter
 from ..io.writers.base import WRITE_ROWS
-from ..run.modes import Gradient, Outcome, run_mode
+from ..run.many import Evaluator, evaluate_chunk, per_point
 from .common import guarded
 
-#: Rows the human output shows in its table.
-HEAD_ROWS = 10
-#: Row numbers listed for non-finite results in the human summary.
-LISTED_ROWS = 10
 FORMATS = {".jsonl": "json", ".json": "json", ".ndjson": "json", ".csv": "csv",
            ".txt": "plain", ".npz": "npz"}
 #: Binary outputs gradcli does not write (whatever the format options say): why.
@@ -73,514 +70,9 @@ _FALLBACK_NOTE = ("rows were computed one at a time (vectorized_map's loop fallb
                   "results are the same, only slower")
 
 
-# ---------------------------------------------------------------------------------------
-# Evaluating a chunk
-# ---------------------------------------------------------------------------------------
-class ModeKind:
-    """What a command computes at one point, for ``--at``: here the four modes
-    (``gradcli.run.modes.run_mode``); ``JacobianKind`` and ``JvpKind`` below. ``run(model)``
-    gives the command's result object (the "meta"), whose value and outputs (gradients)
-    are arrays; the rest of it (names, notes) is the same at every row."""
-    prefix = "d_"
-    norm = "gradient norm"
-    norm_of = None   # the outputs the norm is over (None: all)
-    word = None      # the name of a word per row (hessian's verdict), if any
-    word_width = 0   # its longest word (the width of .npz output's string array)
-
-    def __init__(self, mode: str, options):
-        self.mode, self.options = mode, options
-
-    def run(self, model):
-        return run_mode(self.mode, model, self.options)
-
-    def value(self, meta):
-        return meta.value
-
-    def outputs(self, meta) -> list:
-        return [g.gradient for g in meta.gradients]
-
-    def has_value(self, meta) -> bool:
-        return meta.mode in ("tape", "value-grad")
-
-    def shown(self, meta, value, raw: list):
-        """What the rows show, from what vectorized_map returned: (outputs, words)."""
-        return raw, None
-
-    def names(self, meta) -> list:
-        return [g.name for g in meta.gradients]
-
-    def missing_shape(self, meta, k: int) -> tuple:
-        """The shape of output ``k`` where it is None (an unconnected gradient)."""
-        return tuple(getattr(meta.gradients[k].source, "shape", ()) or ())
-
-    def notes(self, meta) -> list:
-        return list(meta.notes)
-
-    def title(self, meta) -> str:
-        return meta.mode
-
-    def row_json(self, meta, value, outputs) -> dict:
-        """The single-point JSON object of the row (value and outputs: the row's arrays)."""
-        from . import render
-        outcome = Outcome(meta.mode, value, [Gradient(g.name, out) for g, out in
-                                             zip(meta.gradients, outputs)], list(meta.notes))
-        return render.outcome_json(outcome)
-
-    def template(self, meta) -> str | None:
-        """One row's JSON line as a %-template (row, value, gradients), or None."""
-        from ..io import jsonvalue
-        parts = ['{"row": %d, "mode": ' + jsonvalue.dumps(meta.mode).replace("%", "%%")]
-        if self.has_value(meta):
-            parts.append(', "value": %r')
-        grads = []
-        for g in meta.gradients:
-            name = jsonvalue.dumps(g.name).replace("%", "%%")
-            grads.append('{"name": ' + name + ', "gradient": %r}')
-        parts.append(', "gradients": [' + ", ".join(grads) + "]")
-        if meta.notes:
-            parts.append(', "notes": ' + jsonvalue.dumps(list(meta.notes)).replace("%", "%%"))
-        return "".join(parts) + "}\n"
-
-    def check(self, model, meta, s) -> dict:
-        from ..check.compare import check_outcome
-        return check_outcome(model, meta, rtol=s.rtol, atol=s.atol, timeout=s.check_timeout)
-
-
-class JacobianKind(ModeKind):
-    """``gradcli jacobian --at``: the value and one Jacobian per source (CSV: d_x[i,j])."""
-    norm = "Jacobian norm (Frobenius, all sources)"
-
-    def __init__(self, wrt, mode: str):
-        self.wrt, self.mode = wrt, mode
-
-    def run(self, model):
-        from ..run.derivatives import jacobian
-        return jacobian(model, self.wrt, self.mode)
-
-    def outputs(self, meta) -> list:
-        return [j.jacobian for j in meta.jacobians]
-
-    def has_value(self, meta) -> bool:
-        return True
-
-    def names(self, meta) -> list:
-        return [j.name for j in meta.jacobians]
-
-    def notes(self, meta) -> list:
-        return meta.sources.notes()
-
-    def title(self, meta) -> str:
-        return "jacobian"
-
-    def row_json(self, meta, value, outputs) -> dict:
-        from ..run.derivatives import Jacobian, JacobianResult
-        from .higher import jacobian_json
-        return jacobian_json(JacobianResult(value, [
-            Jacobian(j.name, out, j.connected, j.source) for j, out in
-            zip(meta.jacobians, outputs)], meta.computed_by, meta.mode, meta.sources))
-
-    def template(self, meta):
-        return None
-
-    def check(self, model, meta, s) -> dict:
-        from ..check.higher import check_jacobian
-        return check_jacobian(model, meta, rtol=s.rtol, atol=s.atol, timeout=s.check_timeout)
-
-
-class JvpKind(ModeKind):
-    """``gradcli jvp --at``: the value and the directional derivative (CSV: jvp)."""
-    prefix = ""
-    norm = "jvp norm"
-
-    def __init__(self, tangents):
-        self.tangents = tangents
-
-    def run(self, model):
-        from ..run.directional import parse_tangents, run_jvp
-        return run_jvp(model, parse_tangents(model, self.tangents))
-
-    def outputs(self, meta) -> list:
-        return [meta.jvp]
-
-    def has_value(self, meta) -> bool:
-        return True
-
-    def names(self, meta) -> list:
-        return ["jvp"]
-
-    def notes(self, meta) -> list:
-        return []
-
-    def title(self, meta) -> str:
-        return "jvp"
-
-    def row_json(self, meta, value, outputs) -> dict:
-        from ..run.directional import JvpOutcome
-        from .jvp import outcome_json
-        return outcome_json(JvpOutcome(value, outputs[0], meta.tangents))
-
-    def template(self, meta):
-        return None
-
-    def check(self, model, meta, s) -> dict:
-        from ..check.directional import check_jvp
-        return check_jvp(model, meta, rtol=s.rtol, atol=s.atol, timeout=s.check_timeout)
-
-
-class HessianKind(ModeKind):
-    """``gradcli hessian --at``: the value, gradient, Hessian, eigenvalues and verdict at
-    each row. vectorized_map returns the gradient, the Hessian and the point; each row's
-    verdict is then ``derivatives.classify`` of them, as the single-point command does."""
-    prefix = ""
-    norm_of = (0,)
-    word = "verdict"
-
-    @property
-    def word_width(self) -> int:
-        from ..run.derivatives import VERDICTS
-        return max(map(len, VERDICTS))
-
-    def __init__(self, wrt):
-        self.wrt = wrt
-
-    def run(self, model):
-        from ..run.derivatives import hessian
-        return hessian(model, self.wrt)
-
-    def outputs(self, meta) -> list:
-        return [meta.gradient, meta.hessian, meta.point]
-
-    def has_value(self, meta) -> bool:
-        return True
-
-    def names(self, meta) -> list:
-        return ["gradient", "hessian", "eigenvalues"]
-
-    def notes(self, meta) -> list:
-        return meta.sources.notes()
-
-    def title(self, meta) -> str:
-        return "hessian"
-
-    def result_at(self, meta, value, raw: list):
-        """The single-point HessianResult of a row."""
-        from ..run.derivatives import HessianResult, classify
-        gradient, matrix, point = raw
-        return HessianResult(value=value, names=meta.names, sources=meta.sources,
-                             shapes=meta.shapes,
-                             labels=meta.labels, gradient=gradient, hessian=matrix,
-                             dtype=meta.dtype, point=point,
-                             **classify(gradient, matrix, point, meta.dtype))
-
-    def shown(self, meta, value, raw: list):
-        n = len(raw[0])
-        eigenvalues = np.full(raw[0].shape, np.nan)
-        words = []
-        for i in range(n):
-            result = self.result_at(meta, value[i], [r[i] for r in raw])
-            if result.eigenvalues is not None:
-                eigenvalues[i] = result.eigenvalues
-            words.append(result.verdict)
-        return [raw[0], raw[1], eigenvalues], words
-
-    def row_json(self, meta, value, raw) -> dict:
-        from .higher import hessian_json
-        return hessian_json(self.result_at(meta, value, raw))
-
-    def template(self, meta):
-        return None
-
-    def check(self, model, meta, s) -> dict:
-        from ..check.higher import check_hessian
-        return check_hessian(model, meta, rtol=s.rtol, atol=s.atol, timeout=s.check_timeout)
-
-
-class Evaluator:
-    """A command (``kind``) on a built model at the rows of a chunk: ``__call__(values)``
-    -> ``(value, outputs)`` arrays with a leading row axis (None where the command gives
-    no value, or for an unconnected gradient). ``meta`` is the result of the last run (the
-    outputs' names and notes); ``fell_back`` whether vectorized_map had to loop."""
-
-    def __init__(self, model, kind):
-        self.model, self.kind = model, kind
-        self.meta = None
-        self.fell_back = False
-        self.rows = 1 << 62  # the most rows at once (fewer after a ChunkTooLarge)
-
-    def run_one(self, values: dict):
-        """The single-point command at one row (plain arrays): for ``--check``."""
-        self.model.bind(values)
-        return self.kind.run(self.model)
-
-    def __call__(self, values: dict):
-        from ..engine.core.batching import vectorized_map
-        from ..engine.core.tensor import Batched, NotBatchable, constant
-        dtype = self.model.dtype
-        elems = {name: constant(v, dtype=dtype) for name, v in values.items()}
-
-        def fn(example):
-            try:
-                out = self.run_one(example)
-            except ChunkTooLarge:
-                raise  # (the rows go in smaller pieces: _computed)
-            except Exception as err:
-                if not any(v.__class__ is Batched for v in example.values()):
-                    raise
-                # Whatever fails on the whole batch at once (an engine path that does not
-                # take batched values yet, or one row's error) is run row by row, where a
-                # row's own error is its own.
-                raise NotBatchable(f"{type(err).__name__}: {err}") from err
-            self.meta = out
-            return {"value": self.kind.value(out), "gradients": self.kind.outputs(out)}
-
-        with warnings.catch_warnings(record=True) as caught:
-            warnings.simplefilter("always")
-            result = vectorized_map(fn, elems)
-        if any("vectorized_map" in str(w.message) for w in caught):
-            self.fell_back = True
-        value = result["value"]
-        value = None if value is None else np.asarray(_numpy(value))
-        grads = [None if g is None else np.asarray(_numpy(g)) for g in result["gradients"]]
-        return value, grads
-
-
-def _numpy(t):
-    return t.numpy() if hasattr(t, "numpy") else t
-
-
-class Result:
-    """Rows ``start`` .. ``start + n - 1`` computed: the point's columns, the value and
-    the outputs shown (``grads``), each with a leading row axis; ``raw`` the outputs as
-    vectorized_map returned them, ``words`` a word per row (hessian's verdict) or None;
-    ``values`` the point by name (the chunk's values: what .npz output stores); ``kept``
-    the text of the columns kept for the output (``--keep``), or None."""
-    __slots__ = ("start", "columns", "value", "grads", "raw", "words", "values", "kept")
-
-    def __init__(self, start: int, columns: np.ndarray, value, raw: list, kind, meta,
-                 values: dict, kept: np.ndarray | None = None):
-        self.start, self.columns, self.value, self.raw = start, columns, value, raw
-        self.values, self.kept = values, kept
-        self.grads, self.words = kind.shown(meta, value, raw)
-
-    def pieces(self, size: int):
-        """The rows ``size`` at a time (the output's text is made a piece at a time: a
-        few MB of strings, whatever the chunk, keep the process's memory flat)."""
-        if self.n <= size:
-            yield self
-            return
-        for at in range(0, self.n, size):
-            piece = object.__new__(Result)
-            cut = slice(at, at + size)
-            piece.start, piece.columns = self.start + at, self.columns[cut]
-            piece.value = None if self.value is None else self.value[cut]
-            piece.raw = [None if r is None else r[cut] for r in self.raw]
-            piece.grads = [None if g is None else g[cut] for g in self.grads]
-            piece.words = None if self.words is None else self.words[cut]
-            piece.values = {name: v[cut] for name, v in self.values.items()}
-            piece.kept = None if self.kept is None else self.kept[cut]
-            yield piece
-
-    @property
-    def n(self) -> int:
-        return len(self.columns)
-
-
-def _computed(evaluate: Evaluator, chunk: Chunk) -> list:
-    """The chunk's results, in order: one Result, or (when some row's computation fails)
-    Results and BadRows row by row. What the command refuses whatever the values (no
-    trainable variable, an unknown --wrt name) is the program's error: it is raised.
-
-    Rows that together go over the limits of one evaluation (``ChunkTooLarge``: big
-    arrays per row) are computed in halves, and halves of those, down to one row; the
-    size that fit is where the next chunks start (``evaluate.rows``)."""
-    if chunk.n > evaluate.rows:
-        return [part for piece in _pieces(chunk, evaluate.rows)
-                for part in _computed(evaluate, piece)]
-    try:
-        value, grads = evaluate(chunk.values)
-        return [Result(chunk.start, chunk.columns, value, grads, evaluate.kind,
-                       evaluate.meta, chunk.values, chunk.kept)]
-    except _PROGRAM_ERRORS:
-        raise
-    except ChunkTooLarge:
-        if chunk.n > 1:
-            evaluate.rows = (chunk.n + 1) // 2
-            return _computed(evaluate, chunk)
-        raise  # (one row: never raised, as the limits of one evaluation hold for it)
-    except _ROW_ERRORS:
-        pass
-    out = []
-    for i in range(chunk.n):
-        row = {name: v[i:i + 1] for name, v in chunk.values.items()}
-        kept = None if chunk.kept is None else chunk.kept[i:i + 1]
-        try:
-            value, grads = evaluate(row)
-        except _PROGRAM_ERRORS:
-            raise
-        except _ROW_ERRORS as err:
-            error = _as_error(err)
-            out.append(BadRow(chunk.start + i, f"row {chunk.start + i}: {error.message}",
-                              error, None if kept is None else kept[0].tolist()))
-            continue
-        out.append(Result(chunk.start + i, chunk.columns[i:i + 1], value, grads,
-                          evaluate.kind, evaluate.meta, row, kept))
-    return out
-
-
-def _pieces(chunk: Chunk, rows: int):
-    """The chunk's rows, ``rows`` at a time, as chunks."""
-    for at in range(0, chunk.n, rows):
-        cut = slice(at, at + rows)
-        yield Chunk(chunk.start + at, {name: v[cut] for name, v in chunk.values.items()},
-                    chunk.columns[cut], None if chunk.kept is None else chunk.kept[cut])
-
-
-# Refusals that do not depend on the values (the mode's, the options'): the program's.
-_PROGRAM_ERRORS = (ModeError, UnknownNameError)
-_ROW_ERRORS = (GradcliError, ArithmeticError, ValueError, TypeError, IndexError)
-
-
-def _as_error(err: Exception) -> GradcliError:
-    if isinstance(err, GradcliError):
-        return err
-    return GradcliError(f"could not evaluate the program: {type(err).__name__}: {err}")
-
-
-class HumanWriter(Writer):
-    """The first rows as a table, and a summary of all of them."""
-
-    def __init__(self, *args):
-        super().__init__(*args)
-        # (row, columns, value, [gradients], kept), or (row, message, kept) for a bad row
-        self.head: list = []
-        self.value_min = self.value_max = None
-        self.norm_min = self.norm_max = None
-        self.non_finite = 0
-        self.non_finite_rows: list = []
-        self.words: dict = {}   # hessian's verdicts: word -> rows
-
-    def write(self, res: Result) -> None:
-        meta = self.meta_of()
-        n = res.n
-        for i in range(min(n, HEAD_ROWS - len(self.head))):
-            self.head.append((res.start + i, res.columns[i],
-                              None if res.value is None else res.value[i],
-                              [None if g is None else g[i] for g in res.grads]
-                              + ([res.words[i]] if res.words is not None else []),
-                              [] if res.kept is None else res.kept[i].tolist()))
-        if res.words is not None:
-            for word in res.words:
-                self.words[word] = self.words.get(word, 0) + 1
-        finite = np.ones(n, dtype=bool)
-        if self.kind.has_value(meta) and res.value is not None:
-            v = res.value.reshape(n, -1).astype(np.float64)
-            finite &= np.isfinite(v).all(axis=1)
-            self.value_min = _extreme(self.value_min, v, finite, res.start, min)
-            self.value_max = _extreme(self.value_max, v, finite, res.start, max)
-        squares = np.zeros(n)
-        normed = res.grads if self.kind.norm_of is None else [res.grads[k] for k in
-                                                                self.kind.norm_of]
-        for g in normed:
-            if g is not None:
-                flat = g.reshape(n, -1).astype(np.float64)
-                finite &= np.isfinite(flat).all(axis=1)
-                squares += (flat * flat).sum(axis=1)
-        if any(g is not None for g in normed):
-            norms = np.sqrt(squares)[:, None]
-            self.norm_min = _extreme(self.norm_min, norms, finite, res.start, min)
-            self.norm_max = _extreme(self.norm_max, norms, finite, res.start, max)
-        bad = np.flatnonzero(~finite)
-        self.non_finite += len(bad)
-        room = LISTED_ROWS - len(self.non_finite_rows)
-        self.non_finite_rows += [int(res.start + i) for i in bad[:max(room, 0)]]
-        self.rows += n
-
-    def bad(self, row: BadRow) -> None:
-        if len(self.head) < HEAD_ROWS:
-            self.head.append((row.row, row.message, row.kept or [""] * len(self.kept)))
-        self.bad_rows += 1
-
-    def finish(self) -> None:
-        from . import render
-        out = render.console()
-        meta = self.meta_of()
-        precision = self.precision
-        show_point = len(self.labels) <= 6
-        labels = list(self.labels[:6])   # (a row of a big array has millions)
-        headers = ["row"] + self.kept + (labels if show_point else ["point"])
-        with_value = meta is not None and self.kind.has_value(meta)
-        if with_value:
-            headers.append("value")
-        names = self.kind.names(meta) if meta is not None else []
-        headers += [f"{self.kind.prefix}{name}" for name in names]
-        if self.kind.word:
-            headers.append(self.kind.word)
-        rows = []
-        for item in self.head:
-            if len(item) == 3:
-                row, message, kept = item
-                cells = [str(row), *kept, f"error: {message}"]
-                rows.append(cells + [""] * (len(headers) - len(cells)))
-                continue
-            row, columns, value, grads, kept = item
-            texts = [render.number_text(x, precision) for x in columns[:6].tolist()]
-            cells = [str(row)] + kept + (texts if show_point else [", ".join(
-                f"{k}={t}" for k, t in zip(labels[:4], texts[:4])) + (
-                ", ..." if len(self.labels) > 4 else "")])
-            if with_value:
-                cells.append(render.array_text(value, precision))
-            cells += [g if isinstance(g, str) else render.array_text(g, precision)
-                      if g is not None else "None" for g in grads]
-            rows.append(cells)
-        total = self.rows + self.bad_rows
-        what = self.kind.title(meta) if meta is not None else "rows"
-        title = (f"{what}: the first {len(rows)} of {total} rows" if total > len(rows)
-                 else f"{what}: {total} rows")
-        if rows:
-            render.show_table(out, headers, rows, title=title)
-        lines = [f"rows: {total:,}" + (f" ({self.bad_rows:,} could not be read or computed)"
-                                        if self.bad_rows else "")]
-        if self.value_min is not None:
-            what = "value" if np.ndim(self.kind.value(meta)) == 0 else "value (elements)"
-            lines.append(f"{what}: min {render.number_text(self.value_min[0], precision)} "
-                         f"(row {self.value_min[1]}), max "
-                         f"{render.number_text(self.value_max[0], precision)} "
-                         f"(row {self.value_max[1]})")
-        if self.norm_min is not None:
-            lines.append(f"{self.kind.norm}: min {render.number_text(self.norm_min[0], precision)}"
-                         f" (row {self.norm_min[1]}), max "
-                         f"{render.number_text(self.norm_max[0], precision)} "
-                         f"(row {self.norm_max[1]})")
-        if self.words:
-            lines.append(f"{self.kind.word}: " + ", ".join(
-                f"{word} {count:,}" for word, count in sorted(self.words.items())))
-        if self.non_finite:
-            listed = ", ".join(map(str, self.non_finite_rows))
-            more = ", ..." if self.non_finite > len(self.non_finite_rows) else ""
-            lines.append(f"non-finite results (nan or inf): {self.non_finite:,} row"
-                         f"{'s' if self.non_finite != 1 else ''} ({listed}{more})")
-        else:
-            lines.append("non-finite results: none")
-        for line in lines:
-            render.emit(out, line)
-
-
 def render_console(stderr: bool = False):
     from . import render
     return render.console(stderr=stderr)
-
-
-def _extreme(current, values: np.ndarray, finite: np.ndarray, start: int, pick):
-    """The running min or max of the finite rows' elements: (number, row)."""
-    if not finite.any():
-        return current
-    rows = np.flatnonzero(finite)
-    per_row = (values[rows].min(axis=1) if pick is min else values[rows].max(axis=1))
-    k = int(np.argmin(per_row) if pick is min else np.argmax(per_row))
-    candidate = (float(per_row[k]), int(start + rows[k]))
-    if current is None:
-        return candidate
-    return pick(current, candidate, key=lambda c: c[0])
 
 
 def _print_check(out, report: dict, precision) -> None:
@@ -726,10 +218,13 @@ def csv_options(s, keep: bool = True, what: str = "many points"):
     return options
 
 
-def run(kind, s, prepare) -> None:
-    """``gradcli COMMAND PROGRAM --at SOURCE`` for the command ``kind`` (a ModeKind,
-    JacobianKind or JvpKind): see the module doc."""
-
+def run(name: str, arguments, s, prepare) -> None:
+    """``gradcli COMMAND PROGRAM --at SOURCE`` for the command ``name``: its record's
+    per-point function (``at``) with ``arguments()`` (checked before any file is read),
+    rows evaluated by run/many.py, written by the format's writer; see the module doc."""
+    from .app import COMMANDS
+    record = next(command for command in COMMANDS if command.name == name)
+    options = guarded(arguments)
     if getattr(s, "symbolic", False):
         guarded(lambda: _raise(InputError("--symbolic shows one point's derivative; it "
                                            "does not work with --at")))
@@ -750,20 +245,28 @@ def run(kind, s, prepare) -> None:
         source = open_source(s.at, slots, chunk=s.chunk, csv=csv)
         out = NpzOutput(s.output, source.names, source.shapes, source.kept) \
             if fmt == "npz" else _open_output(s.output if to_file else None, fmt)
-        return fmt, model, source, out
+        return fmt, per_point(record.at, options), model, source, out
 
-    fmt, model, source, out = guarded(setup)
+    fmt, point, model, source, out = guarded(setup)
     try:
-        _run(kind, s, fmt, model, source, out, to_file)
+        _run(record, point, s, fmt, model, source, out, to_file)
     finally:
         if to_file:
             out.discard()   # (the temporaries, unless committed: whatever happened)
 
 
-def _run(kind, s, fmt: str, model, source, out, to_file: bool) -> None:
-    evaluate = Evaluator(model, kind)
+def _named(dotted: str):
+    """ "run.module.NAME" (a record's reference) -> the object in gradcli."""
+    from importlib import import_module
+    module, name = dotted.rsplit(".", 1)
+    return getattr(import_module(f"gradcli.{module}"), name)
+
+
+def _run(record, point, s, fmt: str, model, source, out, to_file: bool) -> None:
+    evaluate = Evaluator(model, point)
     writer_class = {**WRITERS, "human": HumanWriter}[fmt]
-    writer = writer_class(out, s.precision, lambda: evaluate.meta, source.labels, kind,
+    writer = writer_class(out, s.precision, lambda: None if evaluate.meta is None else
+                          evaluate.meta.layout(), source.labels, _named(record.result).ROWS,
                           source.kept)
     sample = Sample(s.check_rows if s.check_rows is not None else 5, s.seed) \
         if s.check else None
@@ -798,7 +301,7 @@ def _run(kind, s, fmt: str, model, source, out, to_file: bool) -> None:
                          .render() + "\n")
         raise typer.Exit(2)
     writer.finish()
-    notes = kind.notes(evaluate.meta) if evaluate.meta is not None and fmt in (
+    notes = list(evaluate.meta.layout().notes) if evaluate.meta is not None and fmt in (
         "plain", "csv", "human", "npz") else []
     if evaluate.fell_back:
         notes.append(_FALLBACK_NOTE)
@@ -808,7 +311,7 @@ def _run(kind, s, fmt: str, model, source, out, to_file: bool) -> None:
         target.write("".join(f"note: {note}\n" for note in notes))
     report = None
     if sample is not None:
-        report = guarded(lambda: _check_rows(evaluate, sample, s))
+        report = guarded(lambda: _check_rows(evaluate, _named(record.check), sample, s))
         if fmt == "json":
             writer.check(report)
         elif fmt == "plain":
@@ -890,7 +393,7 @@ def _stream(source, evaluate, writer, sample, progress, skip: bool) -> None:
             continue
         if item.n == 0:
             continue
-        for part in _computed(evaluate, item):
+        for part in evaluate_chunk(evaluate, item):
             if isinstance(part, BadRow):
                 if not skip:
                     writer.flush()
@@ -913,13 +416,14 @@ def _stream(source, evaluate, writer, sample, progress, skip: bool) -> None:
         progress.update(writer.rows + writer.bad_rows)
 
 
-def _check_rows(evaluate: Evaluator, sample: Sample, s) -> dict:
+def _check_rows(evaluate: Evaluator, check, sample: Sample, s) -> dict:
     """The single-point cross-check at each sampled row: {"rows": [{"row": N, ...the
     check object...}], "verdict", "passed"}."""
     rows = []
     for row, values in sample.rows():
         meta = evaluate.run_one(values)
-        rows.append({"row": row, **evaluate.kind.check(evaluate.model, meta, s)})
+        rows.append({"row": row, **check(evaluate.model, meta, rtol=s.rtol, atol=s.atol,
+                                         timeout=s.check_timeout)})
     verdicts = [r["verdict"] for r in rows]
     verdict = ("mismatch" if "mismatch" in verdicts else
                "passed" if "passed" in verdicts else "nothing to check")

@@ -10,6 +10,7 @@ import typer
 from .common import (
     Settings,
     check_outcome,
+    compare_json,
     compare_modes,
     guarded,
     mode_options,
@@ -61,7 +62,7 @@ def run_mode(mode: str, s: Settings) -> None:
             guarded(lambda: refuse("--debug-nans, --explain and --graph cannot be used "
                                    "with --at yet: run the point alone"))
         from . import batch
-        return batch.run(batch.ModeKind(mode, guarded(lambda: mode_options(s))), s, prepare)
+        return batch.run(mode, lambda: {"mode": mode, "options": mode_options(s)}, s, prepare)
     if s.output is not None or s.csv or s.chunk is not None or s.skip_bad_rows \
             or s.check_rows is not None or s.seed is not None or s.columns or s.keep \
             or s.delimiter is not None or s.no_header:
@@ -80,12 +81,12 @@ def run_mode(mode: str, s: Settings) -> None:
     model, outcome, check, symbolic, explanation = guarded(work)
     from . import render
     if s.json_out:
-        obj = render.outcome_json(outcome, check, symbolic)
+        obj = render.json_writer.as_json(outcome.report(check, symbolic))
         if explanation is not None:
             obj["explain"] = explanation
-        render.print_json(obj)
+        render.json_writer.write_json(obj)
     elif s.plain:
-        render.print_plain(outcome, s.precision)
+        render.plain_writer.write(outcome.report(), s.precision)
         render.print_check_failures({"": check})
     else:
         render.print_human(outcome, s.precision, check=check, symbolic=symbolic,
@@ -114,10 +115,10 @@ def compare(s: Settings) -> None:
     results, checks, symbolics, jacobian = guarded(work)
     from . import render
     if s.json_out:
-        obj = render.compare_json(results, checks, symbolics)
+        obj = compare_json(results, checks, symbolics)
         if jacobian is not None:
             obj["jacobian"] = jacobian.to_json()
-        render.print_json(obj)
+        render.json_writer.write_json(obj)
     elif s.plain:
         print_compare_plain(results, s.precision)
         if jacobian is not None:
@@ -149,22 +150,23 @@ def _jacobian_row(model, results: dict):
 # ---------------------------------------------------------------------------------------
 def jacobian(s: Settings) -> None:
     from . import higher
-    _many_or_one(s, "JacobianKind", lambda: (split(s.wrt), s.mode), higher.run_jacobian)
+    _many_or_one(s, "jacobian", lambda: {"wrt": split(s.wrt), "mode": s.mode},
+                 higher.run_jacobian)
 
 
 def hessian(s: Settings) -> None:
     from . import higher
-    _many_or_one(s, "HessianKind", lambda: (split(s.wrt),), higher.run_hessian)
+    _many_or_one(s, "hessian", lambda: {"wrt": split(s.wrt)}, higher.run_hessian)
 
 
 def jvp(s: Settings) -> None:
     from . import jvp as forward
-    _many_or_one(s, "JvpKind", lambda: (s.tangent,), forward.run_jvp)
+    _many_or_one(s, "jvp", lambda: {"tangents": s.tangent}, forward.run_jvp)
 
 
-def _many_or_one(s: Settings, kind: str, arguments, one) -> None:
-    """A command with ``--at`` (many points: ``cli/batch.py``'s ``kind`` made from
-    ``arguments()``) or without (``one``)."""
+def _many_or_one(s: Settings, name: str, arguments, one) -> None:
+    """A command with ``--at`` (many points: ``cli/batch.py`` maps the record's per-point
+    function, given ``arguments()``) or without (``one``)."""
     from . import batch
     if s.at is None:
         guarded(lambda: batch.check_options(s))
@@ -172,7 +174,7 @@ def _many_or_one(s: Settings, kind: str, arguments, one) -> None:
     if s.debug_nans or s.explain or s.explain_all:
         guarded(lambda: refuse("--debug-nans and --explain cannot be used with --at yet: "
                                "run the point alone"))
-    return batch.run(getattr(batch, kind)(*guarded(arguments)), s, prepare)
+    return batch.run(name, arguments, s, prepare)
 
 
 # ---------------------------------------------------------------------------------------

@@ -217,10 +217,19 @@ def compare_modes(s: Settings, model) -> tuple[dict, dict, dict]:
 
 def print_compare_plain(results: dict, precision: int | None) -> None:
     """compare's rows in --plain: each mode's lines, labelled (``tape value 31.0``,
-    ``tape gradient w1 5.0``: render.plain_lines), or ``MODE error: MESSAGE``."""
-    from . import render
+    ``tape gradient w1 5.0``: io/writers/plain.py), or ``MODE error: MESSAGE``."""
+    from ..io.writers import plain
     for mode, result in results.items():
         if isinstance(result, str):
             sys.stdout.write(f"{mode} error: {result}\n")
         else:
-            render.print_plain(result, precision, labelled=True)
+            plain.write(result.report(), precision, labelled=True)
+
+
+def compare_json(results: dict, checks: dict | None = None,
+                 symbolics: dict | None = None) -> dict:
+    """``compare --json``: one object per mode, ``{"error": ...}`` for a refusal."""
+    from ..io.writers.json import as_json
+    return {mode: ({"error": result} if isinstance(result, str) else as_json(result.report(
+        (checks or {}).get(mode), (symbolics or {}).get(mode))))
+            for mode, result in results.items()}

@@ -30,19 +30,9 @@ def run(s: Settings) -> None:
     from . import render
     num = lambda v: render.number_text(v, s.precision)  # noqa: E731
     if s.json_out:
-        render.print_json({
-            "mode": "critical", "program": result.program, "variables": result.variables,
-            "box": {n: list(b) for n, b in result.box.items()},
-            "points": [{"at": p.at, "value": p.value, "gradient_norm": p.gradient_norm,
-                        "eigenvalues": p.eigenvalues, "verdict": p.verdict}
-                       for p in result.points],
-            "exact": result.exact, "complete": result.complete})
-        return
+        return render.json_writer.write(result.report())
     if s.plain:
-        for p in result.points:
-            sys.stdout.write(" ".join([*(num(v) for v in p.at.values()), num(p.value),
-                                       p.verdict]) + "\n")
-        return
+        return render.plain_writer.write(result.report(), s.precision)
     box = ", ".join(f"{n} in [{num(lo)}, {num(hi)}]" for n, (lo, hi) in result.box.items())
     count = len(result.points)
     sys.stdout.write(f"{count} critical point{'s' if count != 1 else ''} in {box} "

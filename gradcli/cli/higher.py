@@ -4,7 +4,8 @@ Each is the usual few steps (parse, evaluate in a mode, check if asked, render);
 is in :mod:`gradcli.run.derivatives`, the check in :mod:`gradcli.check.higher`. Imported only
 when one of these commands runs (app.py registers them without importing this module).
 
-JSON (one object each; numbers as everywhere in gradcli: non-finite ones are strings)::
+JSON (one object each, ``report()`` of the result types in run/derivatives.py written by
+io/writers/json.py; numbers as everywhere in gradcli: non-finite ones are strings)::
 
     {"mode": "jacobian", "value": ..., "computed_by": "reverse",
      "sources": ["x"], "sources_from": "arguments",
@@ -39,24 +40,6 @@ def _write(lines: list[str]) -> None:
     sys.stdout.write("".join(line + "\n" for line in lines))
 
 
-def _flat(value, precision) -> str:
-    return " ".join(render.number_texts(value, precision))  # in C (issue 12)
-
-
-def _sources_json(sources) -> dict:
-    """The sources and how they were chosen (nothing when a result does not know)."""
-    if sources is None:
-        return {}
-    return {"sources": list(sources.names), "sources_from": sources.taken}
-
-
-def _note_default_sources(sources) -> None:
-    """``--plain``: standard output holds the numbers only; when the default left a
-    declared argument or trainable variable out, standard error says which it took."""
-    if sources is not None:
-        sys.stderr.write("".join(f"note: {note}\n" for note in sources.notes()))
-
-
 def _emit_sources(out, sources) -> None:
     if sources is not None:
         render.emit(out, (sources.sentence, "dim"))
@@ -75,25 +58,12 @@ def run_jacobian(s) -> None:
         return model, jacobian(model, wrt, s.mode)
     model, result, check = computed_and_checked(s, compute, "higher.check_jacobian")
     if s.json_out:
-        render.print_json(jacobian_json(result, check))
+        render.json_writer.write(result.report(check))
     elif s.plain:
-        _write([_flat(result.value, s.precision)]
-               + [_flat(j.jacobian, s.precision) for j in result.jacobians])
-        _note_default_sources(result.sources)
+        render.plain_writer.write(result.report(), s.precision)
     else:
         _print_jacobian(result, s.precision, check, model.target_name)
     finish(check, s.plain)
-
-
-def jacobian_json(result, check: dict | None = None) -> dict:
-    obj = {"mode": "jacobian", "value": render.json_array(result.value),
-           "computed_by": result.computed_by, **_sources_json(result.sources),
-           "jacobians": [{"name": j.name, "jacobian": render.json_array(j.jacobian),
-                          "shape": list(j.shape), "connected": j.connected}
-                         for j in result.jacobians]}
-    if check is not None:
-        obj["check"] = check
-    return obj
 
 
 def _print_jacobian(result, precision, check, target, out=None) -> None:
@@ -131,32 +101,12 @@ def run_hessian(s) -> None:
         return model, hessian(model, wrt)
     model, result, check = computed_and_checked(s, compute, "higher.check_hessian")
     if s.json_out:
-        render.print_json(hessian_json(result, check))
+        render.json_writer.write(result.report(check))
     elif s.plain:
-        _write([_flat(result.value, s.precision), _flat(result.gradient, s.precision)]
-               + [_flat(row, s.precision) for row in result.hessian]
-               + [_flat(result.eigenvalues if result.eigenvalues is not None else [],
-                        s.precision), result.verdict])
-        _note_default_sources(result.sources)
+        render.plain_writer.write(result.report(), s.precision)
     else:
         _print_hessian(result, s.precision, check, model.target_name)
     finish(check, s.plain)
-
-
-def hessian_json(result, check: dict | None = None) -> dict:
-    obj = {"mode": "hessian", "value": render.json_array(result.value),
-           **_sources_json(result.sources),
-           "labels": list(result.labels), "gradient": render.json_array(result.gradient),
-           "hessian": render.json_array(result.hessian),
-           "eigenvalues": render.json_array(result.eigenvalues), "verdict": result.verdict,
-           "critical": result.critical,
-           "gradient_tolerance": render.json_array(result.gradient_tolerance),
-           "zero_tolerance": render.json_array(result.zero_tolerance),
-           "condition_number": render.json_array(result.condition_number),
-           "symmetric": result.symmetric, "asymmetry": render.json_array(result.asymmetry)}
-    if check is not None:
-        obj["check"] = check
-    return obj
 
 
 _MAX_TABLE = 8  # a labelled matrix up to this many columns; numpy's layout beyond
@@ -268,13 +218,13 @@ def run_grad_order(s) -> None:
 
     outcome, check, texts = guarded(work)
     if s.json_out:
-        obj = render.outcome_json(outcome, check, texts)
+        obj = render.json_writer.as_json(outcome.report(check, texts))
         obj = {"mode": obj.pop("mode"), "order": order, **obj}
         if outcome.notes:
             obj["note"] = " ".join(outcome.notes)
-        render.print_json(obj)
+        render.json_writer.write_json(obj)
     elif s.plain:
-        _write(render.plain_lines(outcome, s.precision))
+        _write(render.plain_writer.lines(outcome.report(), s.precision))
     else:
         _print_order(outcome, order, s.precision, check, texts)
     finish(check, s.plain)
@@ -321,16 +271,15 @@ class CompareRow:
             self.error = err.message
 
     def to_json(self) -> dict:
-        return {"error": self.error} if self.error else jacobian_json(self.result)
+        return {"error": self.error} if self.error else \
+            render.json_writer.as_json(self.result.report())
 
     def print_plain(self, precision) -> None:
         if self.error:
             _write([f"jacobian error: {self.error}"])
             return
         # labelled as compare's other lines: the row, the JSON key, the source's name
-        _write([f"jacobian value {_flat(self.result.value, precision)}"]
-               + [f"jacobian jacobian {j.name} {_flat(j.jacobian, precision)}"
-                  for j in self.result.jacobians])
+        _write(render.plain_writer.lines(self.result.report(), precision, labelled=True))
 
     def print_human(self, precision, out=None) -> None:
         out = out or render.console()

@@ -8,6 +8,7 @@ import typer
 
 from .common import (
     Settings,
+    compare_json,
     compare_modes,
     computed_and_checked,
     finish,
@@ -26,23 +27,6 @@ def _work(s: Settings):
     tangents = parse_tangents(model, s.tangent)
     outcome, s.explanation = observed(s, model, lambda: run_jvp(model, tangents))
     return model, outcome
-
-
-def outcome_json(outcome, check: dict | None = None) -> dict:
-    """``{"mode": "jvp", "value": ..., "jvp": ...}`` (plus ``check`` with --check)."""
-    from .render import json_array
-    obj = {"mode": "jvp", "value": json_array(outcome.value), "jvp": json_array(outcome.jvp)}
-    if check is not None:
-        obj["check"] = check
-    return obj
-
-
-def plain_lines(outcome, precision: int | None, labelled: bool = False) -> list[str]:
-    """The value, then the jvp, each flattened on one line; ``labelled`` (compare's jvp
-    row): ``jvp value ...`` and ``jvp jvp ...``, as compare labels its other lines."""
-    from .render import flat_text
-    return [("jvp value " if labelled else "") + flat_text(outcome.value, precision),
-            ("jvp jvp " if labelled else "") + flat_text(outcome.jvp, precision)]
 
 
 def print_human(outcome, precision: int | None, check: dict | None = None,
@@ -72,10 +56,12 @@ def run_jvp(s: Settings) -> None:
     from . import render
     model, outcome, check = computed_and_checked(s, _work, "directional.check_jvp")
     if s.json_out:
-        render.print_json(outcome_json(outcome, check) | ({"explain": s.explanation}
-                                                          if s.explanation else {}))
+        obj = render.json_writer.as_json(outcome.report(check))
+        if s.explanation:
+            obj["explain"] = s.explanation
+        render.json_writer.write_json(obj)
     elif s.plain:
-        sys.stdout.write("".join(line + "\n" for line in plain_lines(outcome, s.precision)))
+        render.plain_writer.write(outcome.report(), s.precision)
     else:
         print_human(outcome, s.precision, check=check, target=model.target_name)
     print_explanation(s, s.explanation)  # (--explain: run/explain.py)
@@ -110,16 +96,16 @@ def run_compare(s: Settings) -> None:
     results, checks, symbolics, jvp, jvp_check = guarded(work)
     from . import render
     if s.json_out:
-        obj = render.compare_json(results, checks, symbolics)
-        obj["jvp"] = {"error": jvp} if isinstance(jvp, str) else outcome_json(jvp, jvp_check)
-        render.print_json(obj)
+        obj = compare_json(results, checks, symbolics)
+        obj["jvp"] = {"error": jvp} if isinstance(jvp, str) else \
+            render.json_writer.as_json(jvp.report(jvp_check))
+        render.json_writer.write_json(obj)
     elif s.plain:
         print_compare_plain(results, s.precision)
         if isinstance(jvp, str):
             sys.stdout.write(f"jvp error: {jvp}\n")
         else:
-            sys.stdout.write("".join(line + "\n" for line in
-                                     plain_lines(jvp, s.precision, labelled=True)))
+            render.plain_writer.write(jvp.report(), s.precision, labelled=True)
         render.print_check_failures({**checks, "jvp": jvp_check})
     else:
         render.print_compare_human(results, s.precision, checks=checks if s.check else None,

@@ -1,4 +1,7 @@
-"""Output: JSON, plain numbers, and rich tables that mirror what each API returns.
+"""The human pages of the four modes, compare, the --check table and the function table:
+rich tables that mirror what each API returns, laid out with io/writers/human.py. The JSON
+and plain output of every result are the writers' (io/writers/json.py, plain.py, from the
+result's ``report()``); the number text is io/text.py's.
 
 Three rules hold for every output:
 
@@ -11,7 +14,7 @@ Three rules hold for every output:
   name, formula or value with square brackets prints as written.
 - **Nothing is cut**: a table gets columns at least as wide as the longest number in
   them, or, when even that does not fit the terminal, the same rows are printed one field
-  per line (:func:`_vertical`); a large array is summarised (:func:`array_text`) in time
+  per line (io/writers/human.py); a large array is summarised (:func:`array_text`) in time
   that does not depend on its size.
 
 JSON and plain output never import rich; the human output imports it when it is used,
@@ -22,405 +25,31 @@ from __future__ import annotations
 
 import os
 import sys
-from itertools import repeat
-
 import numpy as np
 
-from ..io.jsonvalue import json_number as json_number, json_value as _json_value, unsigned_zero
+from ..io.jsonvalue import json_number as json_number
+from ..io.text import (array_text as array_text, flat_text as flat_text,
+                       json_array as json_array, number_text as number_text,
+                       number_texts as number_texts)
+from ..io.writers import json as json_writer, plain as plain_writer
+from ..io.writers.human import (console as console, emit as emit, line_breaks,
+                                print_notes as print_notes,
+                                print_value_lines as print_value_lines, shape_text as shape_text,
+                                show_table as show_table, styled as styled)
 from ..run.modes import API_CALLS, API_NAMES, Outcome
-
-#: Arrays with more elements than this are summarised in human and plain output
-#: (numpy's own print threshold); ``--json`` always carries every number.
-SUMMARY_THRESHOLD = 1000
-#: Elements shown at each end of a summarised axis.
-EDGE_ITEMS = 3
-#: A summary showing more numbers than this (many short axes, which numpy never elides)
-#: shows the first and last elements of the flattened array instead.
-SUMMARY_MAX = 300
-
-
-# ---------------------------------------------------------------------------------------
-# Numbers: the one rule
-# ---------------------------------------------------------------------------------------
-def number_text(x, precision: int | None = None) -> str:
-    """One number as every output prints it.
-
-    Default: the shortest text that reads back to the same value in the value's own
-    dtype (``repr`` of a float64; numpy's shortest repr of a float32). With
-    ``precision=N``: at most N significant digits (``format(x, ".Ng")``).
-    Non-finite numbers are ``nan``, ``inf``, ``-inf``; booleans ``True``/``False``; a
-    zero is ``0.0`` (``0``), never ``-0.0`` (``x + 0.0``; docs/output.md: "A zero prints as").
-
-    >>> number_text(0.1), number_text(np.float32(2.957324266433716)), number_text(2.9573, 2)
-    ('0.1', '2.9573243', '3')
-    >>> number_text(-0.0), number_text(-0.0, 3), number_text(np.float32(-0.0))
-    ('0.0', '0', '0.0')
-    """
-    if isinstance(x, (bool, np.bool_)):
-        return "True" if x else "False"
-    if precision is not None:
-        return format(float(x) + 0.0, f".{precision}g")
-    if isinstance(x, (int, np.integer)):
-        return str(int(x))
-    if isinstance(x, np.floating) and x.dtype != np.float64:
-        # numpy: the shortest decimal that reads back in this dtype
-        return "0.0" if float(x) == 0 else str(x)
-    return repr(float(x) + 0.0)
-
-
-def number_texts(value, precision: int | None = None) -> list[str]:
-    """:func:`number_text` of each element of an array, in C order (flattened), at C
-    speed: the same texts, without a Python call per element where a C path gives them.
-
-    float64 (and integers, booleans, and any dtype with ``precision``) go through
-    ``tolist`` and ``map`` of ``float.__repr__`` / ``format`` / ``str`` (C loops). float32
-    and float16 texts are numpy's shortest float32 (float16) decimal (numpy's scalar
-    ``str``), made by numpy's vectorised cast to text (Dragon4, about 0.45 us per number,
-    as fast as it gets for that rule; measured in the commit). Other dtypes: element by
-    element.
-
-    >>> number_texts(np.array([[0.1, -0.0], [np.nan, -np.inf]]))
-    ['0.1', '0.0', 'nan', '-inf']
-    >>> number_texts(np.array([2.957324266433716], np.float32)), number_texts([2.9573], 2)
-    (['2.9573243'], ['3'])
-    """
-    arr = np.asarray(value).reshape(-1)
-    return _texts_of_flat(arr, precision)
-
-
-def number_texts_rows(value, precision: int | None = None) -> list[list[str]]:
-    """:func:`number_text` of each element of a 2-d array (rows of points, say), row by
-    row: ``number_texts_rows(a)[i][j] == number_text(a[i, j])``, at the speed of
-    :func:`number_texts` (one C pass over the whole array, then split into rows). For CSV
-    and plain lines of many points.
-
-    >>> number_texts_rows(np.array([[1.0, 0.5], [np.inf, 3.0]]))
-    [['1.0', '0.5'], ['inf', '3.0']]
-    """
-    arr = np.asarray(value)
-    if arr.ndim != 2:
-        raise ValueError(f"number_texts_rows takes a 2-d array, not {arr.ndim}-d")
-    flat = _texts_of_flat(arr.reshape(-1), precision)
-    width = arr.shape[1]
-    return [flat[k:k + width] for k in range(0, len(flat), width)] if width else \
-        [[] for _ in range(arr.shape[0])]
-
-
-def _texts_of_flat(arr: np.ndarray, precision: int | None) -> list[str]:
-    kind = arr.dtype.kind
-    if kind == "b":
-        return np.where(arr, "True", "False").tolist()
-    arr = unsigned_zero(arr)  # -0.0 prints 0.0 (one pass in C, a copy of a float array)
-    if precision is not None:
-        if kind in "fiu":  # format(float(x), ".Ng"): float(x) is the float64 cast
-            return list(map(format, arr.astype(np.float64, copy=False).tolist(),
-                            repeat(f".{precision}g", arr.size)))
-    elif kind == "f" and arr.dtype.itemsize == 8:
-        return list(map(float.__repr__, arr.tolist()))  # repr(float(x)), nan and inf too
-    elif kind in "iu":
-        return list(map(int.__repr__, arr.tolist()))  # str(int(x))
-    elif kind == "f" and arr.dtype.itemsize < 8:
-        # numpy's str of a float32/float16 scalar, cast in C (the texts are ASCII)
-        return arr.astype("S32").astype("U32").tolist()
-    return [number_text(v, precision) for v in arr]
-
-
-def _kept_indices(shape: tuple) -> list[tuple[list[int], int | None]] | None:
-    """Per axis, the indices a summary shows and where its ``...`` goes (None: the whole
-    axis); None when the summary would still show more than ``SUMMARY_MAX`` numbers."""
-    axes, count = [], 1
-    for n in shape:
-        if n > 2 * EDGE_ITEMS:
-            axes.append((list(range(EDGE_ITEMS)) + list(range(n - EDGE_ITEMS, n)), EDGE_ITEMS))
-        else:
-            axes.append((list(range(n)), None))
-        count *= len(axes[-1][0])
-    return axes if count <= SUMMARY_MAX else None
-
-
-def array_text(value, precision: int | None = None) -> str:
-    """A value as text: a number, or an array in nested brackets with one number format
-    and columns aligned; a large array summarised with ``...``.
-
-    >>> print(array_text(np.array([[1.0, 2.5], [3.0, -4.0]])))
-    [[ 1.0,  2.5],
-     [ 3.0, -4.0]]
-    """
-    if value is None:
-        return "None"
-    arr = np.asarray(value)
-    if arr.ndim == 0:
-        return number_text(arr[()], precision)
-    axes = None
-    if arr.size > SUMMARY_THRESHOLD:
-        axes = _kept_indices(arr.shape)
-        if axes is None:  # many short axes: numpy would print them all
-            flat = arr.reshape(-1)
-            ends = np.concatenate([flat[:EDGE_ITEMS], flat[-EDGE_ITEMS:]])
-            texts = number_texts(ends, precision)
-            return ("[" + ", ".join(texts[:EDGE_ITEMS] + ["..."] + texts[EDGE_ITEMS:])
-                    + f"] (flattened: the first and last of {arr.size} elements)")
-        arr = arr[np.ix_(*[kept for kept, _ in axes])]
-    texts = number_texts(arr, precision)
-    width = max((len(t) for t in texts), default=0)
-    cells = np.array([t.rjust(width) for t in texts] or [""], dtype=object)[:arr.size]
-    gaps = [gap for _, gap in axes] if axes is not None else [None] * arr.ndim
-    return _nested(cells.reshape(arr.shape), gaps, 0)
-
-
-def _nested(cells: np.ndarray, gaps: list, depth: int) -> str:
-    """numpy's layout: rows of the last axis, one blank line more per outer axis."""
-    if cells.ndim == 1:
-        items = list(cells)
-    else:
-        items = [_nested(cells[i], gaps, depth + 1) for i in range(cells.shape[0])]
-    if gaps[depth] is not None:
-        items.insert(gaps[depth], "...")
-    if cells.ndim == 1:
-        return "[" + ", ".join(items) + "]"
-    separator = ",\n" + "\n" * (cells.ndim - 2) + " " * (depth + 1)
-    return "[" + separator.join(items) + "]"
-
-
-def _summarised(value) -> bool:
-    return value is not None and np.size(value) > SUMMARY_THRESHOLD
-
-
-# ---------------------------------------------------------------------------------------
-# JSON
-# ---------------------------------------------------------------------------------------
-def json_array(value):
-    """A value as JSON: nested lists of numbers, non-finite numbers as strings. Every
-    number is the one rule's default text (a float32 as its shortest float32 decimal),
-    in time linear in the size."""
-    if value is None:
-        return None
-    arr = np.asarray(value)
-    if arr.dtype.kind == "f" and arr.dtype != np.float64:
-        # the float64 that prints as the float32's shortest decimal: numpy writes and
-        # parses it in C (bytes: a third faster than str, the same ASCII text)
-        arr = arr.astype("S32" if arr.dtype.itemsize < 8 else str).astype(np.float64)
-    return _json_value(arr)  # tolist of the float64s, non-finite ones by a mask: in C
-
-
-def outcome_json(outcome: Outcome, check: dict | None = None,
-                 symbolic: dict | None = None) -> dict:
-    """The JSON object of SPEC §3: value only where the API gives one; ``notes`` only
-    when there are some."""
-    obj: dict = {"mode": outcome.mode}
-    if outcome.mode in ("tape", "value-grad"):
-        obj["value"] = json_array(outcome.value)
-    obj["gradients"] = [{"name": g.name, "gradient": json_array(g.gradient)}
-                        for g in outcome.gradients]
-    if symbolic is not None:
-        for entry in obj["gradients"]:
-            entry["symbolic"] = symbolic.get(entry["name"])
-    if outcome.notes:
-        obj["notes"] = list(outcome.notes)
-    if check is not None:
-        obj["check"] = check
-    return obj
 
 
 def print_json(obj, file=None) -> None:
-    """One JSON object on one line."""
-    from ..io import jsonvalue  # json.dumps's text without importing json (issue 14)
-
-    jsonvalue.write_line(obj, file or sys.stdout)
-
-
-# ---------------------------------------------------------------------------------------
-# Plain
-# ---------------------------------------------------------------------------------------
-def plain_lines(outcome: Outcome, precision: int | None, labelled: bool = False) -> list[str]:
-    """The value (where there is one), then each gradient flattened, one line each;
-    an unconnected gradient is the word null; a large array is summarised as
-    ``a b c ... x y z`` (``--json`` prints every number).
-
-    ``labelled`` (``compare --plain``, where four modes' lines follow one another): each
-    line starts with the mode and the JSON key of its numbers, and a gradient's with its
-    name, so that ``read mode what rest`` or awk can split them:
-    ``tape value 31.0``, ``tape gradient w1 5.0``."""
-    fields = ([("value", outcome.value)] if outcome.mode in ("tape", "value-grad") else [])
-    fields += [(f"gradient {g.name}", g.gradient) for g in outcome.gradients]
-    return [(f"{outcome.mode} {label} " if labelled else "")
-            + ("null" if value is None else flat_text(value, precision))
-            for label, value in fields]
-
-
-def plain_notes(outcome: Outcome) -> list[str]:
-    """The outcome's notes, and one for each array plain output summarised."""
-    notes = list(outcome.notes)
-    shown = ([("the value", outcome.value)] if outcome.mode in ("tape", "value-grad") else [])
-    shown += [(f"the gradient of {g.name}", g.gradient) for g in outcome.gradients]
-    for what, value in shown:
-        if _summarised(value):
-            notes.append(f"{what} has {np.size(value)} elements: shown are the first and "
-                         f"last {EDGE_ITEMS} (--json prints them all)")
-    return notes
-
-
-def print_plain(outcome: Outcome, precision: int | None, labelled: bool = False) -> None:
-    """Plain output: numbers on standard output, notes on standard error (``labelled``:
-    compare's lines, see :func:`plain_lines`, and notes that name the mode)."""
-    lines = plain_lines(outcome, precision, labelled)
-    sys.stdout.write("".join(line + "\n" for line in lines))
-    notes = plain_notes(outcome)
-    if notes:
-        sys.stdout.flush()  # keep the order of the two streams on a terminal
-        label = f"{outcome.mode}: " if labelled else ""  # compare: which mode's note
-        sys.stderr.write("".join(f"note: {label}{note}\n" for note in notes))
-
-
-def flat_text(value, precision: int | None) -> str:
-    arr = np.asarray(value)
-    if arr.dtype == np.bool_:
-        arr = arr.astype(np.int8)
-    if arr.size > SUMMARY_THRESHOLD:
-        flat = arr.reshape(-1)
-        head = number_texts(flat[:EDGE_ITEMS], precision)
-        return " ".join(head + ["..."] + number_texts(flat[-EDGE_ITEMS:], precision))
-    return " ".join(number_texts(arr, precision))
+    """One JSON object on one line (the JSON writer, io/writers/json.py)."""
+    json_writer.write_json(obj, file)
 
 
 # ---------------------------------------------------------------------------------------
 # Human (rich): every piece of text is a Text, and every table goes through show_table
 # ---------------------------------------------------------------------------------------
-def console(stderr: bool = False, width: int | None = None, file=None):
-    """The one console of the human output: no markup, emoji or highlighting, so no user
-    or computed text is ever interpreted."""
-    from rich.console import Console
-    # rich turns colour off by itself for NO_COLOR and for output that is not a terminal.
-    out = Console(stderr=stderr, file=file, width=width, markup=False, emoji=False,
-                  highlight=False, soft_wrap=False)
-    out.on_broken_pipe = _closed_pipe  # rich would exit 1 itself; the caller decides
-    return out
-
-
-def _closed_pipe() -> None:
-    raise BrokenPipeError(32, "Broken pipe")
-
-
-def styled(*parts):
-    """A rich Text from strings and (string, style) pairs, all taken literally."""
-    from rich.text import Text
-
-    text = Text()
-    for part in parts:
-        if isinstance(part, tuple):
-            text.append(part[0], style=part[1])
-        else:
-            text.append(part)
-    return text
-
-
-def _breaks(line: str, width: int, hang: int) -> list[int]:
-    """Where to break ``line`` so that its pieces fit ``width`` (continuations are
-    indented by ``hang``): before a word, never inside one (a word longer than the width
-    gets a line of its own)."""
-    offsets, start, position = [], 0, 0
-    for word in line.split(" "):
-        end = position + len(word)
-        room = width - (hang if offsets else 0)
-        if word and end - start > room and line[start:position].strip():
-            offsets.append(position)
-            start = position
-        position = end + 1
-    return offsets
-
-
-def emit(out, *parts) -> None:
-    """Print one logical line, wrapped at spaces to the terminal's width (an indented
-    line with a hanging indent); a number is never cut, and nothing is interpreted."""
-    for line in styled(*parts).split("\n", allow_blank=True):
-        indent = len(line.plain) - len(line.plain.lstrip(" "))
-        hang = indent + 2 if indent else 0  # a field's continuation under its value
-        for i, piece in enumerate(line.divide(_breaks(line.plain, max(out.width, 1), hang))):
-            piece.rstrip()
-            out.print(styled(" " * hang) + piece if i else piece, soft_wrap=True, crop=False)
-
-
-def shape_text(value) -> str:
-    return "" if value is None else str(tuple(np.shape(value)))
-
-
 def _status_style(status: str) -> str:
     return {"ok": "green", "mismatch": "bold red", "skipped": "yellow",
             "non-differentiable": "magenta", "overflow": "cyan"}.get(status, "")
-
-
-def show_table(out, headers: list, rows: list, *, title: str | None = None,
-          lines: bool = False, edge: bool = False, prose: bool = False) -> None:
-    """A table whose columns are at least as wide as their longest word (so no number is
-    ever cut or elided); when even that does not fit, the same rows one field per line.
-    A table of ``prose`` (no computed numbers) may fold long words on terminals of 60
-    columns or more instead."""
-    from rich import box
-    from rich.measure import Measurement
-    from rich.table import Table
-
-    table = Table(title=styled(title) if title else None, show_edge=edge, show_lines=lines,
-                  box=box.HEAVY_HEAD, header_style="bold")
-    for header in headers:
-        table.add_column(styled(header), overflow="fold")
-    for row in rows:
-        table.add_row(*[styled(cell) if isinstance(cell, (str, tuple)) else cell for cell in row])
-    wide = out.options.update_width(10 ** 6)
-    whole = Measurement.get(out, wide, table)
-    if whole.maximum > out.width:
-        columns = []
-        for column in table.columns:
-            sizes = [Measurement.get(out, wide, cell) for cell in [column.header, *column.cells]]
-            columns.append((max(s.minimum for s in sizes), max(s.maximum for s in sizes)))
-        overhead = whole.maximum - sum(high for _, high in columns)
-        spare = out.width - overhead - sum(low for low, _ in columns)
-        if spare < 0 and not (prose and out.width >= 60):
-            _vertical(out, headers, rows, title)
-            return
-        # every column gets its longest word; the rest goes to the columns that need the
-        # least to show their lines whole, so that as many columns as possible do not wrap
-        order = sorted(range(len(columns)), key=lambda k: columns[k][1] - columns[k][0])
-        for k in order:
-            low, high = columns[k]
-            give = min(high - low, max(spare, 0))
-            spare -= give
-            if spare >= 0:  # (prose that does not fit: rich's own layout, which folds)
-                table.columns[k].width = low + give
-    out.print(table, crop=False)
-
-
-def _vertical(out, headers: list, rows: list, title: str | None) -> None:
-    """The rows of a table too wide for the terminal: the first field as a heading, the
-    others indented below it, one per line (a multi-line value under its name)."""
-    if title:
-        emit(out, (title, "bold"))
-    for row in rows:
-        emit(out, (f"{headers[0]}: ", "bold"), row[0])
-        for header, cell in zip(headers[1:], row[1:]):
-            plain = cell if isinstance(cell, str) else cell[0] if isinstance(cell, tuple) \
-                else cell.plain
-            if "\n" in plain:
-                emit(out, f"  {header}:")
-                for line in plain.split("\n"):
-                    emit(out, "    " + line)
-            else:
-                emit(out, f"  {header}: ", cell)
-
-
-def print_value_lines(out, label: str, value, precision: int | None) -> None:
-    text = array_text(value, precision)
-    shape = f"shape {shape_text(value)}"
-    if "\n" in text:
-        emit(out, f"{label} ({shape}):")
-        for line in text.split("\n"):
-            emit(out, "  " + line)
-    else:
-        emit(out, f"{label}: ", (text, "bold"), "  ", (shape, "dim"))
-
-
-def print_notes(out, notes) -> None:
-    for note in notes:
-        emit(out, ("note:", "yellow"), " " + note)
 
 
 def print_human(outcome: Outcome, precision: int | None, *, check: dict | None = None,
@@ -509,7 +138,7 @@ def _plain_lines(line: str, width: int) -> list[str]:
     """:func:`emit`'s lines for one line of literal text, without rich."""
     indent = len(line) - len(line.lstrip(" "))
     hang = indent + 2 if indent else 0
-    offsets = _breaks(line, max(width, 1), hang)
+    offsets = line_breaks(line, max(width, 1), hang)
     pieces = [line[a:b].rstrip() for a, b in zip([0, *offsets], [*offsets, len(line)])]
     return [(" " * hang + piece if i else piece) for i, piece in enumerate(pieces)]
 
@@ -656,14 +285,6 @@ def print_compare_human(results: dict, precision: int | None, *, checks: dict | 
     for mode, check in (checks or {}).items():
         print_check(out, check, precision, title=f"cross-check of {mode}",
                     tapes={g.name: g.gradient for g in results[mode].gradients})
-
-
-def compare_json(results: dict, checks: dict | None = None,
-                 symbolics: dict | None = None) -> dict:
-    """``compare --json``: one object per mode, ``{"error": ...}`` for a refusal."""
-    return {mode: ({"error": result} if isinstance(result, str) else
-                   outcome_json(result, (checks or {}).get(mode), (symbolics or {}).get(mode)))
-            for mode, result in results.items()}
 
 
 def functions_json(entries) -> list:

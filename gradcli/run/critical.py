@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError, ModeError
+from ..io.report import Numbers, Report
 
 MAX_VARIABLES = 6
 MAX_STEPS = 60
@@ -54,6 +55,20 @@ class Critical:
     exact: list | None = None       # sympy's real solutions in the box (None: not known)
     exact_note: str | None = None
     complete: bool | None = None
+
+    def report(self) -> Report:
+        """JSON: the program, the box, each point (where, f, the gradient's norm, the
+        eigenvalues, the verdict) and sympy's exact solutions; plain: a line per point,
+        the variables' values, f and the verdict."""
+        fields = {"mode": "critical", "program": self.program, "variables": self.variables,
+                  "box": {n: list(b) for n, b in self.box.items()},
+                  "points": [{"at": p.at, "value": p.value, "gradient_norm": p.gradient_norm,
+                              "eigenvalues": p.eigenvalues, "verdict": p.verdict}
+                             for p in self.points],
+                  "exact": self.exact, "complete": self.complete}
+        lines = [("point", [Numbers([*p.at.values(), p.value], summarise=False), p.verdict])
+                 for p in self.points]
+        return Report("critical", fields, lines)
 
 
 def split_ranges(arg) -> tuple[dict, list]:

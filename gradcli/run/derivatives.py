@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import engine as gc
 from ..errors import InputError, LimitError, ModeError, UnknownNameError, did_you_mean
+from ..io.report import Numbers, Report, RowKind, RowLayout, Rowwise
 from ..lang import limits
 
 #: The verdicts of ``hessian``, one token each (``undefined``: the gradient or Hessian is
@@ -186,16 +187,58 @@ class Jacobian:
         return tuple(np.shape(self.jacobian))
 
 
-class JacobianResult:
+class JacobianResult(Rowwise):
     """What ``jacobian`` gives: the target's value, one :class:`Jacobian` per source, how
     it was computed (``computed_by``: "reverse" or "forward") and how the sources were
     chosen (``sources``: :class:`Sources`, None when not known)."""
     __slots__ = ("value", "jacobians", "computed_by", "mode", "sources")
+    ROWS = RowKind(norm="Jacobian norm (Frobenius, all sources)")
 
     def __init__(self, value, jacobians: list[Jacobian], computed_by: str, mode: str,
                  sources: Sources | None = None):
         self.value, self.jacobians = value, jacobians
         self.computed_by, self.mode, self.sources = computed_by, mode, sources
+
+    def report(self, check: dict | None = None) -> Report:
+        """JSON: the value, how it was computed, the sources, each Jacobian with its shape;
+        plain: the value, then each Jacobian flattened (every number)."""
+        fields = {"mode": "jacobian", "value": Numbers(self.value, summarise=False),
+                  "computed_by": self.computed_by, **sources_fields(self.sources),
+                  "jacobians": [{"name": j.name, "jacobian": Numbers(j.jacobian, False),
+                                 "shape": list(j.shape), "connected": j.connected}
+                                for j in self.jacobians]}
+        if check is not None:
+            fields["check"] = check
+        lines = [("value", fields["value"])] + [
+            (f"jacobian {j['name']}", j["jacobian"]) for j in fields["jacobians"]]
+        return Report("jacobian", fields, lines, source_notes(self.sources))
+
+    def mapped(self) -> tuple:
+        return self.value, [j.jacobian for j in self.jacobians]
+
+    def at_row(self, value, raw: list) -> "JacobianResult":
+        return JacobianResult(value, [Jacobian(j.name, out, j.connected, j.source)
+                                      for j, out in zip(self.jacobians, raw)],
+                              self.computed_by, self.mode, self.sources)
+
+    def layout(self) -> RowLayout:
+        return RowLayout("jacobian", True, np.ndim(self.value),
+                         [j.name for j in self.jacobians],
+                         [tuple(getattr(j.source, "shape", ()) or ()) for j in self.jacobians],
+                         self.sources.notes(), lambda value, raw: self.at_row(value, raw).report())
+
+
+def sources_fields(sources) -> dict:
+    """The sources and how they were chosen (nothing when a result does not know)."""
+    if sources is None:
+        return {}
+    return {"sources": list(sources.names), "sources_from": sources.taken}
+
+
+def source_notes(sources) -> list:
+    """Which sources the default took, where it left a declared one out (plain: said on
+    standard error)."""
+    return [] if sources is None else sources.notes()
 
 
 def jacobian(model, wrt: list[str] | None = None, mode: str = "rev") -> JacobianResult:
@@ -273,13 +316,17 @@ def _forward_columns(model, source, tshape: tuple):
 # ---------------------------------------------------------------------------------------
 # Hessian and the verdict at the point
 # ---------------------------------------------------------------------------------------
-class HessianResult:
+class HessianResult(Rowwise):
     """What ``hessian`` gives (see :func:`classify` for the verdict's fields; ``sources``
     is the :class:`Sources` chosen, None when not known)."""
     __slots__ = ("value", "names", "sources", "shapes", "labels", "gradient", "hessian",
                  "verdict", "eigenvalues", "critical", "gradient_norm", "gradient_tolerance",
                  "zero_tolerance", "condition_number", "asymmetry", "asymmetry_tolerance",
                  "dtype", "point")
+    # --at: vectorized_map gives the gradient, the Hessian and the point; each row's
+    # eigenvalues and verdict are then classify's of them, as at a single point
+    ROWS = RowKind(prefix="", norm_of=(0,), word="verdict",
+                   word_width=max(map(len, VERDICTS)))
 
     def __init__(self, **fields):
         for key in self.__slots__:
@@ -289,6 +336,53 @@ class HessianResult:
     def symmetric(self) -> bool:
         """False when the Hessian is asymmetric beyond round-off (a wrong rule)."""
         return not self.asymmetry > self.asymmetry_tolerance
+
+    def report(self, check: dict | None = None) -> Report:
+        """JSON: everything the verdict rests on; plain: the value, the gradient, the
+        Hessian a row a line, the eigenvalues, the verdict."""
+        fields = {"mode": "hessian", "value": Numbers(self.value, False),
+                  **sources_fields(self.sources),
+                  "labels": list(self.labels), "gradient": Numbers(self.gradient, False),
+                  "hessian": Numbers(self.hessian), "eigenvalues": Numbers(self.eigenvalues),
+                  "verdict": self.verdict, "critical": self.critical,
+                  "gradient_tolerance": Numbers(self.gradient_tolerance),
+                  "zero_tolerance": Numbers(self.zero_tolerance),
+                  "condition_number": Numbers(self.condition_number),
+                  "symmetric": self.symmetric, "asymmetry": Numbers(self.asymmetry)}
+        if check is not None:
+            fields["check"] = check
+        eigenvalues = self.eigenvalues if self.eigenvalues is not None else []
+        lines = ([("value", fields["value"]), ("gradient", fields["gradient"])]
+                 + [("hessian", Numbers(row, False)) for row in self.hessian]
+                 + [("eigenvalues", Numbers(eigenvalues, False)), ("verdict", self.verdict)])
+        return Report("hessian", fields, lines, source_notes(self.sources))
+
+    def mapped(self) -> tuple:
+        return self.value, [self.gradient, self.hessian, self.point]
+
+    def at_row(self, value, raw: list) -> "HessianResult":
+        gradient, matrix, point = raw
+        return HessianResult(value=value, names=self.names, sources=self.sources,
+                             shapes=self.shapes, labels=self.labels, gradient=gradient,
+                             hessian=matrix, dtype=self.dtype, point=point,
+                             **classify(gradient, matrix, point, self.dtype))
+
+    def shown(self, value, raw: list) -> tuple:
+        """The gradient, the Hessian and the eigenvalues of each row, and its verdict."""
+        n = len(raw[0])
+        eigenvalues = np.full(raw[0].shape, np.nan)
+        words = []
+        for i in range(n):
+            result = self.at_row(value[i], [r[i] for r in raw])
+            if result.eigenvalues is not None:
+                eigenvalues[i] = result.eigenvalues
+            words.append(result.verdict)
+        return [raw[0], raw[1], eigenvalues], words
+
+    def layout(self) -> RowLayout:
+        return RowLayout("hessian", True, np.ndim(self.value),
+                         ["gradient", "hessian", "eigenvalues"], [(), (), ()],
+                         self.sources.notes(), lambda value, raw: self.at_row(value, raw).report())
 
 
 def hessian(model, wrt: list[str] | None = None) -> HessianResult:

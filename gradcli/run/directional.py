@@ -15,20 +15,46 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError, UnknownNameError, did_you_mean
+from ..io.report import Numbers, Report, RowKind, RowLayout, Rowwise
 
 API_CALL = "tf.autodiff.ForwardAccumulator(primals, tangents): acc.jvp(target)"
 
 
-class JvpOutcome:
+class JvpOutcome(Rowwise):
     """What the jvp mode computed: the target's ``value``, its directional derivative
     ``jvp`` (the target's shape), and the ``tangents`` (name -> array, in the order given)."""
     __slots__ = ("mode", "value", "jvp", "tangents")
+    ROWS = RowKind(prefix="", norm="jvp norm")
 
     def __init__(self, value, jvp, tangents: dict):
         self.mode, self.value, self.jvp, self.tangents = "jvp", value, jvp, tangents
 
     def __repr__(self) -> str:
         return f"JvpOutcome(value={self.value!r}, jvp={self.jvp!r})"
+
+    def report(self, check: dict | None = None) -> Report:
+        """``{"mode": "jvp", "value": ..., "jvp": ...}`` (plus ``check`` with --check);
+        plain: the value, then the jvp, each flattened on one line."""
+        fields = {"mode": "jvp", "value": Numbers(self.value), "jvp": Numbers(self.jvp)}
+        if check is not None:
+            fields["check"] = check
+        return Report("jvp", fields, [("value", fields["value"]), ("jvp", fields["jvp"])])
+
+    def mapped(self) -> tuple:
+        return self.value, [self.jvp]
+
+    def at_row(self, value, raw: list) -> "JvpOutcome":
+        return JvpOutcome(value, raw[0], self.tangents)
+
+    def layout(self) -> RowLayout:
+        return RowLayout("jvp", True, np.ndim(self.value), ["jvp"], [()], [],
+                         lambda value, raw: self.at_row(value, raw).report())
+
+
+def jvp(model, tangents: list) -> JvpOutcome:
+    """``gradcli jvp`` at one point: ``run_jvp`` along the ``--tangent NAME=VALUE``
+    options (the per-point function ``--at`` maps)."""
+    return run_jvp(model, parse_tangents(model, tangents))
 
 
 def parse_tangents(model, options) -> dict:

@@ -20,6 +20,7 @@ from .. import engine as gc
 from ..engine.core.api import NO_VARIABLES
 from ..engine.core.tensor import Batched
 from ..errors import InputError, ModeError, UnknownNameError, did_you_mean
+from ..io.report import Numbers, Report, RowLayout, Rowwise
 
 MODES = ("tape", "grad", "implicit", "value-grad")
 NO_TRAINABLE_VARIABLES = (NO_VARIABLES + " (declare one with --var NAME=VALUE, or Variable(...) "
@@ -55,7 +56,7 @@ class Gradient:
         return f"Gradient({self.name!r}, {self.gradient!r}, kind={self.kind!r})"
 
 
-class Outcome:
+class Outcome(Rowwise):
     """What one mode returned: the value (tape and value-grad only) and the gradients."""
     __slots__ = ("mode", "value", "gradients", "notes")
 
@@ -66,6 +67,63 @@ class Outcome:
 
     def __repr__(self) -> str:
         return f"Outcome({self.mode!r}, value={self.value!r}, gradients={self.gradients!r})"
+
+    @property
+    def has_value(self) -> bool:
+        """Whether the API returns the value (tape and value-grad)."""
+        return self.mode in ("tape", "value-grad")
+
+    def report(self, check: dict | None = None, symbolic: dict | None = None) -> Report:
+        """The JSON object of SPEC §3 (value only where the API gives one; ``notes`` only
+        when there are some); plain: the value, then each gradient flattened."""
+        fields: dict = {"mode": self.mode}
+        lines = []
+        if self.has_value:
+            fields["value"] = Numbers(self.value, what="the value")
+            lines.append(("value", fields["value"]))
+        fields["gradients"] = []
+        for g in self.gradients:
+            entry = {"name": g.name, "gradient": Numbers(g.gradient,
+                                                         what=f"the gradient of {g.name}")}
+            if symbolic is not None:
+                entry["symbolic"] = symbolic.get(g.name)
+            fields["gradients"].append(entry)
+            lines.append((f"gradient {g.name}", entry["gradient"]))
+        if self.notes:
+            fields["notes"] = list(self.notes)
+        if check is not None:
+            fields["check"] = check
+        return Report(self.mode, fields, lines, self.notes)
+
+    # --at: the value and the gradients, a row each
+    def mapped(self) -> tuple:
+        return self.value, [g.gradient for g in self.gradients]
+
+    def at_row(self, value, raw: list) -> "Outcome":
+        return Outcome(self.mode, value, [Gradient(g.name, out) for g, out in
+                                          zip(self.gradients, raw)], list(self.notes))
+
+    def layout(self) -> RowLayout:
+        return RowLayout(self.mode, self.has_value, np.ndim(self.value),
+                         [g.name for g in self.gradients],
+                         [tuple(getattr(g.source, "shape", ()) or ()) for g in self.gradients],
+                         list(self.notes), lambda value, raw: self.at_row(value, raw).report(),
+                         self._template())
+
+    def _template(self) -> str:
+        """One row's JSON line as a %-template (row, value, gradients)."""
+        from ..io import jsonvalue
+        parts = ['{"row": %d, "mode": ' + jsonvalue.dumps(self.mode).replace("%", "%%")]
+        if self.has_value:
+            parts.append(', "value": %r')
+        grads = []
+        for g in self.gradients:
+            name = jsonvalue.dumps(g.name).replace("%", "%%")
+            grads.append('{"name": ' + name + ', "gradient": %r}')
+        parts.append(', "gradients": [' + ", ".join(grads) + "]")
+        if self.notes:
+            parts.append(', "notes": ' + jsonvalue.dumps(list(self.notes)).replace("%", "%%"))
+        return "".join(parts) + "}\n"
 
 
 class ModeOptions:

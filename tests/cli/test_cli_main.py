@@ -27,7 +27,7 @@ def raising(error):
 
 
 def test_unexpected_exception_in_a_command_is_one_line_and_exit_2(monkeypatch, capsys):
-    monkeypatch.setattr(render, "print_json", raising(RuntimeError("boom")))
+    monkeypatch.setattr(render.json_writer, "write_json", raising(RuntimeError("boom")))
     code, out, err = run_main(monkeypatch, capsys, "grad", "x^2", "--arg", "x=3", "--json")
     assert code == 2
     assert err == "error: could not run the command: RuntimeError: boom\n"
@@ -35,7 +35,7 @@ def test_unexpected_exception_in_a_command_is_one_line_and_exit_2(monkeypatch, c
 
 
 def test_typer_abort_in_a_command_is_aborted_and_exit_1(monkeypatch, capsys):
-    monkeypatch.setattr(render, "print_json", raising(typer.Abort()))
+    monkeypatch.setattr(render.json_writer, "write_json", raising(typer.Abort()))
     code, out, err = run_main(monkeypatch, capsys, "grad", "x^2", "--arg", "x=3", "--json")
     assert (code, err) == (1, "Aborted!\n")
 

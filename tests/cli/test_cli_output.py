@@ -22,6 +22,7 @@ from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
 from gradcli.cli import render
+from gradcli.io.writers import json as json_writer, plain as plain_writer
 from gradcli.io.jsonvalue import json_value
 from gradcli.run.modes import MODES, Gradient, Outcome
 
@@ -166,7 +167,7 @@ def test_human_output_prints_every_number_and_text_as_it_is(outcome, precision, 
 @SETTINGS
 @given(outcome=outcomes(), precision=PRECISIONS)
 def test_plain_output_is_each_value_flattened_in_order(outcome, precision):
-    lines = render.plain_lines(outcome, precision)
+    lines = plain_writer.lines(outcome.report(), precision)
     values = ([outcome.value] if outcome.mode in ("tape", "value-grad") else []) + [
         g.gradient for g in outcome.gradients]
     assert len(lines) == len(values)
@@ -176,14 +177,14 @@ def test_plain_output_is_each_value_flattened_in_order(outcome, precision):
         else:
             assert [key(float(t)) for t in line.split()] == [
                 key(x) for x in canonical(value, precision)]
-    assert render.plain_notes(outcome) == outcome.notes
+    assert plain_writer.notes(outcome.report()) == outcome.notes
 
 
 @pytest.mark.slow
 @SETTINGS
 @given(outcome=outcomes())
 def test_json_output_reads_back_to_the_values_and_carries_the_notes(outcome):
-    obj = json.loads(json.dumps(render.outcome_json(outcome), allow_nan=False))
+    obj = json.loads(json.dumps(json_writer.as_json(outcome.report()), allow_nan=False))
 
     def numbers(x):
         if isinstance(x, list):
@@ -226,8 +227,8 @@ def test_compare_table_prints_every_number_and_message_as_it_is(results, precisi
 def test_float32_prints_its_own_shortest_decimal_everywhere():
     value = np.float32(2.957324266433716)
     outcome = Outcome("value-grad", value, [Gradient("w", np.array([value, 1], np.float32))])
-    assert render.plain_lines(outcome, None) == ["2.9573243", "2.9573243 1.0"]
-    assert render.outcome_json(outcome)["value"] == 2.9573243
+    assert plain_writer.lines(outcome.report(), None) == ["2.9573243", "2.9573243 1.0"]
+    assert json_writer.as_json(outcome.report())["value"] == 2.9573243
     text = human(outcome, None, 80)
     assert "2.9573243" in text and "2.957324266" not in text
 
@@ -235,8 +236,8 @@ def test_float32_prints_its_own_shortest_decimal_everywhere():
 def test_precision_is_significant_digits_for_scalars_and_arrays_alike():
     outcome = Outcome("value-grad", np.float64(2.957324302),
                       [Gradient("w", np.array([2.957324302, 1.97, 79.54]))])
-    assert render.plain_lines(outcome, 2) == ["3", "3 2 80"]
-    assert render.plain_lines(outcome, 4) == ["2.957", "2.957 1.97 79.54"]
+    assert plain_writer.lines(outcome.report(), 2) == ["3", "3 2 80"]
+    assert plain_writer.lines(outcome.report(), 4) == ["2.957", "2.957 1.97 79.54"]
     text = human(outcome, 4, 80)
     assert "2.957" in text and "e+00" not in text and "79.54" in text
 
@@ -261,7 +262,7 @@ def test_large_arrays_are_summarised_in_bounded_time(shape):
     outcome = Outcome("value-grad", value, [Gradient("w", value)])
     start = time.perf_counter()
     text = human(outcome, None, 80)
-    lines = render.plain_lines(outcome, None)
+    lines = plain_writer.lines(outcome.report(), None)
     elapsed = time.perf_counter() - start
     assert elapsed < 1.0, elapsed
     flat = value.reshape(-1)
@@ -274,7 +275,7 @@ def test_large_arrays_are_summarised_in_bounded_time(shape):
 
 def test_a_large_array_in_plain_output_gets_a_note():
     outcome = Outcome("grad", None, [Gradient("x", np.zeros(5000))])
-    assert render.plain_notes(outcome) == [
+    assert plain_writer.notes(outcome.report()) == [
         "the gradient of x has 5000 elements: shown are the first and last 3 "
         "(--json prints them all)"]
 

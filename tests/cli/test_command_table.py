@@ -37,3 +37,14 @@ def test_a_record_names_what_exists(command):
         assert callable(_named(command.check))
     if command.result is not None:
         assert isinstance(_named(command.result), type)
+
+
+@pytest.mark.parametrize("command", [c for c in app.COMMANDS if c.at is not None],
+                         ids=lambda c: c.name)
+def test_a_record_with_many_points_names_its_per_point_function_and_rows(command):
+    # --at maps the record's per-point function; its result type describes its rows
+    # (io/report.py) and the record's check checks sampled rows
+    from gradcli.io.report import RowKind, Rowwise
+    assert callable(_named(command.at)) and command.check is not None
+    result = _named(command.result)
+    assert issubclass(result, Rowwise) and isinstance(result.ROWS, RowKind)

@@ -17,7 +17,8 @@ from hypothesis import strategies as st
 from hypothesis.extra import numpy as hnp
 
 from gradcli.check.compare import to_json_value
-from gradcli.cli import render
+from gradcli.io import text as numbers
+from gradcli.io.writers import json as json_writer
 from gradcli.io.jsonvalue import NumberList, dumps, json_value, number_list, write_line
 from gradcli.run.modes import Gradient, Outcome
 
@@ -56,13 +57,13 @@ def old_json_array(value):
     arr = np.asarray(value)
     if arr.dtype.kind == "f" and arr.dtype != np.float64:
         if arr.ndim == 0:
-            return old_json_number(float(render.number_text(arr[()])))
+            return old_json_number(float(numbers.number_text(arr[()])))
         return [old_json_array(row) for row in arr]
     return old_json_value(arr)
 
 
 def old_texts(value, precision):
-    return [render.number_text(v, precision) for v in np.asarray(value).reshape(-1)]
+    return [numbers.number_text(v, precision) for v in np.asarray(value).reshape(-1)]
 
 
 def leaves(tree):
@@ -107,7 +108,7 @@ def test_json_value_writes_the_element_by_element_bytes(value):
 
 @pytest.mark.parametrize("value", ARRAYS, ids=IDS)
 def test_json_array_writes_the_element_by_element_bytes(value):
-    assert dumps(render.json_array(value), allow_nan=False) == json.dumps(
+    assert dumps(numbers.json_array(value), allow_nan=False) == json.dumps(
         old_json_array(value), allow_nan=False)
 
 
@@ -115,7 +116,7 @@ def test_json_array_writes_the_element_by_element_bytes(value):
 @pytest.mark.parametrize("value", [a for a in ARRAYS if a is not None],
                          ids=[i for a, i in zip(ARRAYS, IDS) if a is not None])
 def test_number_texts_are_number_text_of_each_element(value, precision):
-    assert render.number_texts(value, precision) == old_texts(value, precision)
+    assert numbers.number_texts(value, precision) == old_texts(value, precision)
 
 
 @pytest.mark.parametrize("precision", [None, 4])
@@ -124,13 +125,13 @@ def test_number_texts_are_number_text_of_each_element(value, precision):
                                    np.arange(6).reshape(2, 3), np.zeros((3, 0)),
                                    np.zeros((0, 2)), np.array([[True, False]])])
 def test_number_texts_rows_are_number_text_row_by_row(value, precision):
-    rows = render.number_texts_rows(value, precision)
-    assert rows == [[render.number_text(v, precision) for v in row] for row in value]
+    rows = numbers.number_texts_rows(value, precision)
+    assert rows == [[numbers.number_text(v, precision) for v in row] for row in value]
 
 
 def test_number_texts_rows_takes_only_a_table():
     with pytest.raises(ValueError, match="2-d"):
-        render.number_texts_rows(np.zeros(3))
+        numbers.number_texts_rows(np.zeros(3))
 
 
 def test_float32_texts_of_random_bit_patterns_are_numpy_s_shortest_decimals():
@@ -140,10 +141,10 @@ def test_float32_texts_of_random_bit_patterns_are_numpy_s_shortest_decimals():
     def shortest(v):  # numpy's str, a zero without its sign (-0.0: issue 20, item 9)
         return "0.0" if float(v) == 0 else str(v)
 
-    assert render.number_texts(values) == [shortest(v) for v in values]
-    assert dumps(render.json_array(values)) == json.dumps(old_json_array(values))
+    assert numbers.number_texts(values) == [shortest(v) for v in values]
+    assert dumps(numbers.json_array(values)) == json.dumps(old_json_array(values))
     halves = narrow(values[:2000], np.float16)  # (tiny negatives become -0.0 here)
-    assert render.number_texts(halves) == [shortest(v) for v in halves]
+    assert numbers.number_texts(halves) == [shortest(v) for v in halves]
 
 
 def test_arrays_are_converted_without_a_python_call_per_element(monkeypatch):
@@ -156,15 +157,15 @@ def test_arrays_are_converted_without_a_python_call_per_element(monkeypatch):
 
     monkeypatch.setattr(jsonvalue, "json_number", counted(jsonvalue.json_number))
     monkeypatch.setattr(jsonvalue, "_float", counted(jsonvalue._float))
-    monkeypatch.setattr(render, "number_text", counted(render.number_text))
+    monkeypatch.setattr(numbers, "number_text", counted(numbers.number_text))
     big = np.linspace(-1, 1, 3000).reshape(30, 100)
     big[3, 4], big[5, 6], big[7, 8] = math.nan, math.inf, -math.inf
     for value in (big, big.astype(np.float32), big > 0, np.arange(3000).reshape(30, 100)):
         dumps(json_value(value))
-        dumps(render.json_array(value))
-        render.number_texts(value)
-        render.number_texts(value, 5)
-        render.number_texts_rows(value)
+        dumps(numbers.json_array(value))
+        numbers.number_texts(value)
+        numbers.number_texts(value, 5)
+        numbers.number_texts_rows(value)
     assert not calls
 
 
@@ -194,7 +195,7 @@ def test_print_json_writes_the_outcome_as_json_writes_the_old_values():
                       [Gradient("w", grad), Gradient("v", np.float32([0.1, math.nan])),
                        Gradient("u", None)], notes=["a note"])
     buffer = io.StringIO()
-    render.print_json(render.outcome_json(outcome), file=buffer)
+    json_writer.write(outcome.report(), file=buffer)
     expected = {"mode": "value-grad", "value": 2.9573243,
                 "gradients": [{"name": "w", "gradient": old_json_value(grad)},
                               {"name": "v", "gradient": [0.1, "nan"]},
@@ -219,8 +220,8 @@ def arrays(draw):
 @given(arrays(), st.sampled_from([None, 1, 6, 17]))
 def test_any_array_is_written_with_the_element_by_element_bytes(value, precision):
     assert dumps(json_value(value)) == json.dumps(old_json_value(value))
-    assert dumps(render.json_array(value)) == json.dumps(old_json_array(value))
-    assert render.number_texts(value, precision) == old_texts(value, precision)
+    assert dumps(numbers.json_array(value)) == json.dumps(old_json_array(value))
+    assert numbers.number_texts(value, precision) == old_texts(value, precision)
     if value.ndim == 2:
-        assert render.number_texts_rows(value, precision) == [
+        assert numbers.number_texts_rows(value, precision) == [
             old_texts(row, precision) for row in value]

@@ -1,19 +1,34 @@
-"""The ``--at`` writers: one per output format, behind one interface (``base.Writer``).
+"""The writers: one module per output format, each used by every command.
 
-``WRITERS`` maps a format (``--json``/.jsonl, ``--plain``/.txt, ``--csv``/.csv, .npz) to
-its writer; the human table is the CLI's own (cli/batch.py ``HumanWriter``, on the same
-interface). A new format is one module here and one entry in ``WRITERS``.
+- ``json.py`` (``--json`` of one point: a result's ``Report`` as one JSON object) and
+  ``jsonl.py`` (``--at``: a line per row); ``plain.py`` (``--plain``: one point's lines, and
+  ``PlainWriter`` for ``--at``); ``csvtext.py``, ``npz.py``, ``jsonarray.py`` (``--at``
+  only). They read the neutral descriptions of io/report.py, never a run type.
+- ``WRITERS`` maps an ``--at`` format (``--json``/.jsonl, ``--plain``/.txt, ``--csv``/.csv,
+  .npz) to its writer, on one interface (``base.Writer``); the human table is the CLI's
+  (cli/batch.py ``HumanWriter``, on the same interface).
+
+A new format is one module here (and, for ``--at``, one entry in ``WRITERS``). The
+modules are imported when first named (a single-point run loads only json.py or
+plain.py, not the ``--at`` machinery).
 """
 from __future__ import annotations
 
-from .base import Writer
-from .csvtext import CsvWriter
-from .jsonarray import JsonArrayFile
-from .jsonl import JsonLinesWriter
-from .npz import NpzOutput, NpzWriter
-from .plain import PlainWriter
+_WHERE = {"Writer": "base", "CsvWriter": "csvtext", "JsonArrayFile": "jsonarray",
+          "JsonLinesWriter": "jsonl", "NpzOutput": "npz", "NpzWriter": "npz",
+          "PlainWriter": "plain"}
 
-WRITERS = {"json": JsonLinesWriter, "plain": PlainWriter, "csv": CsvWriter, "npz": NpzWriter}
+__all__ = ["WRITERS", *_WHERE]
 
-__all__ = ["WRITERS", "Writer", "CsvWriter", "JsonArrayFile", "JsonLinesWriter", "NpzOutput",
-           "NpzWriter", "PlainWriter"]
+
+def __getattr__(name: str):
+    from importlib import import_module
+    if name == "WRITERS":
+        value = {"json": __getattr__("JsonLinesWriter"), "plain": __getattr__("PlainWriter"),
+                 "csv": __getattr__("CsvWriter"), "npz": __getattr__("NpzWriter")}
+    elif name in _WHERE:
+        value = getattr(import_module(f"{__name__}.{_WHERE[name]}"), name)
+    else:
+        raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
+    globals()[name] = value
+    return value

@@ -1,12 +1,14 @@
 """What every ``--at`` writer shares: the rows' number text, a chunk at a time (one
 C-level %-formatting per chunk), and ``Writer``, the interface each format implements.
 
-A writer is made with ``(out, precision, meta_of, labels, kind, kept)``: ``out`` the file
+A writer is made with ``(out, precision, layout_of, labels, kind, kept)``: ``out`` the file
 (standard output, an ``outfile.OutputFile``, a ``JsonArrayFile`` or an ``NpzOutput``),
-``meta_of()`` the single-point result the rows share (names, shapes), ``labels`` the
-point's column names, ``kind`` the command (cli/batch.py's ``ModeKind``, ``JacobianKind``,
-``HessianKind``, ``JvpKind``: what a row holds and how its JSON reads), ``kept`` the
-``--keep`` labels. It is given, in order: ``start(res, point)`` before the first rows,
+``layout_of()`` what every row holds (``report.RowLayout``: the value or not, the outputs'
+names and shapes, the notes, a row's single-point ``Report``; None before the first
+computed row), ``labels`` the point's column names, ``kind`` the result type's constant
+part (``report.RowKind``: the columns' prefix, the norm, a word per row), ``kept`` the
+``--keep`` labels. Writers read only these neutral descriptions (io/report.py), never a
+run type. It is given, in order: ``start(res, point)`` before the first rows,
 ``write(res)`` for each computed piece of rows (``res``: ``start``, ``n``, ``columns``,
 ``value``, ``grads``, ``raw``, ``words``, ``kept``), ``bad(row)`` for each row skipped
 with ``--skip-bad-rows``, optionally ``check(report)``, then ``finish()`` -- or
@@ -55,9 +57,10 @@ def fill_lines(template: str, table: np.ndarray) -> str:
 # The writers' common part
 # ---------------------------------------------------------------------------------------
 class Writer:
-    def __init__(self, out, precision: int | None, meta_of, labels: list, kind,
+    def __init__(self, out, precision: int | None, layout_of, labels: list, kind,
                  kept: list = ()):
-        self.out, self.precision, self.meta_of, self.labels = out, precision, meta_of, labels
+        self.out, self.precision, self.layout_of, self.labels = (out, precision, layout_of,
+                                                                 labels)
         self.kind = kind
         self.kept = list(kept)   # the labels of the columns --keep passes through
         self.rows = 0
@@ -68,14 +71,14 @@ class Writer:
         (``row``, a name of the point, ``value``, ``d_x``, a JSON key, ``error``...)."""
         if not self.kept:
             return
-        meta, kind = self.meta_of(), self.kind
+        layout, kind = self.layout_of(), self.kind
         taken = {"row", "error", "error_message", "check", *point, "value",
-                 *(f"{kind.prefix}{name}" for name in kind.names(meta))}
+                 *(f"{kind.prefix}{name}" for name in layout.names)}
         if kind.word:
             taken.add(kind.word)
         value = None if res.value is None else res.value[0]
-        taken.update(kind.row_json(meta, value, [None if r is None else r[0]
-                                                 for r in res.raw]))
+        taken.update(layout.row_report(value, [None if r is None else r[0]
+                                               for r in res.raw]).fields)
         clash = [label for label in self.kept if label in taken]
         if clash:
             raise InputError(f"--keep: the kept column {clash[0]!r} would have the name of a "

@@ -17,17 +17,16 @@ class CsvWriter(Writer):
         self.widths = None
         self.pending: list = []
 
-    def _header(self, meta, res) -> None:
+    def _header(self, layout, res) -> None:
         header = ["row"] + self.kept + list(self.labels)
         widths = [len(self.labels)]
-        if meta is not None:
-            if self.kind.has_value(meta):
+        if layout is not None:
+            if layout.has_value:
                 shape = np.shape(res.value)[1:]
                 header += element_labels("value", shape)
                 widths.append(max(1, int(np.prod(shape))))
-            for k, (name, a) in enumerate(zip(self.kind.names(meta), res.grads)):
-                shape = np.shape(a)[1:] if a is not None else \
-                    self.kind.missing_shape(meta, k)
+            for k, (name, a) in enumerate(zip(layout.names, res.grads)):
+                shape = np.shape(a)[1:] if a is not None else layout.shapes[k]
                 header += element_labels(f"{self.kind.prefix}{name}", shape)
             if self.kind.word:
                 header.append(self.kind.word)
@@ -40,19 +39,19 @@ class CsvWriter(Writer):
         self.pending = []
 
     def write(self, res) -> None:
-        meta = self.meta_of()
+        layout = self.layout_of()
         if not self.header_done:
-            self._header(meta, res)
+            self._header(layout, res)
         n = res.n
         specs = ["%d"] + ["%r" if self.precision is None else f"%.{self.precision}g"] * \
             res.columns.shape[1]
         arrays = [np.arange(res.start, res.start + n, dtype=np.float64)[:, None],
                   output_ready(res.columns)]  # (the point too: -0.0 prints 0.0, as everywhere)
-        with_value = self.kind.has_value(meta)
+        with_value = layout.has_value
         fields = ([res.value] if with_value else []) + list(res.grads)
         for k, f in enumerate(fields):
             if f is None:
-                shape = self.kind.missing_shape(meta, k - with_value)
+                shape = layout.shapes[k - with_value]
                 specs += [""] * max(1, int(np.prod(shape)))
                 continue
             f = output_ready(f, self.precision)

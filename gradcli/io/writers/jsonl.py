@@ -16,11 +16,11 @@ class JsonLinesWriter(Writer):
 
     def write(self, res) -> None:
         from .. import jsonvalue
-        meta = self.meta_of()
-        kind = self.kind
-        fields = ([res.value] if kind.has_value(meta) else []) + list(res.grads)
+        from .json import as_json
+        layout = self.layout_of()
+        fields = ([res.value] if layout.has_value else []) + list(res.grads)
         if self.template is None:
-            self.template = kind.template(meta) or ""
+            self.template = layout.template or ""
         n = res.n
         ready = [None if f is None else output_ready(f) for f in fields]
         fast = all(f is None or f.dtype == np.float64 for f in ready)
@@ -48,8 +48,8 @@ class JsonLinesWriter(Writer):
                     continue
                 value = res.value[i] if res.value is not None else None
                 obj = {"row": head[0], **dict(zip(self.kept, kept[i])),
-                       **kind.row_json(meta, value, [None if a is None else a[i]
-                                                     for a in res.raw])}
+                       **as_json(layout.row_report(value, [None if a is None else a[i]
+                                                           for a in res.raw]))}
                 lines.append(jsonvalue.dumps(obj, allow_nan=False) + "\n")
             text = "".join(lines)
         self.out.write(text)

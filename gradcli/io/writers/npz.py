@@ -29,10 +29,10 @@ class NpzWriter(Writer):
         self.outputs = None   # name -> _Spool, made at the first computed rows
         self.pending = 0      # bad rows before then (their output rows are blank)
 
-    def _fields(self, meta, res) -> dict:
+    def _fields(self, layout, res) -> dict:
         kind = self.kind
-        fields = {"value": res.value} if kind.has_value(meta) else {}
-        for name, g in zip(kind.names(meta), res.grads):
+        fields = {"value": res.value} if layout.has_value else {}
+        for name, g in zip(layout.names, res.grads):
             fields[f"{kind.prefix}{name}"] = g
         if kind.word:
             fields[kind.word] = np.array(res.words, dtype=f"<U{kind.word_width}")
@@ -40,7 +40,7 @@ class NpzWriter(Writer):
 
     def write(self, res) -> None:
         npz, n = self.npz, res.n
-        fields = self._fields(self.meta_of(), res)
+        fields = self._fields(self.layout_of(), res)
         if self.outputs is None:
             self.outputs = {}
             npz.check_names(list(fields))

@@ -1,0 +1,195 @@
+"""The writer layer (issue 21): every command of the table whose record has an ``at``
+(per-point function) computes its result through that function, the result says what it
+holds once (``report()``, ``layout()``), and the SAME writer objects of io/writers/ render
+it: JSON and plain at one point; JSON Lines, plain, CSV, .npz and the human table at many.
+The numbers are checked against the derivatives of f = x^2 * y by hand, never against
+the engine."""
+from __future__ import annotations
+
+import io
+import json
+from importlib import import_module
+
+import numpy as np
+import pytest
+
+from gradcli.cli.app import COMMANDS
+from gradcli.io.points import Chunk
+from gradcli.io.writers import WRITERS, json as json_writer, plain as plain_writer
+from gradcli.io.writers.human import HumanWriter
+from gradcli.lang import Declarations, build, parse_program
+from gradcli.run.many import Evaluator, evaluate_chunk, per_point
+from gradcli.run.modes import ModeOptions
+
+PROGRAM = "x^2 * y"
+POINTS = np.array([[3.0, 2.0], [-1.0, 0.5], [0.25, -4.0]])
+
+
+def truth(x: float, y: float) -> dict:
+    """f = x^2 y by hand: its value, gradient, Hessian and jvp along x."""
+    return {"value": x * x * y, "gradient": [2 * x * y, x * x],
+            "hessian": [[2 * y, 2 * x], [2 * x, 0.0]], "jvp": 2 * x * y}
+
+
+# name -> (declarations, the per-point function's arguments, what a row shows by hand)
+CASES = {
+    "tape": ("var", {"mode": "tape", "options": ModeOptions()},
+             lambda t: [t["value"], *t["gradient"]]),
+    "grad": ("arg", {"mode": "grad", "options": ModeOptions()}, lambda t: t["gradient"]),
+    "implicit": ("var", {"mode": "implicit", "options": ModeOptions()},
+                 lambda t: t["gradient"]),
+    "value-grad": ("var", {"mode": "value-grad", "options": ModeOptions()},
+                   lambda t: [t["value"], *t["gradient"]]),
+    "jacobian": ("arg", {"wrt": None, "mode": "rev"}, lambda t: [t["value"], *t["gradient"]]),
+    "hessian": ("arg", {"wrt": None},
+                lambda t: [t["value"], *t["gradient"], *np.ravel(t["hessian"])]),
+    "jvp": ("arg", {"tangents": ["x=1"]}, lambda t: [t["value"], t["jvp"]]),
+}
+AT_COMMANDS = [c for c in COMMANDS if c.at is not None]
+
+
+def _named(dotted: str):
+    module, name = dotted.rsplit(".", 1)
+    return getattr(import_module(f"gradcli.{module}"), name)
+
+
+def _model(kind: str, x: float = 3.0, y: float = 2.0):
+    decls = Declarations.from_options(**{kind: [f"x={x}", f"y={y}"]})
+    return build(parse_program(PROGRAM), decls)
+
+
+def _numbers(obj) -> list:
+    """Every number of a JSON value, in order (hessian's labels and words left out)."""
+    if isinstance(obj, dict):
+        return [n for key, v in obj.items() if key not in ("row", "shape", "labels")
+                for n in _numbers(v)]
+    if isinstance(obj, list):
+        return [n for v in obj for n in _numbers(v)]
+    return [float(obj)] if isinstance(obj, (int, float)) and not isinstance(obj, bool) else []
+
+
+def _floats(tokens) -> list:
+    """The numbers among text tokens (words such as a verdict or null left out)."""
+    out = []
+    for token in tokens:
+        try:
+            out.append(float(token))
+        except ValueError:
+            pass
+    return out
+
+
+def test_every_command_with_many_points_is_covered_here():
+    assert {c.name for c in AT_COMMANDS} == set(CASES)
+
+
+@pytest.mark.parametrize("command", AT_COMMANDS, ids=lambda c: c.name)
+def test_one_point_renders_through_the_json_and_plain_writers(command):
+    kind, arguments, shown = CASES[command.name]
+    result = _named(command.at)(model=_model(kind), **arguments)
+    assert isinstance(result, _named(command.result))
+    report = result.report()
+    expected = shown(truth(3.0, 2.0))
+    got = _numbers(json_writer.as_json(report))
+    assert got[:len(expected)] == pytest.approx(expected, rel=1e-12)
+    plain = _floats(t for line in plain_writer.lines(report, None) for t in line.split())
+    assert plain[:len(expected)] == pytest.approx(expected, rel=1e-12)
+
+
+def _rows(command):
+    """The command at POINTS, through run.many (as --at and a worker compute them)."""
+    kind, arguments, _ = CASES[command.name]
+    model = _model(kind)
+    evaluate = Evaluator(model, per_point(command.at, arguments))
+    chunk = Chunk(0, {"x": POINTS[:, 0].copy(), "y": POINTS[:, 1].copy()}, POINTS.copy())
+    parts = evaluate_chunk(evaluate, chunk)
+    assert len(parts) == 1 and parts[0].n == len(POINTS)
+    return evaluate, parts[0]
+
+
+def _write(command, fmt: str, evaluate, part) -> str:
+    out = io.StringIO()
+    writer_class = {**WRITERS, "human": HumanWriter}[fmt]
+    writer = writer_class(out, None, evaluate.meta.layout, ["x", "y"],
+                          _named(command.result).ROWS, [])
+    writer.start(part, ["x", "y"])
+    writer.write(part)
+    writer.finish()
+    return out.getvalue()
+
+
+@pytest.mark.parametrize("command", AT_COMMANDS, ids=lambda c: c.name)
+def test_many_points_render_through_every_at_writer(command, capsys):
+    _, _, shown = CASES[command.name]
+    evaluate, part = _rows(command)
+    expected = [shown(truth(x, y)) for x, y in POINTS]
+
+    lines = _write(command, "json", evaluate, part).splitlines()
+    assert len(lines) == len(POINTS)
+    for row, (line, want) in enumerate(zip(lines, expected)):
+        obj = json.loads(line)
+        assert obj["row"] == row
+        assert _numbers(obj)[:len(want)] == pytest.approx(want, rel=1e-12)
+        # the row's object is the single-point JSON at that row
+        x, y = POINTS[row]
+        kind, arguments, _ = CASES[command.name]
+        one = _named(command.at)(model=_model(kind, x, y), **arguments)
+        assert {k: v for k, v in obj.items() if k != "row"} == json.loads(
+            json.dumps(json_writer.as_json(one.report())))
+
+    for line, want in zip(_write(command, "plain", evaluate, part).splitlines(), expected):
+        numbers = _floats(line.split())
+        assert numbers[:len(want)] == pytest.approx(want, rel=1e-12)
+
+    csv = _write(command, "csv", evaluate, part).splitlines()
+    assert csv[0].split(",")[:3] == ["row", "x", "y"]
+    for row, (line, want) in enumerate(zip(csv[1:], expected)):
+        cells = line.split(",")
+        assert [float(c) for c in cells[:3]] == [row, *POINTS[row]]
+        numbers = _floats(cells[3:])
+        assert numbers[:len(want)] == pytest.approx(want, rel=1e-12)
+
+    _write(command, "human", evaluate, part)
+    text = capsys.readouterr().out
+    assert f"{len(POINTS)} rows" in text
+    for want in expected:
+        assert repr(float(want[0])) in text or repr(float(want[0]) + 0.0) in text
+
+
+@pytest.mark.parametrize("command", AT_COMMANDS, ids=lambda c: c.name)
+def test_npz_holds_the_rows_numbers(command, tmp_path):
+    from gradcli.io.writers import NpzOutput, NpzWriter
+    _, _, shown = CASES[command.name]
+    evaluate, part = _rows(command)
+    path = tmp_path / "out.npz"
+    npz = NpzOutput(str(path), ["x", "y"], {"x": (), "y": ()}, [])
+    writer = NpzWriter(npz, None, evaluate.meta.layout, ["x", "y"],
+                       _named(command.result).ROWS, [])
+    writer.start(part, ["x", "y"])
+    writer.write(part)
+    writer.finish()
+    with np.load(path) as z:
+        assert z["row"].tolist() == [0, 1, 2]
+        for i, (x, y) in enumerate(POINTS):
+            numbers = [float(v) for name in z.files
+                       if name not in ("row", "x", "y", "error", "error_message", "verdict",
+                                       "eigenvalues")
+                       for v in np.ravel(z[name][i])]
+            want = shown(truth(x, y))
+            assert numbers[:len(want)] == pytest.approx(want, rel=1e-12)
+
+
+def test_critical_points_render_through_the_same_json_and_plain_writers():
+    # f = x^3 - 3x: f' = 3x^2 - 3 is zero at x = -1 (a maximum, f = 2) and 1 (a minimum,
+    # f = -2), by hand
+    from gradcli.run.critical import Critical, critical
+    command = next(c for c in COMMANDS if c.name == "critical")
+    result = critical("x^3 - 3*x", var=None, frozen=None, arg=["x=-3:3"], target=None,
+                      solve_timeout=0.1)
+    assert isinstance(result, _named(command.result)) and isinstance(result, Critical)
+    report = result.report()
+    obj = json_writer.as_json(report)
+    assert [(p["at"]["x"], p["value"], p["verdict"]) for p in obj["points"]] == [
+        (pytest.approx(-1.0), pytest.approx(2.0), "maximum"),
+        (pytest.approx(1.0), pytest.approx(-2.0), "minimum")]
+    assert plain_writer.lines(report, 3) == ["-1 2 maximum", "1 -2 minimum"]
