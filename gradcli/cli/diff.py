@@ -166,7 +166,7 @@ def run_taylor(s: Settings) -> None:
             sys.stdout.write(f"  {result.note}\n")
         else:
             err = render.number_text(result.max_rel_err, 2)
-            sys.stdout.write(f"  coefficients from the tape (nested tapes); all "
+            sys.stdout.write(f"  coefficients from the tape (forward mode); all "
                              f"{len(result.coefficients)} agree with sympy's series, max rel "
                              f"err {err}\n")
     if result.disagreement:
