@@ -242,5 +242,5 @@ IDIFF = [
         "--wrt", metavar="NAME", show_default=False,
         help="The independent variable.")], ...),
     option("order", Annotated[int, typer.Option(
-        "--order", metavar="N", help="Up to the N-th derivative (1 or 2).")], 1),
+        "--order", metavar="N", help="Up to the N-th derivative (1 to 6).")], 1),
 ] + [o for o in DIFF if o.name in ("latex", "raw", "simplify_timeout")]
