@@ -214,6 +214,11 @@ DIFF = [
         "--taylor", metavar="NAME=VALUE[,NAME=VALUE...]", show_default=False,
         help="The Taylor polynomial at this point instead, to --order N (default 3): its "
              "coefficients from the tape, checked against sympy's series.")], None),
+    option("steps", Annotated[bool, typer.Option(
+        "--steps", help="The derivation rule by rule (sum, product, quotient, chain, "
+                        "power, each table function's rule), each step's derivative "
+                        "shown; its last line is checked against the verified formula.")],
+        False),
     option("latex", Annotated[bool, typer.Option(
         "--latex", help="Print each formula in LaTeX.")], False),
     option("raw", Annotated[bool, typer.Option(

@@ -1,0 +1,555 @@
+"""``gradcli diff --steps``: the derivation rule by rule, from the program's own tree.
+
+The walk is over gradcli's parsed tree (:mod:`gradcli.lang.tree`), not sympy's: each node
+that depends on the variable gets one step, children before their parent, naming the
+rule it takes (sum, difference, constant multiple, product, quotient, power, exponential,
+general power for ``x^x``, negation, piecewise ``where``, and the chain rule with each
+table function's own derivative) and giving the sub-expression and its derivative, both
+in gradcli's notation (they parse back). A node that does not depend on the variable is
+a constant (derivative 0, no step); the variable itself has derivative 1.
+
+**A table function's rule** is the table's own: the entry's ``derivative`` text (what
+``gradcli functions`` shows) is the rule's statement, and it is used as the formula
+where it is one gradcli reads (``cos(x)``, ``1 + tan(x)^2``, ``1/y, -x/y^2``: one per
+input, before any ``;``) and where it equals the derivative of the entry's sympy form at
+three points of its sample range; otherwise (``2x``, ``sigmoid(x) (1 - sigmoid(x))``,
+``x/hypot``) the derivative of the entry's sympy form, printed in gradcli's notation.
+These are the only things sympy differentiates here: one table function of plain
+symbols, never the user's text.
+
+**Intermediate names** (``u = x^2`` then ``sin(u)``): the steps of a statement are in the
+program's names as they stand there (``d/dx sin(u) = cos(u)*du/dx`` with ``du/dx``'s
+formula put in), closed by a step for the name itself. A name assigned again is
+replaced by its old definition in what was derived before, so every step means what it
+says where it stands. Each step also has its standalone form (every intermediate name
+replaced by its definition, constants by their values): the tests evaluate those.
+
+**The final line** is the derivative of the program's value, standalone, and it is
+checked, not assumed: evaluated at the points ``gradcli diff`` verified its formula at
+(:func:`gradcli.run.formulas.diff`), it must equal the verified formula there within
+the same tolerance; a difference is exit 1 with both numbers.
+
+Arithmetic with 0 and 1 is done as the steps are built (``0*u``, ``1*u``, ``u + 0``,
+``u^1``, numbers folded), nothing else: the steps show the rules, the verified formula
+shows the simplified result.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field
+from functools import lru_cache
+
+import numpy as np
+
+from ..errors import InputError
+from . import formulas
+
+#: More steps than this is a refusal (``diff`` without ``--steps`` still answers).
+MAX_STEPS = 300
+#: Deeper trees are refused before the (recursive) walk.
+MAX_DEPTH = 200
+
+LAWS = {
+    "sum rule": "(u + v)' = u' + v'",
+    "difference rule": "(u - v)' = u' - v'",
+    "constant multiple rule": "(c*u)' = c*u', (u/c)' = u'/c",
+    "product rule": "(u*v)' = u'*v + u*v'",
+    "quotient rule": "(u/v)' = (u'*v - u*v')/v^2",
+    "power rule": "(u^n)' = n*u^(n-1)*u'",
+    "exponential rule": "(a^v)' = a^v*log(a)*v'",
+    "general power rule": "(u^v)' = u^v*(v'*log(u) + v*u'/u)",
+    "negation": "(-u)' = -u'",
+    "piecewise rule": "where(c, u, v)' = where(c, u', v')",
+    "remainder rule": "(u % v)' = u' - floor(u/v)*v'",
+    "step": "0 away from its jumps",
+}
+
+
+@dataclass
+class Step:
+    """One rule applied: ``d/dx expression = derivative``."""
+    rule: str
+    law: str
+    expression: str
+    derivative: str
+    standalone: tuple = ()      # (expression, derivative) with names inlined
+    within: str | None = None   # the intermediate name whose statement this step is in
+
+
+@dataclass
+class Derivation:
+    """The steps of one first derivative, and how its final line compares."""
+    wrt: str
+    steps: list = field(default_factory=list)
+    result: str = ""                  # the final line, standalone
+    formula: str = ""                 # the verified formula it is compared with
+    points: int = 0
+    max_rel_err: float | None = None
+    disagreement: str | None = None
+
+
+# ---------------------------------------------------------------------------------------
+# Trees: building with 0 and 1 folded, substituting, printing
+# ---------------------------------------------------------------------------------------
+def _tree():
+    from ..lang import tree
+    return tree
+
+
+def number(value: float):
+    return _tree().Number(float(value))
+
+
+def is_number(node, value=None) -> bool:
+    ok = isinstance(node, _tree().Number)
+    return ok and (value is None or node.value == value)
+
+
+ZERO, ONE = 0.0, 1.0
+
+
+def add(a, b):
+    if is_number(a, 0):
+        return b
+    if is_number(b, 0):
+        return a
+    if is_number(a) and is_number(b):
+        return number(a.value + b.value)
+    return _tree().Binary("+", a, b)
+
+
+def sub(a, b):
+    if is_number(b, 0):
+        return a
+    if is_number(a, 0):
+        return neg(b)
+    if is_number(a) and is_number(b):
+        return number(a.value - b.value)
+    return _tree().Binary("-", a, b)
+
+
+def neg(a):
+    t = _tree()
+    if is_number(a):
+        return number(-a.value)
+    if isinstance(a, t.Unary) and a.op == "-":
+        return a.operand
+    return t.Unary("-", a)
+
+
+def mul(a, b):
+    if is_number(a, 0) or is_number(b, 0):
+        return number(0)
+    if is_number(a, 1):
+        return b
+    if is_number(b, 1):
+        return a
+    if is_number(a, -1):
+        return neg(b)
+    if is_number(b, -1):
+        return neg(a)
+    if is_number(a) and is_number(b):
+        return number(a.value * b.value)
+    return _tree().Binary("*", a, b)
+
+
+def div(a, b):
+    if is_number(a, 0):
+        return number(0)
+    if is_number(b, 1):
+        return a
+    return _tree().Binary("/", a, b)
+
+
+def power(a, b):
+    if is_number(b, 1):
+        return a
+    if is_number(b, 0):
+        return number(1)
+    return _tree().Binary("**", a, b)
+
+
+def call(name: str, *args):
+    return _tree().Call(name, tuple(args))
+
+
+def substitute(node, mapping: dict):
+    """``node`` with each ``Name`` in ``mapping`` replaced by its tree (at once)."""
+    t = _tree()
+    if isinstance(node, t.Name):
+        return mapping.get(node.id, node)
+    if not isinstance(node, t.Node) or not node.fields:
+        return node
+    return type(node)(*[_substitute_field(getattr(node, f), mapping) for f in node.fields],
+                      pos=node.pos)
+
+
+def _substitute_field(value, mapping):
+    if isinstance(value, tuple):
+        return tuple(_substitute_field(v, mapping) for v in value)
+    if isinstance(value, _tree().Node):
+        return substitute(value, mapping)
+    return value
+
+
+#: Python's (and gradcli's) binding strength, loosest first.
+_PRECEDENCE = {"compare": 1, "+": 2, "-": 2, "*": 3, "/": 3, "@": 3, "%": 3, "//": 3,
+               "unary": 4, "**": 5, "atom": 6}
+
+
+def _strength(node) -> int:
+    t = _tree()
+    if isinstance(node, t.Binary):
+        return _PRECEDENCE[node.op]
+    if isinstance(node, t.Compare):
+        return _PRECEDENCE["compare"]
+    if isinstance(node, t.Unary) or (is_number(node) and (node.value < 0 or (
+            node.value == 0 and math.copysign(1, node.value) < 0))):
+        return _PRECEDENCE["unary"]
+    return _PRECEDENCE["atom"]
+
+
+def text(node) -> str:
+    """``node`` in gradcli's notation, with the parentheses its shape needs (so it parses
+    back to the same tree): a right operand of its own strength is parenthesised, as is
+    anything but an atom beside ``^``."""
+    t = _tree()
+    if isinstance(node, t.Number):
+        v = node.value
+        if math.isfinite(v) and v.is_integer() and abs(v) < 1e15:
+            return str(int(v))
+        return repr(v) if math.isfinite(v) else ("inf" if v > 0 else "-inf")
+    if isinstance(node, t.Name):
+        return node.id
+    if isinstance(node, t.Str):
+        return repr(node.value)
+    if isinstance(node, t.Unary):
+        return node.op + _wrapped(node.operand, _PRECEDENCE["unary"] + 1)
+    if isinstance(node, (t.Binary, t.Compare)):
+        op = "^" if node.op == "**" else node.op
+        mine = _strength(node)
+        left_needs = mine + 1 if node.op == "**" else mine
+        right_needs = _PRECEDENCE["atom"] if node.op == "**" else mine + 1
+        spaced = f" {op} " if mine <= _PRECEDENCE["+"] else op
+        return _wrapped(node.left, left_needs) + spaced + _wrapped(node.right, right_needs)
+    if isinstance(node, t.Call):
+        args = [text(a) for a in node.args] + [f"{k}={text(v)}" for k, v in node.kwargs]
+        return f"{node.func}({', '.join(args)})"
+    if isinstance(node, t.ArrayLit):
+        return "[" + ", ".join(text(e) for e in node.elements) + "]"
+    if isinstance(node, t.TupleLit):
+        inner = ", ".join(text(e) for e in node.elements)
+        return f"({inner},)" if len(node.elements) == 1 else f"({inner})"
+    if isinstance(node, t.Index):
+        return _wrapped(node.value, _PRECEDENCE["atom"]) + "[" + ", ".join(
+            _item(i) for i in node.items) + "]"
+    raise InputError(f"--steps cannot print a {type(node).__name__}")
+
+
+def _item(item) -> str:
+    if isinstance(item, _tree().Slice):
+        parts = [text(p) if p is not None else "" for p in (item.lower, item.upper, item.step)]
+        return ":".join(parts[:2]) + (f":{parts[2]}" if item.step is not None else "")
+    return text(item)
+
+
+def _wrapped(node, needs: int) -> str:
+    inner = text(node)
+    return inner if _strength(node) >= needs else f"({inner})"
+
+
+def depth(root) -> int:
+    """The tree's depth, without recursion (the walk itself recurses)."""
+    from ..lang import children
+    deepest, stack = 0, [(root, 1)]
+    while stack:
+        node, level = stack.pop()
+        deepest = max(deepest, level)
+        stack.extend((child, level + 1) for child in children(node)
+                     if isinstance(child, _tree().Node))
+    return deepest
+
+
+# ---------------------------------------------------------------------------------------
+# The table's rules
+# ---------------------------------------------------------------------------------------
+@lru_cache(maxsize=None)
+def table_rule(name: str) -> tuple:
+    """(the partial derivative of the entry per input, as trees in the entry's input
+    names; whether they are the table's own text). Raises InputError for an entry with
+    no usable rule."""
+    import sympy as sp
+
+    from ..check import notation
+    from ..engine.core.table import lookup
+    from ..lang import parse_expression
+    op = lookup(name)
+    if op is None or not op.elementwise or op.sympy is None:
+        raise InputError(f"--steps: {name}(...) is not an elementwise function of the table "
+                         "with a formula; gradcli diff without --steps differentiates it")
+    symbols = [sp.Symbol(n, real=True) for n in op.inputs]
+    form = op.sympy(sp, *symbols)
+    truths = [formulas.without_step_derivatives(sp, sp.diff(form, s)) for s in symbols]
+    stated = _stated_rule(op, symbols, truths)
+    if stated is not None:
+        return stated, True
+    try:
+        return tuple(parse_expression(notation.to_gradcli(d)) for d in truths), False
+    except Exception as err:  # noqa: BLE001 - the printer's refusal, said as one message
+        raise InputError(f"--steps: no printable rule for {name}: {err}") from None
+
+
+def _stated_rule(op, symbols, truths):
+    """The entry's ``derivative`` text as trees, if it reads back and is right."""
+    from ..lang import parse_expression
+    texts = [part.strip() for part in op.derivative.split(";")[0].split(",")]
+    if len(texts) != len(symbols):
+        return None
+    rng = np.random.default_rng(formulas.SEED)
+    points = [{s.name: float(rng.uniform(*op.sample)) for s in symbols} for _ in range(3)]
+    trees = []
+    try:
+        for part, truth in zip(texts, truths):
+            built = formulas.formula_model(part, [s.name for s in symbols])
+            for values in points:
+                expected = float(truth.subs({s: values[s.name] for s in symbols}))
+                got = formulas.formula_value(built, values)
+                if not abs(got - expected) <= 1e-9 * max(1.0, abs(expected)):
+                    return None
+            trees.append(parse_expression(part))
+    except Exception:  # noqa: BLE001 - prose, not a formula gradcli reads: not used
+        return None
+    return tuple(trees)
+
+
+# ---------------------------------------------------------------------------------------
+# The walk
+# ---------------------------------------------------------------------------------------
+class Deriver:
+    """d/d``wrt`` of a program's statements, one step per rule applied."""
+
+    def __init__(self, wrt: str, constants: dict):
+        self.wrt = wrt
+        self.derivatives: dict = {}      # intermediate name -> its derivative's tree
+        self.definitions: dict = dict(constants)  # name -> standalone tree (inlining)
+        self.steps: list = []
+        self.within: str | None = None
+        self.memo: dict = {}
+
+    # -- what depends on the variable
+    def depends(self, node) -> bool:
+        from ..lang import iter_postorder
+        t = _tree()
+        return any(isinstance(n, t.Name) and (n.id == self.wrt or not is_number(
+            self.derivatives.get(n.id, number(0)), 0)) for n in iter_postorder(node))
+
+    def standalone(self, node):
+        return substitute(node, self.definitions)
+
+    # -- statements
+    def assign(self, name: str, value) -> None:
+        """``name = value``: its steps, then the name's own step."""
+        self.within, self.memo = name, {}
+        derivative = self.d(value)
+        self.within = None
+        if name in self.definitions or name in self.derivatives:
+            # Assigned again: what was derived in the old name's terms keeps its meaning.
+            old = {name: self.definitions.get(name, _tree().Name(name))}
+            self.derivatives = {k: substitute(v, old) for k, v in self.derivatives.items()}
+            derivative = substitute(derivative, old)
+        self.definitions[name] = self.standalone(value)
+        self.derivatives[name] = derivative
+        if self.depends(_tree().Name(name)) and not isinstance(value, _tree().Name):
+            self.step(_tree().Name(name), derivative, "intermediate name",
+                      f"{name} = {text(value)}: its derivative, from the steps above")
+
+    def value(self, node):
+        """The derivative of the program's value ``node`` (its last expression)."""
+        self.memo = {}
+        return self.d(node)
+
+    # -- one node
+    def step(self, node, derivative, rule: str, law: str | None = None) -> None:
+        if len(self.steps) >= MAX_STEPS:
+            raise InputError(f"--steps: the derivation takes more than {MAX_STEPS} steps; "
+                             "gradcli diff without --steps gives the formula")
+        self.steps.append(Step(
+            rule=rule, law=law if law is not None else LAWS[rule], expression=text(node),
+            derivative=text(derivative), within=self.within,
+            standalone=(text(self.standalone(node)), text(self.standalone(derivative)))))
+
+    def d(self, node):
+        if node in self.memo:
+            return self.memo[node]
+        t = _tree()
+        if not self.depends(node):
+            result = number(0)
+        elif isinstance(node, t.Name):
+            result = number(1) if node.id == self.wrt else self.derivatives[node.id]
+        elif isinstance(node, t.Unary):
+            result = self.d(node.operand)
+            if node.op == "-":
+                result = neg(result)
+                self.step(node, result, "negation")
+        elif isinstance(node, t.Binary):
+            result = self.binary(node)
+        elif isinstance(node, t.Call):
+            result = self.call(node)
+        elif isinstance(node, t.Compare):
+            result = number(0)
+            self.step(node, result, "step", "a comparison is a step: 0 away from its jump")
+        else:
+            raise InputError(f"--steps follows scalar programs (sums, products, quotients, "
+                             f"powers, the table's elementwise functions); "
+                             f"'{text(node)}' is not one. gradcli diff without --steps "
+                             "gives the formula")
+        self.memo[node] = result
+        return result
+
+    def binary(self, node):
+        op, u, v = node.op, node.left, node.right
+        if op == "@":
+            raise InputError("--steps follows scalar programs: '@' (matmul) is not one")
+        if op == "//":
+            self.step(node, number(0), "step", "u // v is a step: 0 away from its jumps")
+            return number(0)
+        du, dv = self.d(u), self.d(v)
+        u_varies, v_varies = self.depends(u), self.depends(v)
+        if op in "+-":
+            result = add(du, dv) if op == "+" else sub(du, dv)
+            rule = "sum rule" if op == "+" else "difference rule"
+        elif op == "*" and not (u_varies and v_varies):
+            result, rule = mul(du, v) if u_varies else mul(u, dv), "constant multiple rule"
+        elif op == "*":
+            result, rule = add(mul(du, v), mul(u, dv)), "product rule"
+        elif op == "/" and not v_varies:
+            result, rule = div(du, v), "constant multiple rule"
+        elif op == "/":
+            result = div(sub(mul(du, v), mul(u, dv)), power(v, number(2)))
+            rule = "quotient rule"
+        elif op == "%":
+            result, rule = sub(du, mul(call("floor", div(u, v)), dv)), "remainder rule"
+        elif not v_varies:            # u^n
+            exponent = number(v.value - 1) if is_number(v) else sub(v, number(1))
+            result, rule = mul(mul(v, power(u, exponent)), du), "power rule"
+        elif not u_varies:            # a^v
+            log = number(1) if isinstance(u, _tree().Name) and u.id == "e" else call("log", u)
+            result, rule = mul(mul(node, log), dv), "exponential rule"
+        else:                         # u^v: logarithmic differentiation
+            result = mul(node, add(mul(dv, call("log", u)), div(mul(v, du), u)))
+            rule = "general power rule"
+        self.step(node, result, rule)
+        return result
+
+    def call(self, node):
+        from ..engine.core.table import lookup
+        op = lookup(node.func)
+        if node.kwargs:
+            raise InputError(f"--steps: {node.func}(...) with keyword parameters is not "
+                             "followed; gradcli diff without --steps gives the formula")
+        if op is not None and op.name == "where":
+            cond, a, b = node.args
+            result = call("where", cond, self.d(a), self.d(b))
+            self.step(node, result, "piecewise rule")
+            return result
+        partials, stated = table_rule(node.func)
+        if len(partials) != len(node.args):
+            raise InputError(f"--steps: {node.func} takes {len(partials)} arguments here")
+        mapping = dict(zip(op.inputs, node.args))
+        result = number(0)
+        for partial, arg in zip(partials, node.args):
+            if self.depends(arg):
+                result = add(result, mul(substitute(partial, mapping), self.d(arg)))
+        inputs = ", ".join(op.inputs)
+        plain = all(isinstance(a, _tree().Name) and a.id == self.wrt for a in node.args
+                    if self.depends(a))
+        rule = "table rule" if plain else "chain rule"
+        if stated:
+            law = f"{op.name}'({inputs}) = {op.derivative} (the table)"
+        else:
+            law = (f"{op.name}'({inputs}) = {', '.join(text(p) for p in partials)} (the "
+                   f"table: {op.derivative})")
+        if not plain:
+            law += ", times the inside's derivative"
+        self.step(node, result, rule, law)
+        return result
+
+
+# ---------------------------------------------------------------------------------------
+# The command's computation
+# ---------------------------------------------------------------------------------------
+def derive(program, model, wrt: str) -> tuple:
+    """(the steps, the final derivative's standalone tree) of ``d/d wrt`` of the
+    program's value."""
+    t = _tree()
+    constants = {}
+    _, held = formulas.variables_of(model)
+    for name in held:
+        value = np.asarray(model.source(name).numpy(), dtype=np.float64)
+        if value.shape == ():
+            constants[name] = number(float(value))
+    deriver = Deriver(wrt, constants)
+    final = None
+    target = model.target_name
+    for index, statement in enumerate(program.statements):
+        if depth(statement) > MAX_DEPTH:
+            raise InputError(f"--steps: the program nests deeper than {MAX_DEPTH} levels")
+        last = index == len(program.statements) - 1
+        if isinstance(statement, t.Assign):
+            if isinstance(statement.value, t.Declare):
+                continue  # a Variable or constant: a variable, or held constant
+            deriver.assign(statement.name, statement.value)
+            if last or statement.name == target:
+                final = t.Name(statement.name)
+        elif last:
+            final = statement.value
+    if final is None:
+        raise InputError("--steps: the program has no value to differentiate")
+    derivative = deriver.value(final)
+    return deriver.steps, deriver.standalone(derivative)
+
+
+def diff_with_steps(text_: str, *, var=(), frozen=(), arg=(), target=None, wrt=None,
+                    budget: float = 2.0, raw: bool = False):
+    """``gradcli diff --steps``: the verified formulas, each with its derivation, whose
+    final line is compared with the formula at the verification points."""
+    result = formulas.diff(text_, var=var, frozen=frozen, arg=arg, target=target, wrt=wrt,
+                           budget=budget, raw=raw)
+    if result.shape != ():
+        raise InputError(f"--steps follows scalar programs; this one's value has shape "
+                         f"{result.shape}")
+    program, model = formulas.prepare(text_, var, frozen, arg, target)
+    # (bound where the formulas were: a constant(...) of the program may read a variable)
+    formulas.at_point(model, result.rows[0]["at"] if result.rows else {
+        n: result.point.get(n, 1.0) for n in result.variables})
+    for derivative in result.derivatives:
+        steps, final = derive(program, model, derivative.wrt[0])
+        derivation = Derivation(wrt=derivative.wrt[0], steps=steps, result=text(final),
+                                formula=derivative.formula)
+        if derivative.printable:
+            compare(derivation, result.rows, result.variables)
+        derivative.steps = derivation
+    return result
+
+
+def compare(derivation: Derivation, rows: list, variables: list) -> None:
+    """The final line against the verified formula at the verification points."""
+    with np.errstate(all="ignore"):
+        mine = formulas.formula_model(derivation.result, variables)
+        theirs = formulas.formula_model(derivation.formula, variables)
+        worst = 0.0
+        for row in rows:
+            try:
+                a = formulas.formula_value(mine, row["at"])
+            except Exception:  # noqa: BLE001 - the steps' formula fails: a disagreement
+                a = math.nan
+            b = formulas.formula_value(theirs, row["at"])
+            error = 0.0 if a == b else (abs(a - b) / max(abs(b), 1.0)
+                                        if math.isfinite(a) else math.inf)
+            if not error <= worst:
+                worst = error
+                if error > formulas.TOLERANCE and derivation.disagreement is None:
+                    where = ", ".join(f"{n}={v!r}" for n, v in row["at"].items())
+                    derivation.disagreement = (f"the steps' result gives {a!r}, the "
+                                               f"verified formula {b!r} at {where}")
+    derivation.points, derivation.max_rel_err = len(rows), worst if rows else None
