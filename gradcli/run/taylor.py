@@ -7,8 +7,10 @@ their variables (each accumulator sees the tangent computations of those inside 
 forward over forward). One nest per multi-index of order exactly N (its variables in
 order, ``x, x, y``) so gives every partial along a prefix of it, and every multi-index of
 a lower order is such a prefix (``x, x`` of ``x, x, y``): ``C(n + N - 1, N)`` nests of
-about ``2^N`` times the program's work each, at the point. sympy's own series is the check: ``f(p + t (v - p))`` expanded in ``t`` to
-order N (``sympy.series``) and evaluated at ``t = 1`` is the same polynomial, and its
+about ``2^N`` times the program's work each, at the point.
+
+sympy's own series is the check: ``f(p + t (v - p))`` expanded in ``t`` to order N
+(``sympy.series``) and evaluated at ``t = 1`` is the same polynomial, and its
 coefficient of each monomial in ``(v - p)`` is compared with the tape's: relative error
 ``|tape - sympy| / max(|sympy|, 1)`` at most 1e-9, else exit 1 with both numbers.
 
