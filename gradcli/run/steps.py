@@ -41,13 +41,17 @@ from functools import lru_cache
 
 import numpy as np
 
-from ..errors import InputError
+from ..errors import GradcliError, InputError
+from ..lang import tree as T
 from . import formulas
 
 #: More steps than this is a refusal (``diff`` without ``--steps`` still answers).
 MAX_STEPS = 300
 #: Deeper trees are refused before the (recursive) walk.
 MAX_DEPTH = 200
+#: A step whose derivative prints longer than this is a refusal (a product of n factors
+#: has a derivative of n^2 of them).
+MAX_CHARACTERS = 20_000
 
 LAWS = {
     "sum rule": "(u + v)' = u' + v'",
@@ -91,17 +95,12 @@ class Derivation:
 # ---------------------------------------------------------------------------------------
 # Trees: building with 0 and 1 folded, substituting, printing
 # ---------------------------------------------------------------------------------------
-def _tree():
-    from ..lang import tree
-    return tree
-
-
 def number(value: float):
-    return _tree().Number(float(value))
+    return T.Number(float(value))
 
 
 def is_number(node, value=None) -> bool:
-    ok = isinstance(node, _tree().Number)
+    ok = isinstance(node, T.Number)
     return ok and (value is None or node.value == value)
 
 
@@ -115,7 +114,7 @@ def add(a, b):
         return a
     if is_number(a) and is_number(b):
         return number(a.value + b.value)
-    return _tree().Binary("+", a, b)
+    return T.Binary("+", a, b)
 
 
 def sub(a, b):
@@ -125,16 +124,15 @@ def sub(a, b):
         return neg(b)
     if is_number(a) and is_number(b):
         return number(a.value - b.value)
-    return _tree().Binary("-", a, b)
+    return T.Binary("-", a, b)
 
 
 def neg(a):
-    t = _tree()
     if is_number(a):
         return number(-a.value)
-    if isinstance(a, t.Unary) and a.op == "-":
+    if isinstance(a, T.Unary) and a.op == "-":
         return a.operand
-    return t.Unary("-", a)
+    return T.Unary("-", a)
 
 
 def mul(a, b):
@@ -150,7 +148,7 @@ def mul(a, b):
         return neg(a)
     if is_number(a) and is_number(b):
         return number(a.value * b.value)
-    return _tree().Binary("*", a, b)
+    return T.Binary("*", a, b)
 
 
 def div(a, b):
@@ -158,7 +156,7 @@ def div(a, b):
         return number(0)
     if is_number(b, 1):
         return a
-    return _tree().Binary("/", a, b)
+    return T.Binary("/", a, b)
 
 
 def power(a, b):
@@ -166,19 +164,18 @@ def power(a, b):
         return a
     if is_number(b, 0):
         return number(1)
-    return _tree().Binary("**", a, b)
+    return T.Binary("**", a, b)
 
 
 def call(name: str, *args):
-    return _tree().Call(name, tuple(args))
+    return T.Call(name, tuple(args))
 
 
 def substitute(node, mapping: dict):
     """``node`` with each ``Name`` in ``mapping`` replaced by its tree (at once)."""
-    t = _tree()
-    if isinstance(node, t.Name):
+    if isinstance(node, T.Name):
         return mapping.get(node.id, node)
-    if not isinstance(node, t.Node) or not node.fields:
+    if not isinstance(node, T.Node) or not node.fields:
         return node
     return type(node)(*[_substitute_field(getattr(node, f), mapping) for f in node.fields],
                       pos=node.pos)
@@ -187,7 +184,7 @@ def substitute(node, mapping: dict):
 def _substitute_field(value, mapping):
     if isinstance(value, tuple):
         return tuple(_substitute_field(v, mapping) for v in value)
-    if isinstance(value, _tree().Node):
+    if isinstance(value, T.Node):
         return substitute(value, mapping)
     return value
 
@@ -198,12 +195,11 @@ _PRECEDENCE = {"compare": 1, "+": 2, "-": 2, "*": 3, "/": 3, "@": 3, "%": 3, "//
 
 
 def _strength(node) -> int:
-    t = _tree()
-    if isinstance(node, t.Binary):
+    if isinstance(node, T.Binary):
         return _PRECEDENCE[node.op]
-    if isinstance(node, t.Compare):
+    if isinstance(node, T.Compare):
         return _PRECEDENCE["compare"]
-    if isinstance(node, t.Unary) or (is_number(node) and (node.value < 0 or (
+    if isinstance(node, T.Unary) or (is_number(node) and (node.value < 0 or (
             node.value == 0 and math.copysign(1, node.value) < 0))):
         return _PRECEDENCE["unary"]
     return _PRECEDENCE["atom"]
@@ -213,41 +209,40 @@ def text(node) -> str:
     """``node`` in gradcli's notation, with the parentheses its shape needs (so it parses
     back to the same tree): a right operand of its own strength is parenthesised, as is
     anything but an atom beside ``^``."""
-    t = _tree()
-    if isinstance(node, t.Number):
+    if isinstance(node, T.Number):
         v = node.value
         if math.isfinite(v) and v.is_integer() and abs(v) < 1e15:
             return str(int(v))
         return repr(v) if math.isfinite(v) else ("inf" if v > 0 else "-inf")
-    if isinstance(node, t.Name):
+    if isinstance(node, T.Name):
         return node.id
-    if isinstance(node, t.Str):
+    if isinstance(node, T.Str):
         return repr(node.value)
-    if isinstance(node, t.Unary):
+    if isinstance(node, T.Unary):
         return node.op + _wrapped(node.operand, _PRECEDENCE["unary"] + 1)
-    if isinstance(node, (t.Binary, t.Compare)):
+    if isinstance(node, (T.Binary, T.Compare)):
         op = "^" if node.op == "**" else node.op
         mine = _strength(node)
         left_needs = mine + 1 if node.op == "**" else mine
         right_needs = _PRECEDENCE["atom"] if node.op == "**" else mine + 1
         spaced = f" {op} " if mine <= _PRECEDENCE["+"] else op
         return _wrapped(node.left, left_needs) + spaced + _wrapped(node.right, right_needs)
-    if isinstance(node, t.Call):
+    if isinstance(node, T.Call):
         args = [text(a) for a in node.args] + [f"{k}={text(v)}" for k, v in node.kwargs]
         return f"{node.func}({', '.join(args)})"
-    if isinstance(node, t.ArrayLit):
+    if isinstance(node, T.ArrayLit):
         return "[" + ", ".join(text(e) for e in node.elements) + "]"
-    if isinstance(node, t.TupleLit):
+    if isinstance(node, T.TupleLit):
         inner = ", ".join(text(e) for e in node.elements)
         return f"({inner},)" if len(node.elements) == 1 else f"({inner})"
-    if isinstance(node, t.Index):
+    if isinstance(node, T.Index):
         return _wrapped(node.value, _PRECEDENCE["atom"]) + "[" + ", ".join(
             _item(i) for i in node.items) + "]"
     raise InputError(f"--steps cannot print a {type(node).__name__}")
 
 
 def _item(item) -> str:
-    if isinstance(item, _tree().Slice):
+    if isinstance(item, T.Slice):
         parts = [text(p) if p is not None else "" for p in (item.lower, item.upper, item.step)]
         return ":".join(parts[:2]) + (f":{parts[2]}" if item.step is not None else "")
     return text(item)
@@ -266,7 +261,7 @@ def depth(root) -> int:
         node, level = stack.pop()
         deepest = max(deepest, level)
         stack.extend((child, level + 1) for child in children(node)
-                     if isinstance(child, _tree().Node))
+                     if isinstance(child, T.Node))
     return deepest
 
 
@@ -339,12 +334,11 @@ class Deriver:
     # -- what depends on the variable
     def depends(self, node) -> bool:
         from ..lang import iter_postorder
-        t = _tree()
-        return any(isinstance(n, t.Name) and (n.id == self.wrt or not is_number(
+        return any(isinstance(n, T.Name) and (n.id == self.wrt or not is_number(
             self.derivatives.get(n.id, number(0)), 0)) for n in iter_postorder(node))
 
     def standalone(self, node):
-        return substitute(node, self.definitions)
+        return substitute(node, self.definitions) if self.definitions else node
 
     # -- statements
     def assign(self, name: str, value) -> None:
@@ -354,13 +348,13 @@ class Deriver:
         self.within = None
         if name in self.definitions or name in self.derivatives:
             # Assigned again: what was derived in the old name's terms keeps its meaning.
-            old = {name: self.definitions.get(name, _tree().Name(name))}
+            old = {name: self.definitions.get(name, T.Name(name))}
             self.derivatives = {k: substitute(v, old) for k, v in self.derivatives.items()}
             derivative = substitute(derivative, old)
         self.definitions[name] = self.standalone(value)
         self.derivatives[name] = derivative
-        if self.depends(_tree().Name(name)) and not isinstance(value, _tree().Name):
-            self.step(_tree().Name(name), derivative, "intermediate name",
+        if self.depends(T.Name(name)) and not isinstance(value, T.Name):
+            self.step(T.Name(name), derivative, "intermediate name",
                       f"{name} = {text(value)}: its derivative, from the steps above")
 
     def value(self, node):
@@ -373,29 +367,32 @@ class Deriver:
         if len(self.steps) >= MAX_STEPS:
             raise InputError(f"--steps: the derivation takes more than {MAX_STEPS} steps; "
                              "gradcli diff without --steps gives the formula")
+        derivative_text = text(derivative)
+        if len(derivative_text) > MAX_CHARACTERS:
+            raise InputError(f"--steps: a step's derivative runs past {MAX_CHARACTERS:,} "
+                             "characters; gradcli diff without --steps gives the formula")
         self.steps.append(Step(
             rule=rule, law=law if law is not None else LAWS[rule], expression=text(node),
-            derivative=text(derivative), within=self.within,
+            derivative=derivative_text, within=self.within,
             standalone=(text(self.standalone(node)), text(self.standalone(derivative)))))
 
     def d(self, node):
         if node in self.memo:
             return self.memo[node]
-        t = _tree()
         if not self.depends(node):
             result = number(0)
-        elif isinstance(node, t.Name):
+        elif isinstance(node, T.Name):
             result = number(1) if node.id == self.wrt else self.derivatives[node.id]
-        elif isinstance(node, t.Unary):
+        elif isinstance(node, T.Unary):
             result = self.d(node.operand)
             if node.op == "-":
                 result = neg(result)
                 self.step(node, result, "negation")
-        elif isinstance(node, t.Binary):
+        elif isinstance(node, T.Binary):
             result = self.binary(node)
-        elif isinstance(node, t.Call):
+        elif isinstance(node, T.Call):
             result = self.call(node)
-        elif isinstance(node, t.Compare):
+        elif isinstance(node, T.Compare):
             result = number(0)
             self.step(node, result, "step", "a comparison is a step: 0 away from its jump")
         else:
@@ -433,7 +430,7 @@ class Deriver:
             exponent = number(v.value - 1) if is_number(v) else sub(v, number(1))
             result, rule = mul(mul(v, power(u, exponent)), du), "power rule"
         elif not u_varies:            # a^v
-            log = number(1) if isinstance(u, _tree().Name) and u.id == "e" else call("log", u)
+            log = number(1) if isinstance(u, T.Name) and u.id == "e" else call("log", u)
             result, rule = mul(mul(node, log), dv), "exponential rule"
         else:                         # u^v: logarithmic differentiation
             result = mul(node, add(mul(dv, call("log", u)), div(mul(v, du), u)))
@@ -461,7 +458,7 @@ class Deriver:
             if self.depends(arg):
                 result = add(result, mul(substitute(partial, mapping), self.d(arg)))
         inputs = ", ".join(op.inputs)
-        plain = all(isinstance(a, _tree().Name) and a.id == self.wrt for a in node.args
+        plain = all(isinstance(a, T.Name) and a.id == self.wrt for a in node.args
                     if self.depends(a))
         rule = "table rule" if plain else "chain rule"
         if stated:
@@ -481,7 +478,6 @@ class Deriver:
 def derive(program, model, wrt: str) -> tuple:
     """(the steps, the final derivative's standalone tree) of ``d/d wrt`` of the
     program's value."""
-    t = _tree()
     constants = {}
     _, held = formulas.variables_of(model)
     for name in held:
@@ -495,12 +491,12 @@ def derive(program, model, wrt: str) -> tuple:
         if depth(statement) > MAX_DEPTH:
             raise InputError(f"--steps: the program nests deeper than {MAX_DEPTH} levels")
         last = index == len(program.statements) - 1
-        if isinstance(statement, t.Assign):
-            if isinstance(statement.value, t.Declare):
+        if isinstance(statement, T.Assign):
+            if isinstance(statement.value, T.Declare):
                 continue  # a Variable or constant: a variable, or held constant
             deriver.assign(statement.name, statement.value)
             if last or statement.name == target:
-                final = t.Name(statement.name)
+                final = T.Name(statement.name)
         elif last:
             final = statement.value
     if final is None:
@@ -534,8 +530,13 @@ def diff_with_steps(text_: str, *, var=(), frozen=(), arg=(), target=None, wrt=N
 
 def compare(derivation: Derivation, rows: list, variables: list) -> None:
     """The final line against the verified formula at the verification points."""
-    with np.errstate(all="ignore"):
+    try:
         mine = formulas.formula_model(derivation.result, variables)
+    except GradcliError as err:  # the parser's limits (a product of 100 factors nests)
+        raise InputError(f"--steps: gradcli cannot read the derivation's last line back "
+                         f"({err.message}); gradcli "
+                         "diff without --steps gives the formula") from None
+    with np.errstate(all="ignore"):
         theirs = formulas.formula_model(derivation.formula, variables)
         worst = 0.0
         for row in rows:

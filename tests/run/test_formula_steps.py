@@ -184,3 +184,10 @@ def test_the_command_in_three_outputs():
                                  "agrees": True}
     refused = run("diff", "x^3", "--steps", "--order", "2")
     assert refused.returncode == 2 and "first derivatives" in refused.stderr
+
+
+def test_derivations_that_grow_too_large_are_refused_not_slow():
+    with pytest.raises(InputError, match="20,000 characters"):
+        diff_with_steps("*".join(["x"] * 120))
+    with pytest.raises(InputError, match="deeper than 200"):
+        diff_with_steps("+".join(["x^2"] * 300))
