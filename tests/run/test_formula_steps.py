@@ -188,6 +188,8 @@ def test_the_command_in_three_outputs():
 
 def test_derivations_that_grow_too_large_are_refused_not_slow():
     with pytest.raises(InputError, match="20,000 characters"):
-        diff_with_steps("*".join(["x"] * 120))
+        diff_with_steps("*".join(["x"] * 150))
+    with pytest.raises(InputError, match="cannot read the derivation's last line back"):
+        diff_with_steps("*".join(["x"] * 110))      # its brackets nest past 100
     with pytest.raises(InputError, match="deeper than 200"):
         diff_with_steps("+".join(["x^2"] * 300))
