@@ -485,21 +485,24 @@ def derive(program, model, wrt: str) -> tuple:
         if value.shape == ():
             constants[name] = number(float(value))
     deriver = Deriver(wrt, constants)
-    final = None
-    target = model.target_name
-    for index, statement in enumerate(program.statements):
+    statements = list(program.statements)
+    if model.target_name is not None:  # (what follows the target's last assignment: no)
+        assigned = [i for i, st in enumerate(statements)
+                    if isinstance(st, T.Assign) and st.name == model.target_name]
+        statements = statements[:assigned[-1] + 1] if assigned else statements
+    for statement in statements:
         if depth(statement) > MAX_DEPTH:
             raise InputError(f"--steps: the program nests deeper than {MAX_DEPTH} levels")
-        last = index == len(program.statements) - 1
-        if isinstance(statement, T.Assign):
-            if isinstance(statement.value, T.Declare):
-                continue  # a Variable or constant: a variable, or held constant
+        if isinstance(statement, T.Assign) and not isinstance(statement.value, T.Declare):
             deriver.assign(statement.name, statement.value)
-            if last or statement.name == target:
-                final = T.Name(statement.name)
-        elif last:
-            final = statement.value
-    if final is None:
+    # The value: the target's name (--target, or a last assignment), else the last
+    # expression (a Variable or constant(...) needs no steps: its derivative is 0 or 1).
+    last = program.statements[-1]
+    if model.target_name is not None:
+        final = T.Name(model.target_name)
+    elif isinstance(last, T.ExprStatement):
+        final = last.value
+    else:
         raise InputError("--steps: the program has no value to differentiate")
     derivative = deriver.value(final)
     return deriver.steps, deriver.standalone(derivative)

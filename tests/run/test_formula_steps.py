@@ -193,3 +193,14 @@ def test_derivations_that_grow_too_large_are_refused_not_slow():
         diff_with_steps("*".join(["x"] * 110))      # its brackets nest past 100
     with pytest.raises(InputError, match="deeper than 200"):
         diff_with_steps("+".join(["x^2"] * 300))
+
+
+def test_declarations_constants_and_the_target():
+    result = diff_with_steps("c*x^2 + w*x", frozen=["c=3"], var=["w=2"])
+    assert [d.steps.result for d in result.derivatives] == ["3*(2*x) + w", "x"]
+    _check_every_step(result, (-2, 2))
+    program = "x = Variable(2.0)\nk = constant(4.0)\ny = k*sin(x)\nz = y^2\nw = z + y\ny + 1"
+    [d] = diff_with_steps(program, target="z").derivatives
+    assert d.steps.result == "2*(4*sin(x))*(4*cos(x))"        # of z, not of y + 1
+    assert d.steps.steps[-1].expression == "z" and d.steps.disagreement is None
+    _check_every_step(diff_with_steps(program, target="z"), (-2, 2))
