@@ -104,9 +104,6 @@ def is_number(node, value=None) -> bool:
     return ok and (value is None or node.value == value)
 
 
-ZERO, ONE = 0.0, 1.0
-
-
 def add(a, b):
     if is_number(a, 0):
         return b
