@@ -146,6 +146,8 @@ def _print_steps(derivation, plain: bool) -> None:
     elif derivation.max_rel_err is not None:
         out.write(f"  equals the verified formula below at its {derivation.points} points, "
                   f"max rel err {number_text(derivation.max_rel_err, 2)}\n")
+    else:
+        out.write("  not compared: the formula below has no checked gradcli form\n")
 
 
 def run_idiff(s: Settings) -> None:

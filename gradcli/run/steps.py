@@ -66,6 +66,8 @@ LAWS = {
     "piecewise rule": "where(c, u, v)' = where(c, u', v')",
     "remainder rule": "(u % v)' = u' - floor(u/v)*v'",
     "step": "0 away from its jumps",
+    "variable": "dx/dx = 1",
+    "constant": "a constant's derivative is 0",
 }
 
 
@@ -502,6 +504,8 @@ def derive(program, model, wrt: str) -> tuple:
     else:
         raise InputError("--steps: the program has no value to differentiate")
     derivative = deriver.value(final)
+    if not deriver.steps:  # the value is the variable itself, or does not depend on it
+        deriver.step(final, derivative, "variable" if is_number(derivative, 1) else "constant")
     return deriver.steps, deriver.standalone(derivative)
 
 

@@ -204,3 +204,11 @@ def test_declarations_constants_and_the_target():
     assert d.steps.result == "2*(4*sin(x))*(4*cos(x))"        # of z, not of y + 1
     assert d.steps.steps[-1].expression == "z" and d.steps.disagreement is None
     _check_every_step(diff_with_steps(program, target="z"), (-2, 2))
+
+
+def test_the_variable_alone_and_a_constant_have_one_step():
+    [d] = diff_with_steps("x").derivatives
+    assert [(s.rule, s.expression, s.derivative) for s in d.steps.steps] == [
+        ("variable", "x", "1")]
+    dx, dy = diff_with_steps("x + 0*y", frozen=[]).derivatives
+    assert dx.steps.result == "1" and dy.steps.result == "0"
