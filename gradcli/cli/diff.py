@@ -144,10 +144,12 @@ def _print_steps(derivation, plain: bool) -> None:
     if derivation.disagreement:
         out.write(f"  DISAGREES with the verified formula: {derivation.disagreement}\n")
     elif derivation.max_rel_err is not None:
-        out.write(f"  equals the verified formula below at its {derivation.points} points, "
-                  f"max rel err {number_text(derivation.max_rel_err, 2)}\n")
+        out.write(f"  equals the verified formula for d/d{x} (below) at its "
+                  f"{derivation.points} points, max rel err "
+                  f"{number_text(derivation.max_rel_err, 2)}\n")
     else:
-        out.write("  not compared: the formula below has no checked gradcli form\n")
+        out.write(f"  not compared: the formula for d/d{x} (below) has no checked gradcli "
+                  "form\n")
 
 
 def run_idiff(s: Settings) -> None:
