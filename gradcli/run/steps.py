@@ -513,17 +513,19 @@ def diff_with_steps(text_: str, *, var=(), frozen=(), arg=(), target=None, wrt=N
                     budget: float = 2.0, raw: bool = False):
     """``gradcli diff --steps``: the verified formulas, each with its derivation, whose
     final line is compared with the formula at the verification points."""
+    program, model = formulas.prepare(text_, var, frozen, arg, target)
+    variables, _ = formulas.variables_of(model)
+    given = formulas.point_of(model, variables)
+    formulas.at_point(model, {n: given.get(n, 1.0) for n in variables})  # (constants' values)
+    # The derivations first: what they do not follow is refused before sympy's work.
+    derived = {name: derive(program, model, name) for name in formulas.choose(variables, wrt)}
     result = formulas.diff(text_, var=var, frozen=frozen, arg=arg, target=target, wrt=wrt,
                            budget=budget, raw=raw)
     if result.shape != ():
         raise InputError(f"--steps follows scalar programs; this one's value has shape "
                          f"{result.shape}")
-    program, model = formulas.prepare(text_, var, frozen, arg, target)
-    # (bound where the formulas were: a constant(...) of the program may read a variable)
-    formulas.at_point(model, result.rows[0]["at"] if result.rows else {
-        n: result.point.get(n, 1.0) for n in result.variables})
     for derivative in result.derivatives:
-        steps, final = derive(program, model, derivative.wrt[0])
+        steps, final = derived[derivative.wrt[0]]
         derivation = Derivation(wrt=derivative.wrt[0], steps=steps, result=text(final),
                                 formula=derivative.formula)
         if derivative.printable:
