@@ -46,6 +46,8 @@ def derivative_json(d) -> dict:
         out["note"] = d.note
     if d.disagreement:
         out["disagreement"] = d.disagreement
+    if getattr(d, "steps", None) is not None:
+        out.update(steps_json(d.steps))
     return out
 
 
@@ -72,6 +74,8 @@ def _form(d, raw: bool) -> str:
 def run(s: Settings) -> None:
     if s.taylor:
         return run_taylor(s)
+    if s.steps:
+        return run_steps(s)
     from ..run.formulas import diff
 
     def work():
@@ -82,6 +86,70 @@ def run(s: Settings) -> None:
                     budget=s.simplify_timeout, raw=s.raw)
 
     show(s, guarded(work), {"mode": "diff"})
+
+
+def run_steps(s: Settings) -> None:
+    """``diff --steps``: each derivation, then the formulas as ``diff`` prints them; a
+    derivation whose last line disagrees with the verified formula is exit 1."""
+    from ..run.steps import diff_with_steps
+
+    def work():
+        if s.json_out and s.plain:
+            refuse("--json and --plain cannot be used together")
+        if s.order not in (None, 1) or s.partial:
+            refuse("--steps shows first derivatives: not with --order N or --partial")
+        return diff_with_steps(s.program, var=s.var, frozen=s.frozen, arg=s.arg,
+                               target=s.target, wrt=split(s.wrt), budget=s.simplify_timeout,
+                               raw=s.raw)
+
+    result = guarded(work)
+    if not s.json_out:
+        for d in result.derivatives:
+            _print_steps(d.steps, s.plain)
+    show(s, result, {"mode": "diff"})
+    failed = [d.steps for d in result.derivatives if d.steps.disagreement]
+    for derivation in failed:
+        sys.stderr.write(f"error: the steps of d/d{derivation.wrt}: "
+                         f"{derivation.disagreement}\n")
+    if failed:
+        raise typer.Exit(1)
+
+
+def steps_json(derivation) -> dict:
+    return {"steps": [{"rule": st.rule, "law": st.law, "expression": st.expression,
+                       "derivative": st.derivative,
+                       **({"within": st.within} if st.within else {})}
+                      for st in derivation.steps],
+            "steps_result": {"formula": derivation.result, "points": derivation.points,
+                             "max_rel_err": derivation.max_rel_err,
+                             "agrees": derivation.disagreement is None}}
+
+
+def _print_steps(derivation, plain: bool) -> None:
+    """Human: numbered steps with their rules, the final line and its check; --plain:
+    one ``d/dx EXPRESSION = DERIVATIVE`` line per step, then ``= RESULT``."""
+    from .render import number_text
+    out, x = sys.stdout, derivation.wrt
+    if plain:
+        for st in derivation.steps:
+            out.write(f"d/d{x} {st.expression} = {st.derivative}\n")
+        out.write(f"= {derivation.result}\n")
+        return
+    out.write(f"Steps of d/d{x}:\n")
+    for number, st in enumerate(derivation.steps, start=1):
+        where = f" (in {st.within} = ...)" if st.within else ""
+        out.write(f"  {number}. d/d{x} {st.expression} = {st.derivative}\n")
+        out.write(f"       {st.rule}{where}: {st.law}\n")
+    out.write(f"  so d/d{x} = {derivation.result}\n")
+    if derivation.disagreement:
+        out.write(f"  DISAGREES with the verified formula: {derivation.disagreement}\n")
+    elif derivation.max_rel_err is not None:
+        out.write(f"  equals the verified formula for d/d{x} (below) at its "
+                  f"{derivation.points} points, max rel err "
+                  f"{number_text(derivation.max_rel_err, 2)}\n")
+    else:
+        out.write(f"  not compared: the formula for d/d{x} (below) has no checked gradcli "
+                  "form\n")
 
 
 def run_idiff(s: Settings) -> None:
@@ -166,7 +234,7 @@ def run_taylor(s: Settings) -> None:
             sys.stdout.write(f"  {result.note}\n")
         else:
             err = render.number_text(result.max_rel_err, 2)
-            sys.stdout.write(f"  coefficients from the tape (nested tapes); all "
+            sys.stdout.write(f"  coefficients from the tape (forward mode); all "
                              f"{len(result.coefficients)} agree with sympy's series, max rel "
                              f"err {err}\n")
     if result.disagreement:

@@ -214,6 +214,11 @@ DIFF = [
         "--taylor", metavar="NAME=VALUE[,NAME=VALUE...]", show_default=False,
         help="The Taylor polynomial at this point instead, to --order N (default 3): its "
              "coefficients from the tape, checked against sympy's series.")], None),
+    option("steps", Annotated[bool, typer.Option(
+        "--steps", help="The derivation rule by rule (sum, product, quotient, chain, "
+                        "power, each table function's rule), each step's derivative "
+                        "shown; its last line is checked against the verified formula.")],
+        False),
     option("latex", Annotated[bool, typer.Option(
         "--latex", help="Print each formula in LaTeX.")], False),
     option("raw", Annotated[bool, typer.Option(
@@ -242,5 +247,5 @@ IDIFF = [
         "--wrt", metavar="NAME", show_default=False,
         help="The independent variable.")], ...),
     option("order", Annotated[int, typer.Option(
-        "--order", metavar="N", help="Up to the N-th derivative (1 or 2).")], 1),
+        "--order", metavar="N", help="Up to the N-th derivative (1 to 6).")], 1),
 ] + [o for o in DIFF if o.name in ("latex", "raw", "simplify_timeout")]

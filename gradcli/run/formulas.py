@@ -83,6 +83,7 @@ class Derivative:
     disagreement: str | None = None
     value: float | None = None
     expression: object = None   # the sympy expression (not printed)
+    steps: object = None        # diff --steps: its run.steps.Derivation
 
 
 @dataclass
@@ -95,6 +96,7 @@ class Formulas:
     ranges: dict = field(default_factory=dict)
     shape: tuple = ()
     notes: list = field(default_factory=list)
+    rows: list = field(default_factory=list)   # the verification points (draw_points)
 
     @property
     def verified(self) -> bool:
@@ -539,7 +541,8 @@ def _verified(model, text, variables, held, given, low_high, value, wanted, form
     """The formulas, each settled on its shortest form that agrees with the tape."""
     rows = draw_points(model, wanted, variables, held, low_high, given)
     result = Formulas(program=text, variables=variables, shape=tuple(value.shape),
-                      point=given, ranges={n: low_high for n in variables if n not in held})
+                      point=given, ranges={n: low_high for n in variables if n not in held},
+                      rows=rows)
     for index, ((element, path), candidates_) in enumerate(zip(wanted, forms)):
         derivative = Derivative(wrt=path, element=element)
         settle(derivative, candidates_, rows, variables, index, raw)

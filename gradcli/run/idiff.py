@@ -6,16 +6,19 @@ theorem, where F_y != 0). ``=`` is allowed only here: the text is split at its o
 ``=`` that is not part of ``==``, ``<=``, ``>=`` or ``!=``, and each side is parsed by
 gradcli's parser as an expression.
 
-- sympy (in the check's worker): ``sympy.idiff(F, y, x, n)`` for ``--order n`` (1 or
-  2), simplified and printed as ``gradcli diff`` does (:mod:`gradcli.run.formulas`).
-- Verification against the tape at random points (x, y) where F_y is not 0: the
-  formula, as a function of x and y, must equal -F_x/F_y for order 1, and
-  ``-(F_xx + 2 F_xy y' + F_yy y'^2) / F_y`` with ``y' = -F_x/F_y`` for order 2, with
-  the partials of F from nested tapes. (These identities hold off the curve too: they
-  are how both sides are derived, so any (x, y) tests the printed formula.)
+- sympy (in the check's worker): repeated implicit differentiation
+  (:func:`implicit_derivatives`) for each order ``k`` up to ``--order n`` (1 to
+  :data:`MAX_ORDER`: the formulas grow about threefold per order),
+  simplified and printed as ``gradcli diff`` does (:mod:`gradcli.run.formulas`).
+- Verification against the tape at random points (x, y) where F_y is not 0: the k-th
+  formula, as a function of x and y, must equal ``g_k`` with ``g_1 = -F_x/F_y`` and
+  ``g_k = d g_(k-1)/dx + d g_(k-1)/dy * g_1`` (differentiating along the curve, y a
+  function of x), each partial by a tape nested inside the ones of the next order up
+  (:func:`tape_derivative`). (These identities hold off the curve too: they are how
+  both sides are derived, so any (x, y) tests the printed formula.)
 - A point (``--arg x=3 --arg y=3``) must lie on the curve: ``|F| <= 1e-9 * max(1,
-  |lhs|, |rhs|)``, else exit 2 saying how far off it is; the formulas' values there are
-  printed.
+  |lhs|, |rhs|)``, else exit 2 saying how far off it is; the derivatives' values there
+  are the tape's (and each formula is checked there too).
 """
 from __future__ import annotations
 
@@ -27,7 +30,9 @@ import numpy as np
 from ..errors import InputError
 from . import formulas
 
-MAX_ORDER = 2
+#: The highest --order: sympy's formulas of order 6 already run to hundreds of
+#: operations (the folium's d^6y/dx^6: 700 before simplifying).
+MAX_ORDER = 6
 ON_CURVE = 1e-9
 _EQUALS = re.compile(r"(?<![=<>!])=(?!=)")
 
@@ -54,33 +59,62 @@ def _expression(side: str, which: str):
 
 
 def _implicit(sp, job: dict, emit) -> None:
-    """Worker: sympy's idiff of the equation's F, for each order asked."""
+    """Worker: the implicit derivatives of the equation's F, each order as it comes."""
     from ..check.symbolic import job_target
     try:
         f, translated = job_target(job)
         dep, wrt = (translated.sources[n][()] for n in (job["dep"], job["wrt"]))
-        for key, order in enumerate(job["orders"]):
-            emit(str(key), (sp.idiff(f, dep, wrt, order),))
+        for key, formula in enumerate(implicit_derivatives(sp, f, dep, wrt,
+                                                           len(job["orders"]))):
+            emit(str(key), (formula,))
     except Exception as err:  # noqa: BLE001 - one message, never a traceback
         for key in range(len(job["orders"])):
             emit(str(key), f"{type(err).__name__}: {err}")
 
 
-def _tape_truth(model, dep: str, wrt: str, order: int) -> float:
-    """dy/dx (or d2y/dx2) of the implicit function, from the tape's partials of F."""
-    partial = lambda *path: formulas.tape_partial(model, path, None)  # noqa: E731
-    fx, fy = partial(wrt), partial(dep)
-    slope = -fx / fy
+def implicit_derivatives(sp, f, y, x, n: int):
+    """d^k y/dx^k for k = 1..n along ``f(x, y) = 0``, by repeated implicit
+    differentiation, each as ``N_k / F_y^(2k-1)``: with ``D = F_y``, the derivative
+    along the curve of ``h(x, y)`` is ``(D h_x - F_x h_y) / D``, so ``N_1 = -F_x`` and
+    ``N_(k+1) = D (D N_x - F_x N_y) - (2k-1) N (D D_x - F_x D_y)`` (expanded: sympy's
+    ``idiff`` solves for each order instead, and took over 10 s for the folium's 6th)."""
+    fx, d = sp.diff(f, x), sp.diff(f, y)
+    dx, dy = sp.diff(d, x), sp.diff(d, y)
+    numerator = -fx
+    for k in range(1, n + 1):
+        if k > 1:
+            m = 2 * k - 3
+            numerator = sp.expand(d * (d * sp.diff(numerator, x) - fx * sp.diff(numerator, y))
+                                  - m * numerator * (d * dx - fx * dy))
+        yield numerator / d ** (2 * k - 1)
+
+
+def tape_derivative(model, dep: str, wrt: str, order: int):
+    """The ``order``-th derivative of the implicit function at the bound point, as a
+    tensor the tapes of the orders above record: ``g_1 = -F_x/F_y``, ``g_k = g_(k-1)_x
+    + g_(k-1)_y g_1``, each pair of partials by a tape around the order below."""
+    from .. import engine as gc
+    x, y = model.source(wrt), model.source(dep)
+    with gc.GradientTape(watch_accessed_variables=False, persistent=True) as tape:
+        tape.watch([x, y])
+        if order == 1:
+            inner = model.function(*model.arg_values)
+        else:
+            inner = tape_derivative(model, dep, wrt, order - 1)
+        along_x, along_y = tape.gradient(inner, [x, y], unconnected_gradients="zero")
     if order == 1:
-        return slope
-    fxx, fxy, fyy = partial(wrt, wrt), partial(wrt, dep), partial(dep, dep)
-    return -(fxx + 2 * fxy * slope + fyy * slope * slope) / fy
+        return -along_x / along_y
+    return along_x + along_y * tape_derivative(model, dep, wrt, 1)
+
+
+def _tape_truth(model, dep: str, wrt: str, order: int) -> float:
+    return float(np.asarray(tape_derivative(model, dep, wrt, order).numpy()))
 
 
 def idiff(text: str, *, dep: str, wrt: str, order: int = 1, var=(), frozen=(), arg=(),
           budget: float = 2.0, raw: bool = False) -> formulas.Formulas:
     if not 1 <= order <= MAX_ORDER:
-        raise InputError(f"idiff: --order must be 1 or 2, got {order}")
+        raise InputError(f"idiff: --order must be between 1 and {MAX_ORDER}, got {order}")
     left, right = split_equation(text)
     _expression(left, "left")
     _expression(right, "right")
@@ -118,9 +152,8 @@ def idiff(text: str, *, dep: str, wrt: str, order: int = 1, var=(), frozen=(), a
         for index, (k, candidates) in enumerate(zip(orders, forms)):
             derivative = formulas.Derivative(wrt=(wrt,) * k)
             formulas.settle(derivative, candidates, rows, variables, index, raw)
-            if derivative.printable and all(n in given for n in variables):
-                derivative.value = formulas.formula_value(
-                    formulas.formula_model(derivative.formula, variables), given)
+            if rows and all(n in given for n in variables) and rows[0]["at"] == given:
+                derivative.value = rows[0]["tape"][index]  # (the given point: the first)
             result.derivatives.append(derivative)
     return result
 

@@ -143,6 +143,34 @@ def test_nested_accumulators_give_second_directional_derivatives():
     assert float(outer.jvp(y)) == 12.0
 
 
+@pytest.mark.parametrize("name,f,derivatives", [
+    ("exp", gc.exp, [np.exp] * 4),
+    ("sin", gc.sin, [np.cos, lambda v: -np.sin(v), lambda v: -np.cos(v), np.sin]),
+    ("tanh", gc.tanh, [lambda v: 1 - np.tanh(v) ** 2,
+                       lambda v: -2 * np.tanh(v) * (1 - np.tanh(v) ** 2),
+                       lambda v: (6 * np.tanh(v) ** 2 - 2) * (1 - np.tanh(v) ** 2),
+                       lambda v: (16 * np.tanh(v) - 24 * np.tanh(v) ** 3)
+                       * (1 - np.tanh(v) ** 2)]),
+])
+def test_four_nested_accumulators_give_the_fourth_derivative(name, f, derivatives):
+    """Rules that read their own output (exp's t * ans): each accumulator must see the
+    inner ones' tangent computations of it (they once gave 0 from the second on)."""
+    x = gc.constant(0.7)
+    accumulators = [gc.ForwardAccumulator(x, 1.0) for _ in range(4)]
+    for acc in accumulators:
+        acc.__enter__()
+    try:
+        value = f(x)
+        found = []
+        for acc in reversed(accumulators):   # innermost first: d/dx of the one inside
+            value = acc.jvp(value)
+            found.append(float(value))
+    finally:
+        for acc in reversed(accumulators):
+            acc.__exit__(None, None, None)
+    assert found == pytest.approx([d(0.7) for d in derivatives], rel=1e-13), name
+
+
 def test_large_arrays_stay_right_where_results_reuse_buffers():
     # (a * b + c) reuses a temporary's array when nothing needs it; forward mode does.
     rng = np.random.default_rng(0)

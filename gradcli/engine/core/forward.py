@@ -235,15 +235,18 @@ def _zeros(value):
 
 def propagate(op, out: Tensor, inputs, values, params) -> None:
     """The tangent of ``out = op(*inputs)`` for every active accumulator that holds a
-    tangent of an input, innermost first. Called by ``apply`` when an accumulator is
-    active.
+    tangent of an input, outermost first. Called by ``apply`` when an accumulator is
+    active. (Outermost first: an inner accumulator's rule may read ``out`` itself, as
+    exp's ``t * ans`` does, and the outer accumulator sees that computation only if it
+    already holds ``out``'s tangent; innermost first, the second derivative of
+    ``exp(x)`` by two nested accumulators was 0.)
 
     An accumulator's rules compute on numpy values when nothing else watches (the fast
     path); when a tape records, or an outer accumulator is active, they compute in engine
     operations on the input tensors, so that the tape or the outer accumulator sees them.
     While they run, this accumulator and the ones inside it are set aside: an accumulator
     never sees its own tangent computations (as in TensorFlow)."""
-    for level in range(len(_active) - 1, -1, -1):
+    for level in range(len(_active)):
         acc = _active[level]
         table = acc._tangents
         tangents = None
