@@ -314,7 +314,10 @@ def hessian(model, wrt: list[str] | None = None) -> HessianResult:
                             f"{target.shape} (differentiate sum(...) for the Hessian of its "
                             "sum, or use gradcli jacobian)")
         grads = inner.gradient(target, sources, unconnected_gradients="zero")
-        flat = concatenate([reshape(g, (-1,)) for g in grads])
+        # one flat gradient (a single vector source's gradient is one already: nothing
+        # more to record, so nothing more for the Jacobian's pass to go through)
+        flat = grads[0] if len(grads) == 1 and grads[0].ndim == 1 else concatenate(
+            [reshape(g, (-1,)) for g in grads])
     n = int(flat.shape[0])
     if n == 0:
         raise ModeError(f"hessian: the sources ({', '.join(names)}) have no elements")
@@ -322,7 +325,8 @@ def hessian(model, wrt: list[str] | None = None) -> HessianResult:
     columns = outer.jacobian(flat, sources, unconnected_gradients="zero")
     # Engine ops, not numpy: inside vectorized_map (--at, where the caller classifies
     # each row) these are batched values. (+ 0.0: a -0.0 from a rule's sign prints 0.0)
-    matrix = concatenate([reshape(c, (n, -1)) for c in columns], axis=1) + 0.0
+    matrix = (columns[0] if len(columns) == 1 and columns[0].ndim == 2 else concatenate(
+        [reshape(c, (n, -1)) for c in columns], axis=1)) + 0.0
     gradient = flat + 0.0
     point = concatenate([reshape(s.astype(np.float64), (-1,)) for s in sources])
     shapes = [tuple(s.shape) for s in sources]
