@@ -520,20 +520,21 @@ ROSEN_LSE_PROGRAM = "sum(100*(x[1:]-x[:-1]^2)^2 + (1-x[:-1])^2) + log(sum(exp(x)
 
 def build_higher_hessian_command(n):
     """The same Hessian through the hessian command's engine path
-    (gradcli.run.derivatives.hessian on the built program: the Hessian, the gradient and
-    the verdict at the point), against the same torch call."""
+    (gradcli.run.derivatives.hessian_fields on the built program: value, gradient and
+    Hessian; the verdict's eigenvalues are numpy's, not the engine's), against the same
+    torch call."""
     def build(gc, ag, torch):
         impls, reference = build_higher_hessian(n)(None, ag, torch)
         if gc is not None:
             from gradcli.lang import Declarations, build as build_model, parse_program
-            from gradcli.run.derivatives import hessian
+            from gradcli.run.derivatives import hessian_fields
             decls = Declarations()
             decls.add("arg", "x", np.random.default_rng(n).standard_normal(n) * 0.5)
             model = build_model(parse_program(ROSEN_LSE_PROGRAM), decls)
 
             def gradcli_run():
-                result = hessian(model)
-                return float(result.value), [result.hessian]
+                fields, _ = hessian_fields(model)
+                return float(fields["value"]), [fields["hessian"]]
             impls["gradcli"] = gradcli_run
         return impls, reference
     return build

@@ -296,6 +296,16 @@ def hessian(model, wrt: list[str] | None = None) -> HessianResult:
     mode (an outer tape records the gradient the inner one computes, then takes its
     Jacobian), with the gradient, the value and the verdict at the point."""
     from ..engine.core.tensor import Batched
+    fields, target = hessian_fields(model, wrt)
+    if isinstance(target, Batched):
+        return HessianResult(**fields)
+    return HessianResult(**fields, **classify(fields["gradient"], fields["hessian"],
+                                              fields["point"], target.dtype))
+
+
+def hessian_fields(model, wrt: list[str] | None = None) -> tuple[dict, object]:
+    """The engine's part of :func:`hessian`: the fields of its result but the verdict
+    (value, gradient, Hessian, point, labels), and the target."""
     from .modes import result_array
     chosen = choose_sources(model, wrt, "hessian")
     names = chosen.names
@@ -333,10 +343,7 @@ def hessian(model, wrt: list[str] | None = None) -> HessianResult:
     fields = dict(value=result_array(target), names=names, sources=chosen, shapes=shapes,
                   labels=labels(names, shapes), gradient=result_array(gradient),
                   hessian=result_array(matrix), dtype=str(target.dtype), point=result_array(point))
-    if isinstance(target, Batched):
-        return HessianResult(**fields)
-    return HessianResult(**fields, **classify(fields["gradient"], fields["hessian"],
-                                              fields["point"], target.dtype))
+    return fields, target
 
 
 def classify(gradient: np.ndarray, matrix: np.ndarray, point=None, dtype="float64") -> dict:
