@@ -515,6 +515,31 @@ def build_higher_hessian(n):
     return build
 
 
+ROSEN_LSE_PROGRAM = "sum(100*(x[1:]-x[:-1]^2)^2 + (1-x[:-1])^2) + log(sum(exp(x)))"
+
+
+def build_higher_hessian_command(n):
+    """The same Hessian through the hessian command's engine path
+    (gradcli.run.derivatives.hessian_fields on the built program: value, gradient and
+    Hessian; the verdict's eigenvalues are numpy's, not the engine's), against the same
+    torch call."""
+    def build(gc, ag, torch):
+        impls, reference = build_higher_hessian(n)(None, ag, torch)
+        if gc is not None:
+            from gradcli.lang import Declarations, build as build_model, parse_program
+            from gradcli.run.derivatives import hessian_fields
+            decls = Declarations()
+            decls.add("arg", "x", np.random.default_rng(n).standard_normal(n) * 0.5)
+            model = build_model(parse_program(ROSEN_LSE_PROGRAM), decls)
+
+            def gradcli_run():
+                fields, _ = hessian_fields(model)
+                return float(fields["value"]), [fields["hessian"]]
+            impls["gradcli"] = gradcli_run
+        return impls, reference
+    return build
+
+
 def build_higher_jacobian(n_in, n_out):
     def build(gc, ag, torch):
         rng = np.random.default_rng(n_in + n_out)
@@ -591,6 +616,8 @@ def build_per_example(batch, d=50):
 def higher_cases():
     """(name, builder) of each higher-order case, in the order they are reported."""
     return ([(f"hessian n={n}", build_higher_hessian(n)) for n in HIGHER_HESSIAN_NS]
+            + [(f"hessian command n={n}", build_higher_hessian_command(n))
+               for n in HIGHER_HESSIAN_NS]
             + [(f"jacobian {i}->{o}", build_higher_jacobian(i, o)) for i, o in HIGHER_JACOBIANS]
             + [(f"per-example B={b:.0e}", build_per_example(b)) for b in HIGHER_PER_EXAMPLE])
 
@@ -1433,6 +1460,8 @@ def targets(results) -> list[tuple[str, str, str, str]]:
         r = paired(case, "gradcli", "torch")
         peer = ("vmap(grad)" if name.startswith("per-example") else
                 f"{name.split()[0]}(vectorize=True)")
+        if name.startswith("hessian command"):
+            name = name.replace("hessian command", "hessian (command's engine path)")
         rows.append((f"{name}: gradcli / torch {peer}", fmt_ratio(r), "<= 1x",
                      verdict(r, 1.0)))
     if "jvp" in results:
@@ -1609,7 +1638,8 @@ def report(results, meta):
         print()
 
     if "higher" in results:
-        print("higher (hessians_function of Rosenbrock + log-sum-exp; tape.jacobian of "
+        print("higher (hessians_function, and the hessian command's engine path, of Rosenbrock + "
+              "log-sum-exp; tape.jacobian of "
               "tanh(W @ x)), value included:")
         for name, case in results["higher"]["cases"].items():
             m = case.get("median", {})
@@ -1617,7 +1647,7 @@ def report(results, meta):
                               + ("" if case.get("check", {}).get(impl) in (None, "ok")
                                  else f" ({case['check'][impl]})")
                               for impl in ("numpy", "gradcli", "torch"))
-            print(f"  {name:18s} {cells}")
+            print(f"  {name:24s} {cells}")
         print()
 
     if "hessian" in results:

@@ -390,6 +390,16 @@ def hessian(model, wrt: list[str] | None = None) -> HessianResult:
     mode (an outer tape records the gradient the inner one computes, then takes its
     Jacobian), with the gradient, the value and the verdict at the point."""
     from ..engine.core.tensor import Batched
+    fields, target = hessian_fields(model, wrt)
+    if isinstance(target, Batched):
+        return HessianResult(**fields)
+    return HessianResult(**fields, **classify(fields["gradient"], fields["hessian"],
+                                              fields["point"], target.dtype))
+
+
+def hessian_fields(model, wrt: list[str] | None = None) -> tuple[dict, object]:
+    """The engine's part of :func:`hessian`: the fields of its result but the verdict
+    (value, gradient, Hessian, point, labels), and the target."""
     from .modes import result_array
     chosen = choose_sources(model, wrt, "hessian")
     names = chosen.names
@@ -408,7 +418,10 @@ def hessian(model, wrt: list[str] | None = None) -> HessianResult:
                             f"{target.shape} (differentiate sum(...) for the Hessian of its "
                             "sum, or use gradcli jacobian)")
         grads = inner.gradient(target, sources, unconnected_gradients="zero")
-        flat = concatenate([reshape(g, (-1,)) for g in grads])
+        # one flat gradient (a single vector source's gradient is one already: nothing
+        # more to record, so nothing more for the Jacobian's pass to go through)
+        flat = grads[0] if len(grads) == 1 and grads[0].ndim == 1 else concatenate(
+            [reshape(g, (-1,)) for g in grads])
     n = int(flat.shape[0])
     if n == 0:
         raise ModeError(f"hessian: the sources ({', '.join(names)}) have no elements")
@@ -416,17 +429,15 @@ def hessian(model, wrt: list[str] | None = None) -> HessianResult:
     columns = outer.jacobian(flat, sources, unconnected_gradients="zero")
     # Engine ops, not numpy: inside vectorized_map (--at, where the caller classifies
     # each row) these are batched values. (+ 0.0: a -0.0 from a rule's sign prints 0.0)
-    matrix = concatenate([reshape(c, (n, -1)) for c in columns], axis=1) + 0.0
+    matrix = (columns[0] if len(columns) == 1 and columns[0].ndim == 2 else concatenate(
+        [reshape(c, (n, -1)) for c in columns], axis=1)) + 0.0
     gradient = flat + 0.0
     point = concatenate([reshape(s.astype(np.float64), (-1,)) for s in sources])
     shapes = [tuple(s.shape) for s in sources]
     fields = dict(value=result_array(target), names=names, sources=chosen, shapes=shapes,
                   labels=labels(names, shapes), gradient=result_array(gradient),
                   hessian=result_array(matrix), dtype=str(target.dtype), point=result_array(point))
-    if isinstance(target, Batched):
-        return HessianResult(**fields)
-    return HessianResult(**fields, **classify(fields["gradient"], fields["hessian"],
-                                              fields["point"], target.dtype))
+    return fields, target
 
 
 def classify(gradient: np.ndarray, matrix: np.ndarray, point=None, dtype="float64") -> dict:

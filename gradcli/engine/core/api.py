@@ -232,24 +232,32 @@ def hessians_function(f, params=None):
         chosen = _resolve(indices, args)
         _distinct_sources(args, chosen)
         sources = [args[i] for i in chosen]
-        reshape, concatenate = FUNCTIONS["reshape"], FUNCTIONS["concatenate"]
         with GradientTape(watch_accessed_variables=False) as outer:
             for source in sources:
                 outer._watch_tensor(source)
-            grads = gradients_function(f, params=chosen)(*args)
-            # One flat gradient, so that one Jacobian (one loop of backward passes) gives
-            # every block.
-            flat = concatenate([reshape(g, (-1,)) if g is not None else
-                                constant(np.zeros(s.size, dtype=s.dtype))
-                                for g, s in zip(grads, sources)])
+            _, grads, _ = _record_and_differentiate(f, args, {}, argnums=chosen)
+            grads = [g if g is not None else constant(np.zeros(s.shape, dtype=s.dtype))
+                     for g, s in zip(grads, sources)]
+            if len(sources) == 1:  # its Jacobian is the one block, already in its shape
+                [flat] = grads
+            else:  # one flat gradient, so that one Jacobian gives every block
+                flat = FUNCTIONS["concatenate"]([FUNCTIONS["reshape"](g, (-1,)) for g in grads])
         columns = outer.jacobian(flat, sources, unconnected_gradients="zero")
-        blocks, start = [], 0
-        for s in sources:
-            blocks.append([reshape(column[start:start + s.size], s.shape + other.shape)
-                           for column, other in zip(columns, sources)])
-            start += s.size
-        return blocks
+        if len(sources) == 1:
+            return [columns]
+        return _blocks(columns, sources)
     return hessian_fn
+
+
+def _blocks(columns: list, sources: list) -> list:
+    """The Hessian blocks ``[i][j]`` from the Jacobians of the flat gradient (the rows
+    of source ``i``'s elements), each of shape ``sources[i].shape + sources[j].shape``."""
+    reshape, blocks, start = FUNCTIONS["reshape"], [], 0
+    for s in sources:
+        blocks.append([reshape(column[start:start + s.size], s.shape + other.shape)
+                       for column, other in zip(columns, sources)])
+        start += s.size
+    return blocks
 
 
 def implicit_gradients(f):

@@ -42,7 +42,7 @@ from . import state
 from .nest import flatten, pack, pair
 from .recording import EMPTY, FUNCTIONS, apply
 from .table import INTERNAL, REGISTRY, Op, normalise_axes
-from .tensor import Batched, NotBatchable, Tensor, make_tensor, as_value, constant
+from .tensor import Batched, NotBatchable, Shape, Tensor, make_tensor, as_value, constant
 
 __all__ = ["vectorized_map", "Batched", "NotBatchable", "apply_batched", "RULES"]
 
@@ -53,22 +53,77 @@ __all__ = ["vectorized_map", "Batched", "NotBatchable", "apply_batched", "RULES"
 def apply_batched(op: Op, inputs, params) -> Batched:
     """Run ``op`` on inputs of which some are ``Batched`` (``recording.apply`` comes here when
     one is): its batching rule, on the underlying tensors."""
+    rule = _RULE_OF.get(op) or rule_of(op)
+    if rule is elementwise and not state.forward:
+        out = _elementwise_as_is(op, inputs, params)
+        if out is not None:
+            return out
     # A list or tuple holding batched values is packed first, as recording.apply packs one
     # holding tensors (a variadic entry's inputs are its sequence of tensors).
-    items = [_pack(x) for x in inputs]
-    batched = [isinstance(x, Batched) for x in items]
-    if not any(batched):
+    values, batched, size, first = [], [], None, None
+    for x in inputs:
+        if x.__class__ is list or x.__class__ is tuple:
+            x = _pack(x)
+        if first is None:
+            first = x
+        if isinstance(x, Batched):
+            x = x._tensor
+            n = x._value.shape[0]
+            if size is None:
+                size = n
+            elif n != size:
+                raise ShapeError(f"{op.name}: batched inputs of different batch sizes "
+                                 f"{sorted({size, n})}")
+            batched.append(True)
+        else:
+            batched.append(False)
+        values.append(x)
+    if size is None:
         raise NotBatchable(f"{op.name} read a value as a plain value inside vectorized_map")
-    values = [x._tensor if b else x for x, b in zip(items, batched)]
-    size = batch_size(op, values, batched)
     if state.forward:
         _repeat_shared_with_batched_tangents(values, batched, size)
     if params and op.axis_params:
-        first = items[0]
         params = normalise_axes(op, first.ndim if isinstance(first, Batched)
                                 else np.ndim(first), params)
-    rule = op.batch if callable(op.batch) else RULES[op.batch]
     return Batched(rule(op, values, batched, dict(params)))
+
+
+#: Each entry's batching rule, resolved once from ``Op.batch`` (a rule's name or a rule).
+_RULE_OF: dict = {}
+
+
+def rule_of(op: Op) -> Callable:
+    """``op``'s batching rule (looked up once per entry, then kept in ``_RULE_OF``)."""
+    rule = _RULE_OF[op] = op.batch if callable(op.batch) else RULES[op.batch]
+    return rule
+
+
+def _elementwise_as_is(op: Op, inputs, params) -> Batched | None:
+    """The short path of an elementwise entry whose batched inputs all hold examples of
+    one rank and whose other inputs have no more dimensions than an example (numbers, a
+    vector shared by every example): right-aligned broadcasting already pairs the
+    examples' axes, so the entry runs on the underlying tensors as they are, with
+    nothing lifted. None when that does not hold (the rule then lifts)."""
+    values = []
+    rank = size = None
+    shared = 0  # the most dimensions of an unbatched input
+    for x in inputs:
+        if isinstance(x, Batched):
+            x = x._tensor
+            shape = x._value.shape
+            if rank is None:
+                rank, size = len(shape), shape[:1]
+            elif len(shape) != rank or shape[:1] != size:
+                return None
+        elif isinstance(x, (Tensor, np.ndarray, np.generic)):
+            ndim = x._value.ndim if isinstance(x, Tensor) else x.ndim
+            shared = ndim if ndim > shared else shared
+        elif x.__class__ is not float and x.__class__ is not int:
+            return None  # (a list, a bool, ...: the general path converts or refuses it)
+        values.append(x)
+    if rank is None or shared > rank - 1:
+        return None
+    return Batched(apply(op, values, params or EMPTY))
 
 
 def _repeat_shared_with_batched_tangents(values: list, batched: list, size: int) -> None:
@@ -90,7 +145,7 @@ def _pack(x):
 def batch_size(op: Op, values, batched) -> int:
     """The number of examples of an entry's batched inputs (all the same, or a
     ``ShapeError`` naming the entry)."""
-    sizes = {np.shape(v._value)[0] for v, b in zip(values, batched) if b}
+    sizes = {v._value.shape[0] for v, b in zip(values, batched) if b}
     if len(sizes) > 1:
         raise ShapeError(f"{op.name}: batched inputs of different batch sizes "
                          f"{sorted(sizes)}")
@@ -122,7 +177,7 @@ def with_batch(value, size: int) -> Tensor:
 def lift(value, rank: int) -> Tensor:
     """A batched input with unit axes after the batch axis, so that one example has
     ``rank`` dimensions (right-aligned broadcasting then pairs the examples' axes)."""
-    shape = np.shape(value._value)
+    shape = value._value.shape
     missing = rank - (len(shape) - 1)
     if missing <= 0:
         return value
@@ -199,6 +254,8 @@ def same(op: Op, values, batched, params) -> Tensor:
 
 def _shape_param(shape) -> tuple:
     """A shape parameter (an int, a sequence, an array) as a tuple of ints."""
+    if shape.__class__ is tuple and all(n.__class__ is int for n in shape):
+        return shape  # (the rules' own shapes: most of the calls)
     return tuple(int(n) for n in np.ravel(np.asarray(shape, dtype=np.int64)))
 
 
@@ -335,11 +392,20 @@ def scatter(op: Op, values, batched, params) -> Tensor:
     index, at = found
     (x,) = values
     shape = _shape_param(params["shape"])
-    size = np.shape(x._value)[0]
+    size = x._value.shape[0]
     # each example's values broadcast to the indexed part, as numpy's assignment does
-    part = np.broadcast_to(np.empty((), dtype=bool), shape)[params["index"]].shape
+    part = _indexed_shape(shape, params["index"])
     x = moved_from_front(lift(x, len(part)), at)
     return apply(op, (x,), {"index": index, "shape": (size, *shape)})
+
+
+_ONE = np.zeros(1, dtype=bool)
+
+
+def _indexed_shape(shape: tuple, index) -> tuple:
+    """The shape of ``array[index]`` for an array of ``shape`` (indexing a view of one
+    element with zero strides: nothing of that size is made)."""
+    return np.ndarray(shape, bool, _ONE, 0, (0,) * len(shape))[index].shape
 
 
 def transpose(op: Op, values, batched, params) -> Tensor:
@@ -368,7 +434,8 @@ def sum_to(op: Op, values, batched, params) -> Tensor:
     if lead > 0:
         x = apply(REGISTRY["sum"], (x,), {"axis": tuple(range(1, lead + 1)),
                                           "keepdims": False})
-    return apply(op, (x,), {"shape": (np.shape(x._value)[0], *shape)})
+    full = (x._value.shape[0], *shape)
+    return x if x._value.shape == full else apply(op, (x,), {"shape": full})
 
 
 def linspace(op: Op, values, batched, params) -> Tensor:
@@ -435,24 +502,31 @@ def vectorized_map(fn: Callable, elems, fallback_to_while_loop: bool = True):
         # not meet the outer map's values that fn closes over: an operation on both would
         # pair example i of one with example i of the other, or fail on their sizes.
         return _loop(fn, tensors, rebuild, size)
+    out, reason = _run_batched(fn, tensors, rebuild, size)
+    if reason is None:
+        return out
+    if not fallback_to_while_loop:
+        raise ValueError(f"vectorized_map: fn cannot run batched ({reason}) and "
+                         f"fallback_to_while_loop is False")
+    # Said once per call (the loop below runs fn once per example without a word).
+    warnings.warn(f"vectorized_map: fn cannot run batched: {reason}; running it once "
+                  f"per example instead", RuntimeWarning, stacklevel=2)
+    return _loop(fn, tensors, rebuild, size)
+
+
+def _run_batched(fn, tensors: list, rebuild, size: int) -> tuple:
+    """``(outputs, None)``: ``fn`` run once on the batched values, its outputs with the
+    batch on axis 0; or ``(None, reason)`` when it cannot run batched (the reason names
+    the operation that read a batched value as a plain one)."""
     state.batching.append(size)
-    reason = None
     try:
         out = fn(rebuild([Batched(t) for t in tensors]))
     except NotBatchable as err:
-        reason = str(err)  # names the operation that could not batch
+        return None, str(err)
     finally:
         state.batching.pop()
-    if reason is not None:
-        if not fallback_to_while_loop:
-            raise ValueError(f"vectorized_map: fn cannot run batched ({reason}) and "
-                             f"fallback_to_while_loop is False")
-        # Said once per call (the loop below runs fn once per example without a word).
-        warnings.warn(f"vectorized_map: fn cannot run batched: {reason}; running it once "
-                      f"per example instead", RuntimeWarning, stacklevel=2)
-        return _loop(fn, tensors, rebuild, size)
     results, rebuild_out = _flatten(out)
-    return rebuild_out([_unbatched(r, size) for r in results])
+    return rebuild_out([_unbatched(r, size) for r in results]), None
 
 
 def _leading(x) -> int:
@@ -628,37 +702,35 @@ def _widest_recorded(target) -> int:
     inputs, kept as arrays or as their ``Shape``): a chunk of rows holds a cotangent of
     that size per row, so it bounds the chunk, not only the target and sources do."""
     node = target._node if isinstance(target, Tensor) else None
-    widest, stack, seen = 0, [node] if node is not None else [], set()
+    if node is None:
+        return 0
+    widest, stack, seen = 0, [node], {node}
     while stack:
         node = stack.pop()
-        if id(node) in seen:
-            continue
-        seen.add(id(node))
-        for v in node.values:
-            shape = getattr(v, "shape", None)  # (arrays and Shapes; numbers are 1)
-            if shape:
-                widest = max(widest, math.prod(shape))
-        stack.extend(p for p in node.parents if p is not None)
+        for v in node.values:  # (numbers count as 1)
+            size = v.size if v.__class__ is np.ndarray else (
+                math.prod(v.shape) if v.__class__ is Shape else 0)
+            if size > widest:
+                widest = size
+        for p in node.parents:
+            if p is not None and p not in seen:
+                seen.add(p)
+                stack.append(p)
     return widest
 
 
-def _map_basis(row, basis):
-    """``vectorized_map(row, basis)`` for a Jacobian: its fallback warning, if a rule
-    cannot batch, is said as the Jacobian's (the caller wrote no map); other warnings
-    pass unchanged."""
-    with warnings.catch_warnings(record=True) as caught:
-        warnings.simplefilter("always")
-        parts = vectorized_map(row, basis)
-    for w in caught:
-        text = str(w.message)
-        if w.category is RuntimeWarning and text.startswith("vectorized_map: fn cannot run "
-                                                              "batched: "):
-            reason = text.split("batched: ", 1)[1].rsplit("; running it", 1)[0]
-            warnings.warn(f"jacobian: {reason}; computing it one row at a time instead",
-                          RuntimeWarning, stacklevel=4)
-        else:
-            warnings.warn(w.message, w.category, stacklevel=4)
-    return parts
+def _map_basis(row, basis: np.ndarray) -> list:
+    """``vectorized_map(row, basis)`` for a Jacobian, whose fallback, if a rule cannot
+    batch, is said as the Jacobian's (the caller wrote no map)."""
+    tensors, rebuild = [make_tensor(basis)], lambda leaves: leaves[0]
+    if state.batching:  # inside a map: a loop, as vectorized_map runs a map in a map
+        return _loop(row, tensors, rebuild, len(basis))
+    parts, reason = _run_batched(row, tensors, rebuild, len(basis))
+    if reason is None:
+        return parts
+    warnings.warn(f"jacobian: {reason}; computing it one row at a time instead",
+                  RuntimeWarning, stacklevel=4)
+    return _loop(row, tensors, rebuild, len(basis))
 
 
 def jacobian(tape, target, sources, unconnected: str) -> list:
