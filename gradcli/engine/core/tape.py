@@ -205,8 +205,7 @@ class GradientTape:
     def _backward(self, targets, seeds, sources, release: bool = False) -> list:
         """The reverse pass: one gradient (or None) per source; speed tricks: ``fast``."""
         differentiable = _needs_engine_ops(seeds)
-        # an observer's backward hooks (core/observe.py), None when nobody watches them
-        observer = state.observing[-1] if state.observing else None
+        observer = state.observing[-1] if state.observing else None  # (core/observe.py)
         reached, flowed = (observer.reached, observer.flowed) if observer else (None, None)
         m, speed, in_place = (ENGINE, False, None) if differentiable else (
             NP, fast.ENABLED, fast.InPlace)
