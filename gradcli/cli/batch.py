@@ -708,7 +708,9 @@ def check_options(s) -> None:
                             ("--chunk", s.chunk is not None),
                             ("--skip-bad-rows", s.skip_bad_rows),
                             ("--check-rows", s.check_rows is not None),
-                            ("--seed", s.seed is not None)):
+                            ("--seed", s.seed is not None),
+                            ("--dask", getattr(s, "dask", None) is not None),  # cli/scale.py
+                            ("--reduce", getattr(s, "reduce", None) is not None)):
             if given:
                 raise InputError(f"{name} works with --at SOURCE (many points)")
         csv_options(s)  # (--columns, --keep... without --at)
@@ -925,3 +927,8 @@ def _check_rows(evaluate: Evaluator, sample: Sample, s) -> dict:
                "passed" if "passed" in verdicts else "nothing to check")
     return {"rows": rows, "checked": [r["row"] for r in rows], "verdict": verdict,
             "passed": verdict != "mismatch"}
+
+
+# What cli/scale.py (partitioned sources, --dask, --reduce) shares with the runs here.
+output_format, computed, open_output, FALLBACK_NOTE = _format, _computed, _open_output, \
+    _FALLBACK_NOTE

@@ -60,8 +60,9 @@ def run_mode(mode: str, s: Settings) -> None:
         if s.debug_nans or s.explain or s.explain_all or s.graph is not None:
             guarded(lambda: refuse("--debug-nans, --explain and --graph cannot be used "
                                    "with --at yet: run the point alone"))
-        from . import batch
-        return batch.run(batch.ModeKind(mode, guarded(lambda: mode_options(s))), s, prepare)
+        from . import batch, scale
+        run = scale.run if scale.wanted(s) else batch.run   # (partitioned, --dask, --reduce)
+        return run(batch.ModeKind(mode, guarded(lambda: mode_options(s))), s, prepare)
     if s.output is not None or s.csv or s.chunk is not None or s.skip_bad_rows \
             or s.check_rows is not None or s.seed is not None or s.columns or s.keep \
             or s.delimiter is not None or s.no_header:
@@ -172,7 +173,9 @@ def _many_or_one(s: Settings, kind: str, arguments, one) -> None:
     if s.debug_nans or s.explain or s.explain_all:
         guarded(lambda: refuse("--debug-nans and --explain cannot be used with --at yet: "
                                "run the point alone"))
-    return batch.run(getattr(batch, kind)(*guarded(arguments)), s, prepare)
+    from . import scale
+    run = scale.run if scale.wanted(s) else batch.run   # (partitioned, --dask)
+    return run(getattr(batch, kind)(*guarded(arguments)), s, prepare)
 
 
 # ---------------------------------------------------------------------------------------
