@@ -65,7 +65,8 @@ def run_mode(mode: str, s: Settings) -> None:
         return run(batch.ModeKind(mode, guarded(lambda: mode_options(s))), s, prepare)
     if s.output is not None or s.csv or s.chunk is not None or s.skip_bad_rows \
             or s.check_rows is not None or s.seed is not None or s.columns or s.keep \
-            or s.delimiter is not None or s.no_header:
+            or s.delimiter is not None or s.no_header \
+            or getattr(s, "dask", None) is not None or getattr(s, "reduce", None) is not None:
         from .batch import check_options
         guarded(lambda: check_options(s))
 

@@ -42,11 +42,15 @@ def wanted(s) -> bool:
         return False
     return (is_partitioned(s.at) or _output_kind(s.output) is not None
             or getattr(s, "reduce", None) is not None
-            or guarded_scheduler(s) is not None)
+            or getattr(s, "dask", None) is not None)
 
 
-def guarded_scheduler(s):
+def _scheduler(s, partitioned: bool):
+    """--dask's scheduler, or GRADCLI_DASK's for a partitioned source (a source of one
+    file is read by one process: it runs here)."""
     from ..run.distributed import scheduler
+    if getattr(s, "dask", None) is None and not partitioned:
+        return None
     return scheduler(getattr(s, "dask", None))
 
 
@@ -227,11 +231,6 @@ class _Whole:
     def chunks(self, part):
         yield from self.source.items()
 
-    def __getstate__(self):
-        raise InputError(f"--dask: {self.shown} is one file, read by one process: give a "
-                         "Parquet source (a file of row groups, a directory or a glob) or "
-                         ".npy shards")
-
 
 def run(kind, s, prepare) -> None:
     """``COMMAND PROGRAM --at SOURCE`` with a partitioned source, Parquet output, --dask
@@ -245,7 +244,7 @@ def run(kind, s, prepare) -> None:
         from ..io.parquet import is_partitioned, open_partitioned
         from ..lang.source import read_program
         reduce = getattr(s, "reduce", None)
-        spec = guarded_scheduler(s)
+        spec = _scheduler(s, is_partitioned(s.at))
         for given, name in ((s.check, "--check"), (getattr(s, "symbolic", False),
                                                    "--symbolic")):
             if given:
@@ -257,9 +256,10 @@ def run(kind, s, prepare) -> None:
         if reduce is not None and s.output is not None:
             raise InputError("--reduce prints one value and gradient: --output is for "
                              "per-row results")
-        if s.at.strip() == "-" and spec is not None:
-            raise InputError("--dask reads the source on the workers: give a file, not "
-                             "standard input")
+        if spec is not None and not is_partitioned(s.at):
+            raise InputError(f"--dask runs a task per partition of the source: give "
+                             f"Parquet (a file of row groups, a directory, a glob) or .npy "
+                             f"shards, not {s.at.strip()!r} (one file, read by one process)")
         where = _output_kind(s.output)
         fmt = "reduce" if reduce else where or output_format(s)
         if fmt == "npz":

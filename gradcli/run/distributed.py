@@ -123,8 +123,7 @@ class Cluster:
                     silence_logs=logging.ERROR)
                 self.client = distributed.Client(self.cluster, timeout=self.timeout)
             else:
-                self.client = distributed.Client(_address(self.spec), timeout=self.timeout,
-                                                 set_as_default=False)
+                self.client = distributed.Client(_address(self.spec), timeout=self.timeout)
         except (OSError, TimeoutError) as err:
             self.__exit__(None, None, None)
             detail = str(err).splitlines()[0] if str(err) else type(err).__name__
