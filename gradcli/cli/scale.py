@@ -544,3 +544,131 @@ def _is_terminal(stream) -> bool:
 
 
 __all__ = ["REDUCTIONS", "Done", "Job", "Partial", "combine", "run", "wanted"]
+
+
+# ---------------------------------------------------------------------------------------
+# minimize --at DATA --full-batch: each loss and gradient one map-reduce over partitions
+# ---------------------------------------------------------------------------------------
+class LossJob:
+    """A partition's rows for ``minimize --full-batch``: ``load(part)`` reads them once
+    (kept on the worker: ``persist``), ``__call__(data, values)`` gives their loss sum
+    and gradient sums (a Partial) at the parameters' ``values``, computed as
+    ``minimize --at`` computes a batch (``run.optimize.ProgramRows``: one
+    ``vectorized_map`` and one backward pass)."""
+
+    def __init__(self, s, text: str, source, trainable: list):
+        self.token = uuid.uuid4().hex
+        self.program = {"program": text, "var": s.var, "frozen": s.frozen, "arg": s.arg,
+                        "dtype": s.dtype, "target": s.target}
+        self.source, self.trainable = source, trainable
+
+    def model(self):
+        if self.token not in _built:
+            from .common import Settings, prepare
+            _built.clear()
+            _built[self.token] = prepare(Settings(json_out=False, plain=False,
+                                                  **self.program))
+        return _built[self.token]
+
+    def load(self, part) -> dict:
+        from ..io.points import BadRow
+        pieces = []
+        for item in self.source.chunks(part):
+            if isinstance(item, BadRow):
+                raise InputError(_located(item.message, part))
+            pieces.append(item.values)
+        return {name: np.concatenate([p[name] for p in pieces]) for name in
+                self.source.names} if pieces else {}
+
+    def __call__(self, data: dict, values: dict) -> Partial:
+        from ..run.optimize import ProgramRows
+        if not data:
+            return Partial(0, None, [])
+        with np.errstate(all="ignore"):
+            rows = ProgramRows(self.model(), data, self.trainable)
+            for name, value in values.items():
+                rows.parameters[name].assign(value)
+            loss, pairs = rows.value_and_gradients()
+        n = rows.n
+        return Partial(n, np.float64(loss) * n, [np.asarray(g.numpy() if hasattr(
+            g, "numpy") else g) * n for g, _ in pairs], fell_back=rows.fell_back)
+
+
+class PartitionedRows:
+    """What ``run.optimize.minimize_rows`` trains on (as a ``ProgramRows``): ``n`` rows,
+    the ``parameters`` it moves, and ``value_and_gradients()``, the mean loss over every
+    row and its gradients, each call one reduce over the persisted partitions."""
+
+    def __init__(self, runner, job: LossJob, held: list, n: int, parameters: dict):
+        self.runner, self.job, self.held, self.n = runner, job, held, n
+        self.parameters = parameters
+        self.fell_back = False
+
+    def value_and_gradients(self, rows=None) -> tuple:
+        if rows is not None:   # (minimize_rows asks for rows only with mini-batches)
+            raise InputError("mini-batches are trained in this process: drop --full-batch")
+        values = {name: p.numpy() for name, p in self.parameters.items()}
+        total = self.runner.reduce(self.job, self.held, combine, values)
+        self.fell_back |= total.fell_back
+        return total.value / total.rows, [(g / total.rows, p) for g, p in
+                                          zip(total.grads, self.parameters.values())]
+
+
+def full_batch(s) -> bool:
+    """Whether ``minimize --at`` trains here: --full-batch, --dask or a partitioned
+    source (read a partition at a time, never whole)."""
+    from ..io.parquet import is_partitioned
+    return s.at is not None and (s.full_batch or s.dask is not None
+                                 or is_partitioned(s.at))
+
+
+def train_full_batch(model, s, optimizer: str, progress):
+    """``minimize --at DATA --full-batch [--dask ...]``: (result, fell_back) as
+    ``run.optimize.train_on_rows`` gives them."""
+    from ..engine.core.tensor import Variable
+    from ..io.parquet import is_partitioned, open_partitioned
+    from ..io.points import Slot
+    from ..lang.source import read_program
+    from ..run.distributed import open_runner
+    from ..run.optimize import minimize_rows, run_length
+    from .batch import csv_options
+    if s.batch_size is not None:
+        raise InputError("--batch-size: mini-batch optimisers train in this process on "
+                         "data read whole (a CSV, .npy, .npz or JSON Lines source), without "
+                         "--full-batch or --dask; over partitions every step is over all "
+                         "rows")
+    if not is_partitioned(s.at):
+        raise InputError(f"--full-batch reduces over the partitions of a Parquet source (a "
+                         f"file of row groups, a directory, a glob) or .npy shards, not "
+                         f"{s.at.strip()!r}")
+    trainable = [name for name in model.read_variables if model.trainable[name]]
+    slots, parameters = {}, {}
+    for decl in model.declarations:
+        if decl.kind == "var" and not decl.has_value:
+            raise InputError(f"--var {decl.name} has no value: minimize trains {decl.name} "
+                             f"from a starting value (--var {decl.name}=0)")
+        slots[decl.name] = Slot(decl.kind, decl.value if decl.has_value else None)
+        if decl.name in trainable:
+            parameters[decl.name] = Variable(np.array(decl.value, dtype=np.float64),
+                                             name=decl.name, dtype=model.dtype)
+    source = open_partitioned(s.at, slots, s.chunk, csv_options(s, keep=False))
+    for name in source.names:
+        if name in parameters:
+            raise InputError(f"{source.shown}: the source sets {name}, a trainable variable "
+                             f"that minimize trains: declare it --frozen {name} to read it "
+                             "from each row, or drop the column")
+    total, training = run_length(source.total, None, s.steps, s.epochs, s.max_steps)
+    job = LossJob(s, read_program(s.program), source, trainable)
+    with open_runner(_scheduler(s, True)) as runner:
+        held = runner.persist(job.load, source.partitions)
+        rows = PartitionedRows(runner, job, held, source.total, parameters)
+        on_step, done = progress(total, None, not training)
+        try:
+            result = minimize_rows(rows, optimizer=optimizer, lr=s.lr, steps=s.steps,
+                                   epochs=s.epochs, max_steps=s.max_steps, tol=s.tol,
+                                   momentum=s.momentum, on_step=on_step)
+        finally:
+            done()
+    result.data["notes"].append(f"full batch: each step reduced over "
+                                f"{len(source.partitions)} partitions ({runner.where})")
+    return result, rows.fell_back

@@ -10,9 +10,12 @@ give the same two operations, so a command's answers do not depend on where it r
   client holds a bounded number of results whatever the data), or, with
   ``ordered=False``, as they complete (the worker wrote its part; only a summary comes
   back).
-- ``reduce(task, parts, combine)``: the task's result per partition combined by a
-  balanced binary tree, pairs of neighbours level by level (``tree``), the same pairs
-  here and on the cluster, so a sum is the same floating-point sum in both.
+- ``reduce(task, parts, combine, *args)``: ``task(part, *args)`` per partition,
+  combined by a balanced binary tree, pairs of neighbours level by level (``tree``), the
+  same pairs here and on the cluster, so a sum is the same floating-point sum in both.
+- ``persist(task, parts)``: ``task(part)`` per partition kept where it was made (on the
+  workers' memory; here, in this process), to be given to ``reduce`` as the parts:
+  ``minimize --full-batch`` reads its data once and reduces over it at every step.
 
 The task is any picklable callable (the command's, made by the CLI layer); Dask pickles
 it once per task and a worker's ``task`` may cache what it builds (the parsed program)
@@ -92,8 +95,11 @@ class Here:
         for part in parts:
             yield part, task(part)
 
-    def reduce(self, task, parts: list, combine):
-        return tree([task(part) for part in parts], combine)
+    def reduce(self, task, parts: list, combine, *args):
+        return tree([task(part, *args) for part in parts], combine)
+
+    def persist(self, task, parts: list) -> list:
+        return [task(part) for part in parts]
 
 
 class Cluster:
@@ -104,7 +110,9 @@ class Cluster:
         self.spec, self.timeout = spec, timeout
         self.client = self.cluster = None
         self.futures: list = []
+        self.held: list = []
         self.token = uuid.uuid4().hex[:8]
+        self.count = 0
 
     # -- connecting --------------------------------------------------------------------
     def __enter__(self):
@@ -153,9 +161,10 @@ class Cluster:
         self.futures = []
 
     # -- running -----------------------------------------------------------------------
-    def _submit(self, task, part, tag: str = "part"):
-        key = f"gradcli-{tag}-{self.token}-{getattr(part, 'index', id(part))}"
-        future = self.client.submit(task, part, key=key, pure=False, retries=2)
+    def _submit(self, task, *args):
+        self.count += 1
+        future = self.client.submit(task, *args, key=f"gradcli-{self.token}-{self.count}",
+                                    pure=False, retries=2)
         self.futures.append(future)
         return future
 
@@ -179,16 +188,24 @@ class Cluster:
                 at += 1
             yield part, result
 
-    def reduce(self, task, parts: list, combine):
-        level = [self._submit(task, part) for part in parts]
-        depth = 0
+    def reduce(self, task, parts: list, combine, *args):
+        level = [self._submit(task, part, *args) for part in parts]
         while len(level) > 1:
-            depth += 1
-            level = [self.client.submit(combine, level[k], level[k + 1], pure=False,
-                                        key=f"gradcli-sum-{self.token}-{depth}-{k}")
-                     if k + 1 < len(level) else level[k] for k in range(0, len(level), 2)]
-            self.futures += level
-        return level[0].result()
+            level = [self._submit(combine, level[k], level[k + 1]) if k + 1 < len(level)
+                     else level[k] for k in range(0, len(level), 2)]
+        result = level[0].result()
+        held = set(self.held)
+        for future in self.futures:
+            if future not in held:
+                future.release()
+        self.futures = list(self.held)
+        return result
+
+    def persist(self, task, parts: list) -> list:
+        """``task(part)`` for every partition, kept on the worker that made it (a
+        reduce over these runs where they are)."""
+        self.held = [self._submit(task, part) for part in parts]
+        return self.held
 
 
 def _local_workers(spec: str) -> int | None:

@@ -227,3 +227,31 @@ def test_a_missing_extra_names_the_install_command(monkeypatch):
     monkeypatch.setitem(sys.modules, "pyarrow.parquet", None)
     with pytest.raises(InputError, match=r"pip install 'gradcli\[dask\]'"):
         need_pyarrow()
+
+
+# ---------------------------------------------------------------------------------------
+# minimize --at DATA --full-batch
+# ---------------------------------------------------------------------------------------
+FIT = ("minimize", "(w*x + b - y)^2", "--var", "w=0.5", "--var", "b=0", "--arg", "x",
+       "--arg", "y", "--columns", "x,y", "--json")
+
+
+def test_full_batch_is_least_squares_here_and_on_the_cluster(data, scheduler):
+    """The fit of y = w x + b over all rows: numpy's least squares; the same run here,
+    on the cluster and as the local full batch over one CSV file."""
+    x, y = data["x"], data["y"]
+    w, b = np.linalg.lstsq(np.stack([x, np.ones_like(x)], axis=1), y, rcond=None)[0]
+    runs = [json.loads(ok(invoke(*FIT, "--at", f"@{data['dir']}", *how)))
+            for how in (("--full-batch",), ("--dask", scheduler), ())]
+    local = json.loads(ok(invoke(*FIT, "--at", f"@{data['csv']}")))
+    for run in runs + [local]:
+        assert run["converged"] and run["rows"] == len(x)
+        got = {v["name"]: v["value"] for v in run["variables"]}
+        np.testing.assert_allclose([got["w"], got["b"]], [w, b], rtol=1e-9)
+    assert runs[0]["variables"] == runs[1]["variables"]   # (the same sums, bit for bit)
+    assert runs[0]["loss"] == pytest.approx(local["loss"], rel=1e-13)
+
+
+def test_full_batch_refuses_mini_batches(data):
+    result = invoke(*FIT, "--at", f"@{data['dir']}", "--full-batch", "--batch-size", "8")
+    assert result.exit_code == 2 and "mini-batch optimisers train in this" in result.stderr
