@@ -74,10 +74,11 @@ OPTIONS = [
 
 OPTIONS += [option for option in CSV_SOURCE if option.name != "keep"]  # (no rows are output)
 OPTIONS += [  # each loss and gradient one map-reduce over partitions (cli/scale.py)
-    option("full_batch", Annotated[bool, typer.Option(
-        "--full-batch", help="With --at over Parquet or .npy shards: each loss and gradient "
-                             "is reduced over the partitions (with --dask, on the "
-                             "cluster's workers, where the partitions stay).")], False),
+    option("full_batch", Annotated[Optional[bool], typer.Option(
+        "--full-batch", show_default=False,
+        help="With --at over Parquet or .npy shards: each loss and gradient is reduced "
+             "over the partitions (with --dask, on the cluster's workers, where the "
+             "partitions stay).")], None),
     option("dask", Annotated[Optional[str], typer.Option(
         "--dask", metavar="SCHEDULER", show_default=False,
         help="With --at --full-batch: local, local:N or tcp://host:8786 (implies "
@@ -373,7 +374,7 @@ def _check_data_options(s: Settings, optimizer: str) -> None:
     csv_options(s, keep=False, what="training on data rows")
     if s.at is None:
         for option, name in _DATA_OPTIONS:
-            if getattr(s, name) not in (None, False):
+            if getattr(s, name) is not None:
                 raise InputError(f"{option} works with --at SOURCE (training on data rows)")
         return
     check_rows_options(optimizer, steps=s.steps, epochs=s.epochs, batch_size=s.batch_size,
