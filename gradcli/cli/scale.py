@@ -301,8 +301,13 @@ def run(kind, s, prepare) -> None:
                 if fmt == "parts":
                     _sweep(job.directory)
     except KeyboardInterrupt as stop:
-        sys.stderr.write(f"{getattr(stop, 'word', 'interrupted')}: {progress.rows:,} rows "
-                         "were written completely\n")
+        word = getattr(stop, "word", "interrupted")
+        if fmt == "parts":
+            parts = sum(name.startswith("part-") for name in os.listdir(job.directory))
+            sys.stderr.write(f"{word}: {s.output} holds {parts} complete part"
+                             f"{'s' * (parts != 1)}; the other partitions were cancelled\n")
+        else:
+            sys.stderr.write(f"{word}: {progress.rows:,} rows were written completely\n")
         raise typer.Exit(getattr(stop, "exit_code", 130)) from None
 
 

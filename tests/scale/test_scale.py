@@ -255,3 +255,72 @@ def test_full_batch_is_least_squares_here_and_on_the_cluster(data, scheduler):
 def test_full_batch_refuses_mini_batches(data):
     result = invoke(*FIT, "--at", f"@{data['dir']}", "--full-batch", "--batch-size", "8")
     assert result.exit_code == 2 and "mini-batch optimisers train in this" in result.stderr
+
+
+# ---------------------------------------------------------------------------------------
+# Ctrl-C and a killed worker (processes: slow)
+# ---------------------------------------------------------------------------------------
+@pytest.fixture(scope="module")
+def many_parts(tmp_path_factory):
+    """30 partitions of 3,000 rows: a run long enough (--chunk 50) to stop in the middle."""
+    import pyarrow as pa
+    root = tmp_path_factory.mktemp("many")
+    rng = np.random.default_rng(7)
+    for k in range(30):
+        pq.write_table(pa.table({"x": rng.normal(size=3000), "y": rng.normal(size=3000)}),
+                       root / f"part-{k:03d}.parquet")
+    return root
+
+
+def _started(many_parts, out, scheduler):
+    import subprocess
+
+    from cli_process import COMMAND
+    process = subprocess.Popen(COMMAND + [*PER_ROW[:6], "--at", f"@{many_parts}", "--chunk",
+                                          "50", "--output", f"{out}/", "--dask", scheduler],
+                               stderr=subprocess.PIPE, text=True)
+    deadline = time.monotonic() + 60
+    while not (out.is_dir() and sum(p.name.startswith("part-") for p in out.iterdir()) >= 2):
+        assert process.poll() is None and time.monotonic() < deadline, process.stderr.read()
+        time.sleep(0.05)
+    return process
+
+
+def _complete_parts(out):
+    """Every file in ``out`` is a complete part (pyarrow reads it) and no temporary is
+    left: the rows of the parts, in order."""
+    assert all(p.name.startswith("part-") and p.suffix == ".parquet" for p in out.iterdir())
+    return np.concatenate([table(p)["row"].to_numpy() for p in sorted(out.iterdir())])
+
+
+@pytest.mark.slow
+def test_ctrl_c_cancels_and_leaves_complete_parts(tmp_path, many_parts, scheduler):
+    import signal
+    out = tmp_path / "out"
+    process = _started(many_parts, out, scheduler)
+    process.send_signal(signal.SIGINT)
+    _, err = process.communicate(timeout=60)
+    assert process.returncode == 130, err
+    assert "complete part" in err and "Traceback" not in err
+    time.sleep(1)   # (a task running when it was cancelled may still commit its part)
+    rows = _complete_parts(out)
+    assert len(rows) < 30 * 3000 and len(rows) % 3000 == 0
+    assert len(np.unique(rows)) == len(rows)
+
+
+@pytest.mark.slow
+def test_a_killed_worker_leaves_every_row_exactly_once(tmp_path, many_parts, scheduler):
+    import os
+    import signal
+
+    import distributed
+    out = tmp_path / "out"
+    with distributed.Client(scheduler, timeout=30) as client:
+        pids = list(client.run(os.getpid).values())
+        process = _started(many_parts, out, scheduler)
+        os.kill(pids[0], signal.SIGKILL)
+        _, err = process.communicate(timeout=120)
+        assert process.returncode == 0, err
+        client.wait_for_workers(2, timeout=60)   # (the nanny restarts it, for the others)
+    rows = _complete_parts(out)
+    assert rows.tolist() == list(range(30 * 3000))
