@@ -18,7 +18,7 @@ def scheduler():
     """The address of a LocalCluster (2 worker processes, one thread each, 127.0.0.1)."""
     import distributed   # (the dask extra is part of the test extra)
     cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                       host="127.0.0.1", dashboard_address=None,
+                                       host="127.0.0.1", dashboard_address="127.0.0.1:0",
                                        silence_logs=logging.ERROR)
     try:
         yield cluster.scheduler_address
