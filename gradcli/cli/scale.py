@@ -265,9 +265,11 @@ def run(kind, s, prepare) -> None:
         if fmt == "npz":
             raise InputError(f"--output {s.output}: with a partitioned source or --dask, "
                              "write .parquet, a directory of parts (out/), or text")
+        if s.at.strip() == "-" and s.program.strip() == "-":
+            raise InputError("the program and --at cannot both be read from standard input")
         csv = csv_options(s)
-        text = read_program(s.program)
-        model = prepare(s)
+        text = read_program(s.program)   # (once: the workers are given the text)
+        model = prepare(_with_program(s, text))
         slots = {d.name: Slot(d.kind, d.value if d.has_value else None)
                  for d in model.declarations}
         if is_partitioned(s.at):
@@ -275,8 +277,6 @@ def run(kind, s, prepare) -> None:
         else:
             source = _Whole(open_source(s.at, slots, chunk=s.chunk, csv=csv), s.at)
         directory = _directory(s.output) if fmt == "parts" else None
-        if reduce:
-            _check_reducible(kind, source)
         job = Job(s, text, kind, source, "reduce" if reduce else
                   "parts" if fmt == "parts" else "rows", directory)
         return fmt, model, source, job, spec
@@ -315,12 +315,12 @@ def _raise(err):
     raise err
 
 
-def _check_reducible(kind, source) -> None:
-    """--reduce differentiates what every row shares: a gradient of a name the data
-    sets would be one per row, and the command must give a scalar per row."""
-    if type(kind).__name__ != "ModeKind" or kind.mode == "implicit":
-        raise InputError("--reduce works with tape, grad and value-grad (a scalar per row)")
-    # (the names the gradients are of are known after the first row: see _reduce)
+def _with_program(s, text: str):
+    """The settings with the program's text in place of where it was read from."""
+    import copy
+    s = copy.copy(s)
+    s.program = text
+    return s
 
 
 def _directory(path: str) -> str:

@@ -324,3 +324,11 @@ def test_a_killed_worker_leaves_every_row_exactly_once(tmp_path, many_parts, sch
         client.wait_for_workers(2, timeout=60)   # (the nanny restarts it, for the others)
     rows = _complete_parts(out)
     assert rows.tolist() == list(range(30 * 3000))
+
+
+def test_reduce_over_a_one_file_source():
+    """--reduce needs no partitions: standard input is one; sum of (w x)^2 and of its
+    derivative 2 w x^2 at x = 1, 2, 3."""
+    result = invoke("value-grad", "(w*x)^2", "--var", "w=2", "--arg", "x", "--at", "-",
+                    "--reduce", "sum", "--plain", stdin="x\n1\n2\n3\n")
+    assert ok(result).split() == ["56.0", "56.0"]
