@@ -1663,7 +1663,9 @@ def main(argv=None) -> int:
     parser.add_argument("--profile", metavar="NAME", help="cProfile gradcli on one workload")
     parser.add_argument("--profile-calls", type=int, default=20)
     parser.add_argument("--scale-rows", type=int, default=10**7, metavar="N",
-                        help="scale: rows of the throughput runs (peak memory: 10 N)")
+                        help="scale: rows of the throughput runs (default 10^7)")
+    parser.add_argument("--scale-memory-rows", type=int, default=10**8, metavar="N",
+                        help="scale: rows of the peak-memory run (default 10^8)")
     args = parser.parse_args(argv)
 
     asked = [w.strip() for w in args.only.split(",") if w.strip()] or \
@@ -1753,7 +1755,7 @@ def main(argv=None) -> int:
         elif work == "scale":   # (benchmarks/scale.py)
             from benchmarks.scale import run_scale
             run_scale(results, _timed_process, lambda a: _gradcli_base() + a,
-                      args.scale_rows, 10 * args.scale_rows)
+                      args.scale_rows, args.scale_memory_rows)
         results[work]["other_load"] = load.stop()
         if work == "big":
             run_memory(results)
