@@ -14,13 +14,17 @@ reads the partition's chunks, computes each with cli/batch.py's chunk evaluation
 - or (``--reduce``) returns the partition's partial sums (``Partial``): rows, the sum of
   the value and of each gradient, combined by ``distributed.tree``.
 
-A worker process builds the program once (``_built``: cached by the job's token) and
-keeps it for every partition it is given.
+A worker builds the program once (``_built``: cached by the job's token) and keeps it
+for every partition it is given. The engine's recording state is its process's, so the
+partitions of one worker process run one at a time (``_ONE_AT_A_TIME``), whatever its
+threads: give a cluster's workers one thread each and as many processes as cores
+(``dask worker --nthreads 1 --nworkers N``, as ``LocalCluster`` is started here).
 """
 from __future__ import annotations
 
 import os
 import sys
+import threading
 import time
 import uuid
 
@@ -31,7 +35,16 @@ from ..errors import GradcliError, InputError
 
 #: The options this module adds: where a run comes here rather than to cli/batch.py.
 REDUCTIONS = ("mean", "sum")
-_built: dict = {}   # job token -> Evaluator, in each worker process (and here)
+_built = threading.local()   # .token, .value: the job's Evaluator or model
+_ONE_AT_A_TIME = threading.Lock()
+
+
+def _cached(token: str, build):
+    """``build()`` once per thread for the job ``token`` (the last job's is dropped)."""
+    if getattr(_built, "token", None) != token:
+        _built.token, _built.value = None, build()
+        _built.token = token
+    return _built.value
 
 
 def wanted(s) -> bool:
@@ -116,16 +129,13 @@ class Job:
         self.skip = s.skip_bad_rows
 
     def evaluator(self):
-        if self.token not in _built:
-            from .batch import Evaluator
-            from .common import Settings, prepare
-            _built.clear()   # (one job at a time per process)
-            _built[self.token] = Evaluator(prepare(Settings(
-                json_out=False, plain=False, **self.program)), self.kind)
-        return _built[self.token]
+        from .batch import Evaluator
+        from .common import Settings, prepare
+        return _cached(self.token, lambda: Evaluator(prepare(Settings(
+            json_out=False, plain=False, **self.program)), self.kind))
 
     def __call__(self, part) -> Done:
-        with np.errstate(all="ignore"):
+        with _ONE_AT_A_TIME, np.errstate(all="ignore"):
             try:
                 return self._run(part)
             except GradcliError as err:
@@ -568,12 +578,9 @@ class LossJob:
         self.source, self.trainable = source, trainable
 
     def model(self):
-        if self.token not in _built:
-            from .common import Settings, prepare
-            _built.clear()
-            _built[self.token] = prepare(Settings(json_out=False, plain=False,
-                                                  **self.program))
-        return _built[self.token]
+        from .common import Settings, prepare
+        return _cached(self.token, lambda: prepare(Settings(json_out=False, plain=False,
+                                                            **self.program)))
 
     def load(self, part) -> dict:
         from ..io.points import BadRow
@@ -589,7 +596,7 @@ class LossJob:
         from ..run.optimize import ProgramRows
         if not data:
             return Partial(0, None, [])
-        with np.errstate(all="ignore"):
+        with _ONE_AT_A_TIME, np.errstate(all="ignore"):
             rows = ProgramRows(self.model(), data, self.trainable)
             for name, value in values.items():
                 rows.parameters[name].assign(value)
