@@ -17,7 +17,6 @@ Every run is a whole process (``_timed_process`` of run.py); numbers in ``result
 """
 from __future__ import annotations
 
-import logging
 import os
 import shutil
 import tempfile
@@ -88,9 +87,8 @@ def run_scale(results: dict, timed_process, gradcli_args, rows: int, memory_rows
 
         run("one_process")
         run("dask_local_2", "--dask", "local:2")
-        cluster = distributed.LocalCluster(n_workers=2, threads_per_worker=1, processes=True,
-                                           host="127.0.0.1", dashboard_address="127.0.0.1:0",
-                                           silence_logs=logging.ERROR)
+        from gradcli.run.distributed import local_cluster
+        cluster = local_cluster(2)   # (as --dask local:2 starts it: see its doc)
         client = distributed.Client(cluster)
         try:
             address = cluster.scheduler_address

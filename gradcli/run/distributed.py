@@ -31,7 +31,7 @@ import uuid
 
 from ..errors import InputError
 
-__all__ = ["AHEAD", "INSTALL", "open_runner", "scheduler", "tree"]
+__all__ = ["AHEAD", "INSTALL", "local_cluster", "open_runner", "scheduler", "tree"]
 
 INSTALL = "pip install 'gradcli[dask]'"
 #: Results per worker computed ahead of the one the client is writing (ordered map).
@@ -124,11 +124,7 @@ class Cluster:
         workers = _local_workers(self.spec)
         try:
             if workers is not None:
-                import logging
-                self.cluster = distributed.LocalCluster(
-                    n_workers=workers, threads_per_worker=1, processes=True,
-                    host="127.0.0.1", dashboard_address="127.0.0.1:0",
-                    silence_logs=logging.ERROR)
+                self.cluster = local_cluster(workers)
                 self.client = distributed.Client(self.cluster, timeout=self.timeout)
             else:
                 self.client = distributed.Client(_address(self.spec), timeout=self.timeout)
@@ -206,6 +202,24 @@ class Cluster:
         reduce over these runs where they are)."""
         self.held = [self._submit(task, part) for part in parts]
         return self.held
+
+
+def local_cluster(workers: int):
+    """A ``distributed.LocalCluster`` of ``workers`` processes of one thread, on
+    127.0.0.1, its dashboard on a free port. Without Dask's ``MALLOC_TRIM_THRESHOLD_``
+    for its workers: set, it turns off glibc's adaptive mmap threshold, and every
+    temporary array of a chunk (128 KiB and more) is then mapped and unmapped afresh,
+    which made the 20-statement benchmark 1.6x slower per row (benchmarks/scale.py)."""
+    import logging
+
+    import dask
+    import distributed
+    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_":
+                          None}):
+        return distributed.LocalCluster(n_workers=workers, threads_per_worker=1,
+                                        processes=True, host="127.0.0.1",
+                                        dashboard_address="127.0.0.1:0",
+                                        silence_logs=logging.ERROR)
 
 
 def _local_workers(spec: str) -> int | None:
