@@ -65,8 +65,8 @@ _ONE_ARRAY = ("a {} file holds one array, and --at writes several (row, the poin
               "gradients): use .npz (numpy's file of named arrays)")
 BINARY = {".npy": _ONE_ARRAY.format(".npy"),
           **{ext: "gradcli writes binary output only as .npz (numpy's file of named "
-                  "arrays, read by np.load); text as .jsonl, .csv or .txt"
-             for ext in (".h5", ".hdf5", ".parquet", ".feather", ".arrow", ".mat", ".pkl",
+                  "arrays, read by np.load) or .parquet; text as .jsonl, .csv or .txt"
+             for ext in (".h5", ".hdf5", ".feather", ".arrow", ".mat", ".pkl",
                          ".pickle", ".gz", ".zip", ".xlsx")}}
 _FALLBACK_NOTE = ("rows were computed one at a time (vectorized_map's loop fallback: the "
                   "engine does not batch all of this command yet, or a row failed); the "

@@ -71,8 +71,9 @@ def _output_kind(path: str | None) -> str | None:
     """"parts" (a directory), "parquet" (one file) or None (cli/batch.py's formats)."""
     if path in (None, "-"):
         return None
-    if path.endswith(os.sep) or path.endswith("/") or os.path.isdir(path):
-        return "parts"
+    if path.endswith(os.sep) or path.endswith("/") or (
+            os.path.isdir(path) and not os.path.splitext(path)[1]):
+        return "parts"   # (out/, or an existing out: a file's name, out.csv, is batch's)
     if path.lower().endswith(".parquet"):
         return "parquet"
     return None
