@@ -61,7 +61,9 @@ if str(ROOT) not in sys.path:
 
 IMPLS = ("numpy", "gradcli", "autograd", "torch")
 WORKLOADS = ("weighted", "chain", "big", "mlp", "deep", "cli", "hessian", "higher", "jvp",
-             "batch", "formulas", "inside")
+             "batch", "formulas", "inside", "scale")
+#: Not in --quick (Parquet files, Dask clusters, minutes): benchmarks/scale.py.
+SLOW_WORKLOADS = ("scale",)
 
 # ---------------------------------------------------------------------------------------
 # optional libraries
@@ -1117,6 +1119,11 @@ sys.exit(code)
 """
 
 
+def _gradcli_base() -> list:
+    script = gradcli_command()
+    return script[0] if script else [sys.executable, "-m", "gradcli"]
+
+
 def _timed_process(cmd: list, cwd, timeout: float, env=None):
     import tempfile
     report = tempfile.NamedTemporaryFile(suffix=".rss", delete=False)
@@ -1482,6 +1489,9 @@ def targets(results) -> list[tuple[str, str, str, str]]:
                      "PASS" if ok else ("n/a" if "error" in d else "FAIL")))
         r = paired(d, big_key, f"gradcli_{DEEP_SIZES[0]}")
         rows.append(("deep: time(10^5) / time(10^4)", fmt_ratio(r), "<= 12x", verdict(r, 12.0)))
+    if "scale" in results:   # (benchmarks/scale.py)
+        from benchmarks.scale import rows_of_report
+        rows += rows_of_report(results["scale"], fmt_ratio, verdict)
     if "batch" in results:
         b = results["batch"]
         r = ratio(b["median"].get("cli_npz"), b["median"].get("numpy_npz"))
@@ -1665,6 +1675,9 @@ def report(results, meta):
               f"fwd-over-rev / torch: {fmt_ratio(paired(e, 'gradcli fwd-over-rev', 'torch'))}")
         print()
 
+    if "scale" in results:
+        from benchmarks.scale import print_details
+        print_details(results["scale"])
     if "batch" in results:
         b = results["batch"]
         m = b["median"]
@@ -1743,9 +1756,14 @@ def main(argv=None) -> int:
                         help="before each workload, wait (up to SECONDS in all) for other processes to leave the CPU idle")
     parser.add_argument("--profile", metavar="NAME", help="cProfile gradcli on one workload")
     parser.add_argument("--profile-calls", type=int, default=20)
+    parser.add_argument("--scale-rows", type=int, default=10**7, metavar="N",
+                        help="scale: rows of the throughput runs (default 10^7)")
+    parser.add_argument("--scale-memory-rows", type=int, default=10**8, metavar="N",
+                        help="scale: rows of the peak-memory run (default 10^8)")
     args = parser.parse_args(argv)
 
-    asked = [w.strip() for w in args.only.split(",") if w.strip()] or list(WORKLOADS)
+    asked = [w.strip() for w in args.only.split(",") if w.strip()] or \
+        [w for w in WORKLOADS if not (args.quick and w in SLOW_WORKLOADS)]
     unknown = [w for w in asked if w not in WORKLOADS]
     if unknown:
         parser.error(f"unknown workload(s) {', '.join(unknown)}; choose from {', '.join(WORKLOADS)}")
@@ -1830,6 +1848,10 @@ def main(argv=None) -> int:
             run_formulas(results, 3 if args.quick else 5)
         elif work == "inside":
             run_inside(results, 15 if args.quick else 41)
+        elif work == "scale":   # (benchmarks/scale.py)
+            from benchmarks.scale import run_scale
+            run_scale(results, _timed_process, lambda a: _gradcli_base() + a,
+                      args.scale_rows, args.scale_memory_rows)
         results[work]["other_load"] = load.stop()
         if work == "big":
             run_memory(results)

@@ -19,7 +19,7 @@ import typer  # noqa: E402
 from .. import __version__  # noqa: E402
 from ..errors import GradcliError  # noqa: E402
 from .common import Settings  # noqa: E402
-from .options import (BATCH, CHECK, CRITICAL, DECLARATIONS, DIFF, DIFF_OUTPUT,  # noqa: E402
+from .options import (BATCH, REDUCE, CHECK, CRITICAL, DECLARATIONS, DIFF, DIFF_OUTPUT,  # noqa: E402
                       GRAD, HIGHER_CHECK, IDIFF, INSIDE, JACOBIAN_MODE, ORDER, OUTPUT, PROGRAM,
                       SOURCES, TANGENTS, TAPE, option)
 
@@ -200,16 +200,16 @@ COMMANDS = [
             "tf.keras.optimizers rules) or lbfgs (scipy, the extra gradcli[optimize]).",
             "gradcli minimize '(1 - x)^2 + 100*(y - x^2)^2' --var x=-1.2 --var y=1 "
             "--optimizer lbfgs", _RANGE_CONTEXT),
-    Command("tape", _program(TAPE, CHECK, INSIDE, BATCH), "commands:tape", "check.compare.check_outcome",
+    Command("tape", _program(TAPE, CHECK, INSIDE, BATCH, REDUCE), "commands:tape", "check.compare.check_outcome",
             "run.modes.Outcome", HELP["tape"], EXAMPLES["tape"], _PROGRAM_CONTEXT,
             "run.modes.run_mode"),
-    Command("grad", _program(GRAD, ORDER, CHECK, INSIDE, BATCH), "commands:grad",
+    Command("grad", _program(GRAD, ORDER, CHECK, INSIDE, BATCH, REDUCE), "commands:grad",
             "check.compare.check_outcome", "run.modes.Outcome", HELP["grad"], EXAMPLES["grad"],
             _PROGRAM_CONTEXT, "run.modes.run_mode"),
     Command("implicit", _program(CHECK, INSIDE, BATCH), "commands:implicit", "check.compare.check_outcome",
             "run.modes.Outcome", HELP["implicit"], EXAMPLES["implicit"], _PROGRAM_CONTEXT,
             "run.modes.run_mode"),
-    Command("value-grad", _program(CHECK, INSIDE, BATCH), "commands:value_grad",
+    Command("value-grad", _program(CHECK, INSIDE, BATCH, REDUCE), "commands:value_grad",
             "check.compare.check_outcome", "run.modes.Outcome", HELP["value-grad"],
             EXAMPLES["value-grad"], _PROGRAM_CONTEXT, "run.modes.run_mode"),
     Command("compare", _program(TAPE, GRAD, CHECK, TANGENTS), "commands:compare",

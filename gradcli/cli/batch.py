@@ -62,8 +62,8 @@ _ONE_ARRAY = ("a {} file holds one array, and --at writes several (row, the poin
               "gradients): use .npz (numpy's file of named arrays)")
 BINARY = {".npy": _ONE_ARRAY.format(".npy"),
           **{ext: "gradcli writes binary output only as .npz (numpy's file of named "
-                  "arrays, read by np.load); text as .jsonl, .csv or .txt"
-             for ext in (".h5", ".hdf5", ".parquet", ".feather", ".arrow", ".mat", ".pkl",
+                  "arrays, read by np.load) or .parquet; text as .jsonl, .csv or .txt"
+             for ext in (".h5", ".hdf5", ".feather", ".arrow", ".mat", ".pkl",
                          ".pickle", ".gz", ".zip", ".xlsx")}}
 _FALLBACK_NOTE = ("rows were computed one at a time (vectorized_map's loop fallback: the "
                   "engine does not batch all of this command yet, or a row failed); the "
@@ -200,7 +200,9 @@ def check_options(s) -> None:
                             ("--chunk", s.chunk is not None),
                             ("--skip-bad-rows", s.skip_bad_rows),
                             ("--check-rows", s.check_rows is not None),
-                            ("--seed", s.seed is not None)):
+                            ("--seed", s.seed is not None),
+                            ("--dask", getattr(s, "dask", None) is not None),  # cli/scale.py
+                            ("--reduce", getattr(s, "reduce", None) is not None)):
             if given:
                 raise InputError(f"{name} works with --at SOURCE (many points)")
         csv_options(s)  # (--columns, --keep... without --at)
@@ -222,8 +224,7 @@ def run(name: str, arguments, s, prepare) -> None:
     """``gradcli COMMAND PROGRAM --at SOURCE`` for the command ``name``: its record's
     per-point function (``at``) with ``arguments()`` (checked before any file is read),
     rows evaluated by run/many.py, written by the format's writer; see the module doc."""
-    from .app import COMMANDS
-    record = next(command for command in COMMANDS if command.name == name)
+    record = command_record(name)
     options = guarded(arguments)
     if getattr(s, "symbolic", False):
         guarded(lambda: _raise(InputError("--symbolic shows one point's derivative; it "
@@ -253,6 +254,12 @@ def run(name: str, arguments, s, prepare) -> None:
     finally:
         if to_file:
             out.discard()   # (the temporaries, unless committed: whatever happened)
+
+
+def command_record(name: str):
+    """The command's record in cli/app.py's ``COMMANDS``."""
+    from .app import COMMANDS
+    return next(command for command in COMMANDS if command.name == name)
 
 
 def _named(dotted: str):
@@ -429,3 +436,8 @@ def _check_rows(evaluate: Evaluator, check, sample: Sample, s) -> dict:
                "passed" if "passed" in verdicts else "nothing to check")
     return {"rows": rows, "checked": [r["row"] for r in rows], "verdict": verdict,
             "passed": verdict != "mismatch"}
+
+
+# What cli/scale.py (partitioned sources, --dask, --reduce) shares with the runs here.
+output_format, open_output, named, FALLBACK_NOTE = _format, _open_output, _named, \
+    _FALLBACK_NOTE

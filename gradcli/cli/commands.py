@@ -61,11 +61,13 @@ def run_mode(mode: str, s: Settings) -> None:
         if s.debug_nans or s.explain or s.explain_all or s.graph is not None:
             guarded(lambda: refuse("--debug-nans, --explain and --graph cannot be used "
                                    "with --at yet: run the point alone"))
-        from . import batch
-        return batch.run(mode, lambda: {"mode": mode, "options": mode_options(s)}, s, prepare)
+        from . import batch, scale
+        run = scale.run if scale.wanted(s) else batch.run   # (partitioned, --dask, --reduce)
+        return run(mode, lambda: {"mode": mode, "options": mode_options(s)}, s, prepare)
     if s.output is not None or s.csv or s.chunk is not None or s.skip_bad_rows \
             or s.check_rows is not None or s.seed is not None or s.columns or s.keep \
-            or s.delimiter is not None or s.no_header:
+            or s.delimiter is not None or s.no_header \
+            or getattr(s, "dask", None) is not None or getattr(s, "reduce", None) is not None:
         from .batch import check_options
         guarded(lambda: check_options(s))
 
@@ -174,7 +176,9 @@ def _many_or_one(s: Settings, name: str, arguments, one) -> None:
     if s.debug_nans or s.explain or s.explain_all:
         guarded(lambda: refuse("--debug-nans and --explain cannot be used with --at yet: "
                                "run the point alone"))
-    return batch.run(name, arguments, s, prepare)
+    from . import scale
+    run = scale.run if scale.wanted(s) else batch.run   # (partitioned, --dask)
+    return run(name, arguments, s, prepare)
 
 
 # ---------------------------------------------------------------------------------------

@@ -73,6 +73,17 @@ OPTIONS = [
 ]
 
 OPTIONS += [option for option in CSV_SOURCE if option.name != "keep"]  # (no rows are output)
+OPTIONS += [  # each loss and gradient one map-reduce over partitions (cli/scale.py)
+    option("full_batch", Annotated[Optional[bool], typer.Option(
+        "--full-batch", show_default=False,
+        help="With --at over Parquet or .npy shards: each loss and gradient is reduced "
+             "over the partitions (with --dask, on the cluster's workers, where the "
+             "partitions stay).")], None),
+    option("dask", Annotated[Optional[str], typer.Option(
+        "--dask", metavar="SCHEDULER", show_default=False,
+        help="With --at --full-batch: local, local:N or tcp://host:8786 (implies "
+             "--full-batch).")], None),
+]
 
 _SPARKS = "▁▂▃▄▅▆▇█"
 
@@ -204,6 +215,10 @@ def run(s: Settings) -> None:
             output_format(s.plot)
         model = prepare(s)
         check_trainable(model)  # before any file is read
+        from .scale import full_batch   # (partitions, --dask: cli/scale.py)
+        if full_batch(s):
+            from .scale import train_full_batch
+            return train_full_batch(model, s, optimizer, _progress)
         if s.at is not None:
             return train_on_rows(
                 model, s.at, csv_options(s, keep=False), optimizer, lr=s.lr, steps=s.steps,
@@ -346,7 +361,8 @@ _FALLBACK_NOTE = ("the rows of a batch were computed one at a time (vectorized_m
                   "fallback: the program has code the engine cannot batch); the results "
                   "are the same, only slower")
 _DATA_OPTIONS = (("--batch-size", "batch_size"), ("--epochs", "epochs"),
-                 ("--shuffle/--no-shuffle", "shuffle"), ("--seed", "seed"))
+                 ("--shuffle/--no-shuffle", "shuffle"), ("--seed", "seed"),
+                 ("--dask", "dask"), ("--full-batch", "full_batch"))
 
 
 def _check_data_options(s: Settings, optimizer: str) -> None:

@@ -152,6 +152,19 @@ CSV_SOURCE = [
                             "columns by number (x=1,y=2).")], False),
 ]
 BATCH += CSV_SOURCE
+#: Past one process (cli/scale.py): every --at command runs on a Dask cluster.
+BATCH.append(option("dask", Annotated[Optional[str], typer.Option(
+    "--dask", metavar="SCHEDULER", show_default=False,
+    help="With --at: run each partition of the source as a task on Dask: local (a worker "
+         "process per core), local:N, or a scheduler's address tcp://host:8786 (default: "
+         "$GRADCLI_DASK).")], None))
+#: tape, grad and value-grad: one value and gradient over all rows (cli/scale.py).
+REDUCE = [
+    option("reduce", Annotated[Optional[str], typer.Option(
+        "--reduce", metavar="mean|sum", show_default=False,
+        help="With --at: one value and gradient, of the mean (or sum) of the target over "
+             "all rows (partial sums per partition, combined by a tree).")], None),
+]
 
 GRAD = [
     option("params", Annotated[Optional[List[str]], typer.Option(

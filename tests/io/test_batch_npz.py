@@ -311,7 +311,7 @@ def test_streaming_memory_does_not_grow_with_the_rows(tmp_path, monkeypatch):
 @pytest.mark.parametrize("name, flags, words", [
     ("out.npy", [], "a .npy file holds one array"),
     ("out.npy", ["--csv"], "use .npz"),
-    ("out.parquet", [], "binary output only as .npz"),
+    ("out.feather", [], "binary output only as .npz"),   # (.parquet: tests/scale)
     ("out.h5", ["--json"], "binary output only as .npz"),
     ("out.npz", ["--csv"], "--csv conflicts with --output"),
     ("out.npz", ["--json"], "--json conflicts with --output"),

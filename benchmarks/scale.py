@@ -1,0 +1,154 @@
+"""The ``scale`` workload of benchmarks/run.py (issue 24): ``--at`` over Parquet, in one
+process and on a Dask ``LocalCluster`` of 2 worker processes.
+
+- throughput: ``value-grad`` of a 20-statement program (Rosenbrock and 18 more
+  statements per row) at every row of a Parquet directory, written as a directory of
+  parts, by one process (``--at`` alone) and by ``--dask tcp://...`` (a LocalCluster of
+  2 workers started here first, so its start-up is not in the ratio; ``--dask local:2``,
+  start-up included, is shown too);
+- the scheduler's cost per task: whole ``--dask`` runs over 1-row partitions, P1 and P2
+  of them; the slope (T2 - T1) / (P2 - P1) is the wall time a partition adds, times the
+  workers the time each worker spends on one;
+- peak memory: the client's (the ``gradcli`` process, RSS by wait4) and each worker's
+  (``ru_maxrss`` of the worker process, after a restart) for ``memory_rows`` rows
+  streamed into a directory of parts.
+
+Every run is a whole process (``_timed_process`` of run.py); numbers in ``results["scale"]``.
+"""
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+import time
+from pathlib import Path
+
+import numpy as np
+
+#: Rosenbrock, then 18 more statements per row (20 in all): compute-heavy per row.
+PROGRAM = """a = x*x
+b = y - a
+c = 1 - x
+r = c*c + 100*b*b
+s = sin(x)*cos(y)
+e = exp(-a)
+t = tanh(x*y)
+l = log(1 + a)
+q = sqrt(1 + y*y)
+u = s + e
+v = t*l
+w = q - u
+z = v*w
+k = z + r
+m = k / (1 + e)
+n = m*m
+o = cos(n*0.001)
+p = o + sin(k*0.01)
+g = p*q
+g + r"""
+GROUP = 250_000          # rows per row group (a partition)
+FILE_ROWS = 2_000_000    # rows per Parquet file
+
+
+def write_data(root: Path, rows: int, group: int = GROUP, file_rows: int = FILE_ROWS):
+    """``rows`` uniform (x, y) rows as Parquet files of ``file_rows``, row groups of
+    ``group``; written a file at a time (memory: one file's columns)."""
+    import pyarrow as pa
+    import pyarrow.parquet as pq
+    root.mkdir(parents=True, exist_ok=True)
+    rng = np.random.default_rng(24)
+    for k, start in enumerate(range(0, rows, file_rows)):
+        n = min(file_rows, rows - start)
+        pq.write_table(pa.table({"x": rng.uniform(-2, 2, n), "y": rng.uniform(-2, 2, n)}),
+                       root / f"part-{k:05d}.parquet", row_group_size=group)
+
+
+def run_scale(results: dict, timed_process, gradcli_args, rows: int, memory_rows: int):
+    """Fill ``results["scale"]``; ``timed_process(cmd, cwd, timeout)`` -> (s, rss, status)."""
+    import distributed
+    entry: dict = {"rows": rows, "memory_rows": memory_rows, "median": {}, "check": {}}
+    results["scale"] = entry
+    command = ["value-grad", PROGRAM, "--var", "x", "--var", "y"]
+    with tempfile.TemporaryDirectory() as tmp:
+        tmp = Path(tmp)
+        # at least 40 partitions (20 tasks per worker), of at most GROUP rows
+        write_data(tmp / "data", rows, group=min(GROUP, max(1000, rows // 40)))
+
+        def run(key, *extra, data="data"):
+            out = tmp / f"out-{key}"
+            shutil.rmtree(out, ignore_errors=True)
+            seconds, rss, status = timed_process(
+                gradcli_args(command + ["--at", f"@{tmp / data}", "--output", f"{out}/",
+                                        *extra]), tmp, 3600)
+            entry["median"][key], entry["check"][key] = seconds, status
+            entry.setdefault("rss", {})[key] = rss
+            shutil.rmtree(out, ignore_errors=True)
+            return seconds
+
+        run("one_process")
+        run("dask_local_2", "--dask", "local:2")
+        from gradcli.run.distributed import local_cluster
+        cluster = local_cluster(2)   # (as --dask local:2 starts it: see its doc)
+        client = distributed.Client(cluster)
+        try:
+            address = cluster.scheduler_address
+            run("dask_2", "--dask", address)
+            # the cost of a task: 1-row partitions, two counts
+            counts = (40, 200)
+            for p in counts:
+                write_data(tmp / f"tiny{p}", p, group=1, file_rows=p)
+                run(f"tiny_{p}", "--dask", address, data=f"tiny{p}")
+            t1, t2 = (entry["median"].get(f"tiny_{p}") for p in counts)
+            if t1 is not None and t2 is not None:
+                entry["task_ms"] = 1000 * (t2 - t1) / (counts[1] - counts[0])
+            # peak memory, with the workers restarted (their maxrss starts afresh)
+            shutil.rmtree(tmp / "data")
+            write_data(tmp / "big", memory_rows)
+            client.restart()
+            run("memory", "--dask", address, data="big")
+            entry["worker_rss"] = sorted(client.run(_maxrss).values())
+        finally:
+            client.close()
+            cluster.close()
+    return entry
+
+
+def _maxrss() -> int:
+    import resource
+    return resource.getrusage(resource.RUSAGE_SELF).ru_maxrss * 1024
+
+
+def rows_of_report(entry: dict, fmt_ratio, verdict) -> list:
+    """The target rows of run.py's report."""
+    m = entry["median"]
+    out = []
+    local, dask = m.get("one_process"), m.get("dask_2")
+    r = None if not local or not dask else local / dask
+    out.append((f"scale: --dask on 2 workers / one process, throughput ({entry['rows']:.0e} "
+                "rows, 20-statement program, Parquet in and out)",
+                "n/a" if r is None else f"{r:.2f}x", ">= 1.6x",
+                "n/a" if r is None else ("PASS" if r >= 1.6 else "FAIL")))
+    task = entry.get("task_ms")
+    out.append(("scale: wall time a partition adds on 2 workers (1-row partitions)",
+                "n/a" if task is None else f"{task:.1f} ms", "none", "info"))
+    client = (entry.get("rss") or {}).get("memory")
+    workers = entry.get("worker_rss") or []
+    out.append((f"scale: peak RSS, client / each worker, {entry['memory_rows']:.0e} rows to "
+                "a directory", "n/a" if client is None else
+                f"{client / 2**20:.0f} MiB / " + ", ".join(f"{w / 2**20:.0f}" for w in workers)
+                + " MiB", "bounded by partition", "info"))
+    return out
+
+
+def print_details(entry: dict) -> None:
+    m = entry["median"]
+    print(f"scale (value-grad, 20 statements, {entry['rows']:,} rows of Parquet, directory "
+          "output; whole processes):")
+    for key, label in (("one_process", "--at @data/ --output out/ (one process)"),
+                       ("dask_local_2", "--dask local:2 (cluster start-up included)"),
+                       ("dask_2", "--dask tcp://... (an existing LocalCluster, 2 workers)")):
+        t = m.get(key)
+        rate = "" if t is None else f"  {entry['rows'] / t:,.0f} rows/s"
+        print(f"  {label:<58} {'n/a' if t is None else f'{t:.2f} s'}{rate}  "
+              f"{entry['check'].get(key, '')}")
+    print()
