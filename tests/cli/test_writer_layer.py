@@ -193,3 +193,46 @@ def test_critical_points_render_through_the_same_json_and_plain_writers():
         (pytest.approx(-1.0), pytest.approx(2.0), "maximum"),
         (pytest.approx(1.0), pytest.approx(-2.0), "minimum")]
     assert plain_writer.lines(report, 3) == ["-1 2 maximum", "1 -2 minimum"]
+
+
+def _record(name: str):
+    return next(c for c in COMMANDS if c.name == name)
+
+
+def test_the_function_table_renders_through_the_json_writer():
+    import math
+
+    from gradcli.run.functions import FunctionTable, function_table
+    table = function_table()
+    assert isinstance(table, _named(_record("functions").result))
+    assert isinstance(table, FunctionTable)
+    out = io.StringIO()
+    json_writer.write(table.report(), out)
+    obj = json.loads(out.getvalue())
+    assert obj["constants"]["pi"] == math.pi and obj["constants"]["e"] == math.e
+    by_name = {f["name"]: f for f in obj["functions"]}
+    assert obj["constants"]["inf"] == "inf"  # (JSON has no infinity)
+    assert {k: by_name["sin"][k] for k in ("inputs", "derivative", "reverse", "forward")} \
+        == {"inputs": ["x"], "derivative": "cos(x)", "reverse": True, "forward": True}
+    assert len(by_name) == len(obj["functions"]) == len(table.entries)
+    assert plain_writer.lines(table.report(), None) == []
+
+
+def test_a_minimize_run_renders_through_the_same_json_and_plain_writers():
+    # (x - 3)^2 by sgd with lr 0.1 from x = 0: x - 3 shrinks by 1 - 0.1*2 = 0.8 a step,
+    # so after 20 steps x = 3 - 3*0.8^20, the loss (3*0.8^20)^2 and the gradient's norm
+    # 6*0.8^20; step k of the history has loss 9*0.64^k and norm 6*0.8^k (by hand)
+    from gradcli.run.optimize import minimize_program
+    model = build(parse_program("(x - 3)^2"), Declarations.from_options(var=["x=0"]))
+    result = minimize_program(model, "sgd", lr=0.1, steps=20)
+    assert isinstance(result, _named(_record("minimize").result))
+    report = result.report(0.1, default=False)
+    obj = json.loads(json.dumps(json_writer.as_json(report)))
+    assert (obj["optimizer"], obj["optimizer_default"], obj["lr"]) == ("sgd", False, 0.1)
+    assert obj["variables"] == [{"name": "x", "value": pytest.approx(3 - 3 * 0.8 ** 20)}]
+    assert obj["loss"] == pytest.approx((3 * 0.8 ** 20) ** 2, rel=1e-12)
+    assert obj["grad_norm"] == pytest.approx(6 * 0.8 ** 20, rel=1e-12)
+    assert (obj["steps"], obj["reason"], obj["converged"]) == (20, "max steps", False)
+    assert [(h["step"], h["loss"], h["grad_norm"]) for h in obj["history"][:3]] == [
+        (k, pytest.approx(9 * 0.64 ** k), pytest.approx(6 * 0.8 ** k)) for k in range(3)]
+    assert plain_writer.lines(report, 4) == ["0.001196", "2.965"]
