@@ -45,6 +45,20 @@ class Taylor:
     note: str | None = None
     max_rel_err: float | None = None
 
+    def report(self, latex: bool = False):
+        """JSON: the point, the order, the polynomial (and its LaTeX), its coefficients
+        and how they compare with sympy's series; plain: the polynomial (``latex``: its
+        LaTeX)."""
+        from ..io.report import Report
+        verified = None if self.max_rel_err is None else {
+            "coefficients": len(self.coefficients), "max_rel_err": self.max_rel_err,
+            "agrees": self.disagreement is None}
+        fields = {"mode": "taylor", "program": self.program, "at": self.at,
+                  "order": self.order, "polynomial": self.polynomial, "latex": self.latex,
+                  "coefficients": self.coefficients, "verified": verified}
+        return Report("taylor", fields,
+                      [("polynomial", self.latex if latex else self.polynomial)])
+
 
 def parse_point(texts: list[str]) -> dict:
     """``['x=0,y=1']`` -> {'x': 0.0, 'y': 1.0} (each value a constant of the language)."""

@@ -236,3 +236,57 @@ def test_a_minimize_run_renders_through_the_same_json_and_plain_writers():
     assert [(h["step"], h["loss"], h["grad_norm"]) for h in obj["history"][:3]] == [
         (k, pytest.approx(9 * 0.64 ** k), pytest.approx(6 * 0.8 ** k)) for k in range(3)]
     assert plain_writer.lines(report, 4) == ["0.001196", "2.965"]
+
+
+def test_diff_and_idiff_formulas_render_through_the_same_json_and_plain_writers():
+    # f = x^2 y at (1, 2): df/dx = 2xy = 4, df/dy = x^2 = 1; on x^2 + y^2 = 1 at
+    # (0.6, 0.8): dy/dx = -x/y = -0.75 (by hand)
+    from gradcli.run.formulas import Formulas, diff
+    from gradcli.run.idiff import idiff
+    assert {_named(_record(name).result) for name in ("diff", "idiff")} == {Formulas}
+    result = diff("x^2*y", arg=["x=1", "y=2"], budget=60)
+    obj = json_writer.as_json(result.report("diff"))
+    assert (obj["mode"], obj["variables"]) == ("diff", ["x", "y"])
+    assert [(d["wrt"], d["value"], d["verified"]["agrees"]) for d in obj["derivatives"]] == [
+        (["x"], 4.0, True), (["y"], 1.0, True)]
+    formulas = [d["formula"] for d in obj["derivatives"]]
+    assert plain_writer.lines(result.report("diff"), None) == [
+        f"{formulas[0]} = 4.0", f"{formulas[1]} = 1.0"]
+    latex = [d["latex"] for d in obj["derivatives"]]
+    assert plain_writer.lines(result.report("diff", latex=True), 2) == [
+        f"{latex[0]} = 4", f"{latex[1]} = 1"]
+
+    implicit = idiff("x^2 + y^2 = 1", dep="y", wrt="x", arg=["x=0.6", "y=0.8"], budget=60)
+    assert isinstance(implicit, Formulas)
+    obj = json_writer.as_json(implicit.report("idiff", dep="y"))
+    assert list(obj)[:2] == ["mode", "dep"] and (obj["mode"], obj["dep"]) == ("idiff", "y")
+    assert [d["value"] for d in obj["derivatives"]] == [pytest.approx(-0.75, rel=1e-12)]
+    assert plain_writer.lines(implicit.report("idiff", "y"), 3)[0].endswith(" = -0.75")
+
+
+def test_diff_steps_are_plain_lines_of_the_same_report():
+    # d/dx x^2 sin(x): the factors' derivatives 2x and cos(x), then the product rule's
+    # 2x sin(x) + x^2 cos(x) (by hand), then "= RESULT", then the formula's line
+    from gradcli.run.steps import diff_with_steps
+    result = diff_with_steps("x^2*sin(x)", budget=60)
+    report = result.report("diff")
+    (d,) = result.derivatives
+    lines = plain_writer.lines(report, None)
+    assert lines[:3] == ["d/dx x^2 = 2*x", "d/dx sin(x) = cos(x)",
+                         "d/dx x^2*sin(x) = 2*x*sin(x) + x^2*cos(x)"]
+    assert lines[3:] == ["= 2*x*sin(x) + x^2*cos(x)", d.formula]
+    obj = json_writer.as_json(report)
+    assert obj["derivatives"][0]["steps_result"]["agrees"] is True
+    assert [st["expression"] for st in obj["derivatives"][0]["steps"]] == [
+        line.split(" = ")[0][len("d/dx "):] for line in lines[:-2]]
+
+
+def test_a_taylor_polynomial_renders_through_the_same_json_and_plain_writers():
+    # exp(x) at 0 to order 3: coefficients 1, 1, 1/2, 1/6 (by hand)
+    from gradcli.run.taylor import taylor
+    result = taylor("exp(x)", ["x=0"], 3)
+    obj = json_writer.as_json(result.report())
+    assert [c["value"] for c in obj["coefficients"]] == pytest.approx([1, 1, 0.5, 1 / 6])
+    assert obj["verified"]["agrees"] is True
+    assert plain_writer.lines(result.report(), None) == [obj["polynomial"]]
+    assert plain_writer.lines(result.report(latex=True), None) == [obj["latex"]]
