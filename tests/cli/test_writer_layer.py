@@ -290,3 +290,39 @@ def test_a_taylor_polynomial_renders_through_the_same_json_and_plain_writers():
     assert obj["verified"]["agrees"] is True
     assert plain_writer.lines(result.report(), None) == [obj["polynomial"]]
     assert plain_writer.lines(result.report(latex=True), None) == [obj["latex"]]
+
+
+def _hand_samples(xs: list) -> list:
+    # f = x^3 - 3x, f' = 3x^2 - 3, f'' = 6x (by hand)
+    return [[x, x ** 3 - 3 * x, 3 * x * x - 3, 6 * x] for x in xs]
+
+
+def test_a_plot_table_renders_through_the_json_writer_and_the_csv_table_writer():
+    from gradcli.io.writers.csvtext import write_table
+    from gradcli.run.plotting import plot_program
+    result = plot_program("x^3 - 3*x", arg=["x=-2:2"], points=5, order=2)
+    assert isinstance(result, _named(_record("plot").result))
+    obj = json_writer.as_json(result.report(order=2))
+    want = _hand_samples([-2.0, -1.0, 0.0, 1.0, 2.0])
+    assert (obj["order"], obj["derivatives"]) == (2, "ranged")
+    assert obj["columns"] == ["x", "f", "df/dx", "d2f/dx2"]
+    assert obj["samples"] == want
+    # the maximum at x = -1 (f = 2) and the minimum at x = 1 (f = -2)
+    assert obj["points"] == [{"kind": "maximum", "x": -1.0, "f": 2.0},
+                             {"kind": "minimum", "x": 1.0, "f": -2.0}]
+    out = io.StringIO()
+    write_table(result.report(order=2), 3, out)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "x,f,df/dx,d2f/dx2"
+    assert [[float(c) for c in line.split(",")] for line in lines[1:]] == want
+    assert lines[1] == "-2,-2,9,-12"  # (3 significant digits)
+    assert plain_writer.lines(result.report(), None) == []
+
+
+def test_a_contour_table_has_a_row_per_grid_point():
+    # f = x*y on x in {0, 1}, y in {2, 3}: df/dx = y, df/dy = x (by hand), x varying first
+    from gradcli.run.plotting import plot_program
+    result = plot_program("x*y", arg=["x=0:1", "y=2:3"], points=2)
+    obj = json_writer.as_json(result.report())
+    assert obj["columns"] == ["x", "y", "f", "df/dx", "df/dy"]
+    assert obj["samples"] == [[x, y, x * y, y, x] for y in (2.0, 3.0) for x in (0.0, 1.0)]
