@@ -326,3 +326,49 @@ def test_a_contour_table_has_a_row_per_grid_point():
     obj = json_writer.as_json(result.report())
     assert obj["columns"] == ["x", "y", "f", "df/dx", "df/dy"]
     assert obj["samples"] == [[x, y, x * y, y, x] for y in (2.0, 3.0) for x in (0.0, 1.0)]
+
+
+ROUTED = [  # (argv, the writer that prints it, the report's mode)
+    (["functions", "--json"], "json", "functions"),
+    (["diff", "x^2", "--json"], "json", "diff"),
+    (["diff", "x^2", "--plain"], "plain", "diff"),
+    (["idiff", "x^2 + y^2 = 1", "--dep", "y", "--wrt", "x", "--plain"], "plain", "idiff"),
+    (["diff", "exp(x)", "--taylor", "x=0", "--json"], "json", "taylor"),
+    (["plot", "x^2", "--arg", "x=-1:1", "--points", "3", "--json"], "json", "plot"),
+    (["plot", "x^2", "--arg", "x=-1:1", "--points", "3", "--csv"], "table", "plot"),
+    (["minimize", "(x-3)^2", "--var", "x=0", "--optimizer", "sgd", "--steps", "2",
+      "--json"], "json", "minimize"),
+    (["minimize", "(x-3)^2", "--var", "x=0", "--optimizer", "sgd", "--steps", "2",
+      "--plain"], "plain", "minimize"),
+]
+
+
+@pytest.mark.parametrize("argv, writer, mode", ROUTED, ids=lambda v: " ".join(v)
+                         if isinstance(v, list) else v)
+def test_the_commands_print_through_the_writer_objects(argv, writer, mode, monkeypatch):
+    # each command's --json, --plain and --csv is its result's Report handed to the one
+    # writer object (recorded here), and what it printed is all of standard output
+    from typer.testing import CliRunner
+
+    from gradcli.cli.app import app
+    from gradcli.io.writers import csvtext
+    seen = []
+    module, name = {"json": (json_writer, "write"), "plain": (plain_writer, "write"),
+                    "table": (csvtext, "write_table")}[writer]
+    real = getattr(module, name)
+
+    def recorded(report, *args, **kwargs):
+        seen.append(report)
+        return real(report, *args, **kwargs)
+    monkeypatch.setattr(module, name, recorded)
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    assert [r.mode for r in seen] == [mode]
+    out = io.StringIO()
+    if writer == "json":
+        json_writer.write_json(json_writer.as_json(seen[0]), out)
+    elif writer == "table":
+        csvtext.write_table(seen[0], None, out)
+    else:
+        out.write("".join(line + "\n" for line in plain_writer.lines(seen[0], None)))
+    assert result.stdout == out.getvalue()
