@@ -50,7 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError, ModeError, did_you_mean
-from ..io.report import Report
+from ..io.report import Numbers, Report
 
 #: How many random points each formula is checked at.
 POINTS = 8
@@ -109,7 +109,6 @@ class Derivative:
 
     def line(self, latex: bool = False) -> list:
         """Its plain line: the formula (or its LaTeX), then ``= VALUE`` with a point."""
-        from ..io.report import Numbers
         text = self.latex if latex else self.formula
         return [text] if self.value is None else \
             [text, "=", Numbers(np.asarray(self.value), summarise=False)]

@@ -51,6 +51,7 @@ import numpy as np
 
 from .. import engine as gc
 from ..engine.core.api import NO_VARIABLES
+from ..io.report import Numbers, Report
 from ..errors import ChunkTooLarge, GradcliError, InputError, LimitError, ModeError
 
 __all__ = ["OPTIMIZERS", "LINE_SEARCH", "SGD", "Adam", "Result", "minimize", "DEFAULT_LR",
@@ -169,14 +170,13 @@ class Result:
         """A run stopped by a non-finite loss or by divergence."""
         return self.reason in ("non-finite loss", "diverged")
 
-    def report(self, lr, default: bool = False):
+    def report(self, lr, default: bool = False) -> Report:
         """JSON (docs/minimize.md): the optimizer (``default``: chosen, not given) and
         its ``lr``, the loss, each variable's value, the gradient's norm, how the run
         ended and its history (training on data rows adds "rows", "batch_size",
         "epochs" (not for lbfgs or gd), "shuffle", "seed", and "epoch" and "rows" in each
         history entry); plain: the loss, then a line per variable."""
         from ..io.jsonvalue import json_number
-        from ..io.report import Numbers, Report
         fields = {"mode": "minimize", "optimizer": self.optimizer,
                   "optimizer_default": default, "lr": lr, "loss": json_number(self.loss),
                   "variables": [{"name": n, "value": Numbers(v)}

@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import engine as gc
 from ..errors import ChunkTooLarge, GradcliError, InputError, LimitError
+from ..io.report import Numbers, Report
 
 __all__ = ["critical_points", "parse_range", "marked_points", "sample", "sample_grid",
            "sample_mode", "check_size", "plot_program", "find_ranges", "column_names", "Plot",
@@ -542,13 +543,12 @@ class Plot:
         self.labels, self.how, self.points = labels, how, points
         self.notes = list(notes)
 
-    def report(self, order: int = 1, mode: str | None = None):
+    def report(self, order: int = 1, mode: str | None = None) -> Report:
         """JSON: the ranged names, the ``order`` of the derivatives (or the ``mode`` whose
         gradients they are), how they were evaluated, the samples (a row per point: the
         ranged values, f, the derivatives) and the marked points; CSV: the samples'
         table (``Report.table``); no plain lines (plot has no --plain)."""
         from ..io.jsonvalue import json_number
-        from ..io.report import Numbers, Report
         grid = len(self.names) == 2
         if grid:
             columns = [m.ravel() for m in np.meshgrid(*self.axes)]

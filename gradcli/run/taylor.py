@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
+from ..io.report import Report
 from . import formulas
 
 TOLERANCE = 1e-9
@@ -45,11 +46,10 @@ class Taylor:
     note: str | None = None
     max_rel_err: float | None = None
 
-    def report(self, latex: bool = False):
+    def report(self, latex: bool = False) -> Report:
         """JSON: the point, the order, the polynomial (and its LaTeX), its coefficients
         and how they compare with sympy's series; plain: the polynomial (``latex``: its
         LaTeX)."""
-        from ..io.report import Report
         verified = None if self.max_rel_err is None else {
             "coefficients": len(self.coefficients), "max_rel_err": self.max_rel_err,
             "agrees": self.disagreement is None}
