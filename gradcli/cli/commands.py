@@ -185,12 +185,10 @@ def _many_or_one(s: Settings, name: str, arguments, one) -> None:
 # functions: the function table
 # ---------------------------------------------------------------------------------------
 def functions(s: Settings) -> None:
-    from ..engine.core.recording import CONSTANTS
-    from ..engine.core.table import ORDER, REGISTRY
+    from ..run.functions import function_table
     from . import render
-    entries = [REGISTRY[name] for name in ORDER]
+    table = function_table()
     if s.json_out:
-        render.print_json({"functions": render.functions_json(entries), "constants": {
-            k: render.json_number(v) for k, v in CONSTANTS.items()}})
+        render.json_writer.write(table.report())
     else:
-        render.print_functions_human(entries, CONSTANTS)
+        render.print_functions_human(table.entries, table.constants)

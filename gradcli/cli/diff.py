@@ -31,26 +31,6 @@ def label(d, of: str = "") -> str:
     return f"{top}{of}/{below}"
 
 
-def derivative_json(d) -> dict:
-    out = {"wrt": list(d.wrt), "formula": d.formula, "latex": d.latex,
-           "simplified": d.simplified, "form": d.form, "notation":
-           "gradcli" if d.printable else "sympy",
-           "verified": None if not d.printable else {
-               "points": d.points, "max_rel_err": d.max_rel_err,
-               "agrees": d.disagreement is None}}
-    if d.element is not None:
-        out["element"] = list(d.element)
-    if d.value is not None:
-        out["value"] = d.value
-    if d.note:
-        out["note"] = d.note
-    if d.disagreement:
-        out["disagreement"] = d.disagreement
-    if getattr(d, "steps", None) is not None:
-        out.update(steps_json(d.steps))
-    return out
-
-
 def _verification(d, precision) -> str:
     from .render import number_text
     if not d.printable:
@@ -85,7 +65,7 @@ def run(s: Settings) -> None:
                     wrt=split(s.wrt), order=s.order, partial=split(s.partial, "--partial"),
                     budget=s.simplify_timeout, raw=s.raw)
 
-    show(s, guarded(work), {"mode": "diff"})
+    show(s, guarded(work), "diff")
 
 
 def run_steps(s: Settings) -> None:
@@ -103,10 +83,10 @@ def run_steps(s: Settings) -> None:
                                raw=s.raw)
 
     result = guarded(work)
-    if not s.json_out:
+    if not s.json_out and not s.plain:  # (--plain: the steps are lines of the report)
         for d in result.derivatives:
-            _print_steps(d.steps, s.plain)
-    show(s, result, {"mode": "diff"})
+            _print_steps(d.steps)
+    show(s, result, "diff")
     failed = [d.steps for d in result.derivatives if d.steps.disagreement]
     for derivation in failed:
         sys.stderr.write(f"error: the steps of d/d{derivation.wrt}: "
@@ -115,26 +95,10 @@ def run_steps(s: Settings) -> None:
         raise typer.Exit(1)
 
 
-def steps_json(derivation) -> dict:
-    return {"steps": [{"rule": st.rule, "law": st.law, "expression": st.expression,
-                       "derivative": st.derivative,
-                       **({"within": st.within} if st.within else {})}
-                      for st in derivation.steps],
-            "steps_result": {"formula": derivation.result, "points": derivation.points,
-                             "max_rel_err": derivation.max_rel_err,
-                             "agrees": derivation.disagreement is None}}
-
-
-def _print_steps(derivation, plain: bool) -> None:
-    """Human: numbered steps with their rules, the final line and its check; --plain:
-    one ``d/dx EXPRESSION = DERIVATIVE`` line per step, then ``= RESULT``."""
+def _print_steps(derivation) -> None:
+    """Human: numbered steps with their rules, the final line and its check."""
     from .render import number_text
     out, x = sys.stdout, derivation.wrt
-    if plain:
-        for st in derivation.steps:
-            out.write(f"d/d{x} {st.expression} = {st.derivative}\n")
-        out.write(f"= {derivation.result}\n")
-        return
     out.write(f"Steps of d/d{x}:\n")
     for number, st in enumerate(derivation.steps, start=1):
         where = f" (in {st.within} = ...)" if st.within else ""
@@ -164,23 +128,19 @@ def run_idiff(s: Settings) -> None:
                      var=s.var, frozen=s.frozen, arg=s.arg, budget=s.simplify_timeout,
                      raw=s.raw)
 
-    show(s, guarded(work), {"mode": "idiff", "dep": s.dep}, of=s.dep)
+    show(s, guarded(work), "idiff", dep=s.dep)
 
 
-def show(s: Settings, result, head: dict, of: str = "") -> None:
-    """Print the formulas (human, --plain or --json); a disagreement is exit 1."""
+def show(s: Settings, result, mode: str, dep: str | None = None) -> None:
+    """Print the formulas (human, --plain or --json: run.formulas.Formulas.report); a
+    disagreement is exit 1."""
     from . import render
     if s.json_out:
-        render.print_json({**head, "program": result.program,
-                           "variables": result.variables,
-                           "derivatives": [derivative_json(d) for d in result.derivatives]})
+        render.json_writer.write(result.report(mode, dep))
     elif s.plain:
-        for d in result.derivatives:
-            text = d.latex if s.latex else d.formula
-            value = "" if d.value is None else f" = {render.number_text(d.value, s.precision)}"
-            sys.stdout.write(f"{text}{value}\n")
+        render.plain_writer.write(result.report(mode, dep, s.latex), s.precision)
     else:
-        _print_human(result, s, of)
+        _print_human(result, s, dep or "")
     failed = [d for d in result.derivatives if d.disagreement]
     if s.plain or s.json_out:  # (the human output says it beside the formula)
         for d in failed:
@@ -214,18 +174,12 @@ def run_taylor(s: Settings) -> None:
 
     result = guarded(work)
     from . import render
-    text = result.latex if s.latex else result.polynomial
     if s.json_out:
-        render.print_json({"mode": "taylor", "program": result.program, "at": result.at,
-                           "order": result.order, "polynomial": result.polynomial,
-                           "latex": result.latex, "coefficients": result.coefficients,
-                           "verified": None if result.max_rel_err is None else {
-                               "coefficients": len(result.coefficients),
-                               "max_rel_err": result.max_rel_err,
-                               "agrees": result.disagreement is None}})
+        render.json_writer.write(result.report())
     elif s.plain:
-        sys.stdout.write(text + "\n")
+        render.plain_writer.write(result.report(s.latex), s.precision)
     else:
+        text = result.latex if s.latex else result.polynomial
         at = ", ".join(f"{n}={render.number_text(v, s.precision)}" for n, v in result.at.items())
         sys.stdout.write(f"Taylor polynomial of order {result.order} at {at}:\n  {text}\n")
         if result.disagreement:

@@ -249,13 +249,9 @@ def run(s: Settings) -> None:
     lr = s.lr if s.lr is not None else DEFAULT_LR[result.optimizer]
     from . import render
     if s.json_out:
-        render.print_json(result_json(result, result.optimizer, lr,
-                                      default=s.optimizer is None))
+        render.json_writer.write(result.report(lr, default=s.optimizer is None))
     elif s.plain:
-        lines = [render.number_text(result.loss, s.precision)]
-        lines += [" ".join(render.number_texts(_ravel(value), s.precision))
-                  for value in result.values.values()]
-        sys.stdout.write("".join(line + "\n" for line in lines))
+        render.plain_writer.write(result.report(lr), s.precision)
     else:
         _print_human(result, s, lr, saved)
     if result.failed:
@@ -381,43 +377,6 @@ def _check_data_options(s: Settings, optimizer: str) -> None:
                        max_steps=s.max_steps)
     if s.at.strip() == "-" and s.program.strip() == "-":
         raise InputError("the program and --at cannot both be read from standard input")
-
-
-def _ravel(value):
-    import numpy as np
-    return np.asarray(value).ravel()
-
-
-def result_json(result, optimizer: str, lr, default: bool = False) -> dict:
-    """The JSON object of ``minimize --json`` (docs/minimize.md); training on
-    data rows adds "rows", "batch_size", "epochs" (not for lbfgs or gd), "shuffle",
-    "seed", and "epoch" and "rows" in each history entry."""
-    from . import render
-    out = {"mode": "minimize", "optimizer": optimizer, "optimizer_default": default,
-           "lr": lr, "loss": render.json_number(result.loss),
-           "variables": [{"name": n, "value": render.json_array(v)}
-                         for n, v in result.values.items()],
-           "grad_norm": render.json_number(result.grad_norm),
-           "point_step": result.point_step,
-           "steps": result.steps, "converged": result.converged, "reason": result.reason,
-           "tol": result.tol, "max_steps": None if result.training else result.limit}
-    data = result.data
-    if data is None:
-        out["history"] = [{"step": step, "loss": render.json_number(loss),
-                           "grad_norm": render.json_number(norm)}
-                          for step, loss, norm in result.history]
-        return out
-    out["rows"], out["batch_size"] = data["rows"], data["batch_size"]
-    if data["epochs"] is not None:
-        out["epochs"] = data["epochs"]
-    out["shuffle"], out["seed"] = data["shuffle"], data["seed"]
-    epoch_of, rows_of = data["epoch_of"], data["rows_of"]
-    out["history"] = [dict({"step": step}, **({"epoch": epoch_of(i)} if data["epochs"]
-                                              is not None else {}),
-                           rows=rows_of(i), loss=render.json_number(loss),
-                           grad_norm=render.json_number(norm))
-                      for i, (step, loss, norm) in enumerate(result.history)]
-    return out
 
 
 def _print_human(result, s: Settings, lr, saved: list) -> None:

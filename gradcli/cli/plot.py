@@ -106,31 +106,13 @@ def run(s: Settings) -> None:
     result = guarded(lambda: compute(s))
     from . import render
     grid = len(result.names) == 2
-    if grid:
-        mesh = np.meshgrid(*result.axes)
-        columns = [m.ravel() for m in mesh] + [c.ravel() for c in result.table]
-    else:
-        columns = [result.axes[0]] + list(result.table)
-    header = result.names + result.labels
     if result.notes:
         sys.stderr.write("".join(f"note: {note}\n" for note in result.notes))
     if s.csv:
-        rows = [",".join(header)]
-        rows += [",".join(row) for row in zip(*(render.number_texts(c, s.precision)
-                                                   for c in columns))]
-        sys.stdout.write("".join(row + "\n" for row in rows))
+        from ..io.writers.csvtext import write_table
+        write_table(result.report(s.order, s.mode), s.precision)
     elif s.json_out:
-        keys = ("kind", "x", "y", "f") if grid else ("kind", "x", "f")
-        out = {
-            "mode": "plot", "arguments": result.names, "order": 1 if grid else s.order,
-            "derivatives": s.mode or "ranged", "evaluation": result.how, "columns": header,
-            # every number converted and written in C (a grid has up to 1.25 million)
-            "samples": render.json_array(np.column_stack(columns)),
-            "points": [{k: (v if k == "kind" else render.json_number(v))
-                        for k, v in zip(keys, p)} for p in result.points]}
-        if result.notes:
-            out["notes"] = result.notes
-        render.print_json(out)
+        render.json_writer.write(result.report(s.order, s.mode))
     elif s.output is not None:
         if grid:
             guarded(lambda: save_contour(s.output, result, s.program))

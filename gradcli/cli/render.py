@@ -287,22 +287,6 @@ def print_compare_human(results: dict, precision: int | None, *, checks: dict | 
                     tapes={g.name: g.gradient for g in results[mode].gradients})
 
 
-def functions_json(entries) -> list:
-    """``functions --json``: every table entry."""
-    return [{"name": op.name, "aliases": list(op.aliases), "inputs": list(op.inputs),
-             "params": {k: _json_default(v) for k, v in op.params},
-             "kind": op.kind, "derivative": op.derivative, "domain": op.domain,
-             "description": op.doc, "differentiable": op.differentiable,
-             "sympy": op.sympy is not None,
-             # which modes have rules: reverse (a VJP), forward (a JVP), per entry
-             "reverse": op.differentiable,
-             "forward": any(rule is not None for rule in op.jvps)} for op in entries]
-
-
-def _json_default(value):
-    return value if isinstance(value, (int, float, str, bool, type(None))) else repr(value)
-
-
 def print_functions_human(entries, constants: dict, out=None) -> None:
     """The function table, every text as written in the table."""
     out = out or console()

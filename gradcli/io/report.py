@@ -9,8 +9,9 @@ a run type (io is below run in the layers):
 - :class:`Report`: one point's result: ``fields`` (the JSON object, in order, its arrays as
   ``Numbers``), ``lines`` (what ``--plain`` prints, in order: (label, item), an item Numbers, a word,
   or a list of them on one line),
-  ``notes`` (said on standard error by the plain writer) and ``mode`` (the label of
-  compare's lines).
+  ``notes`` (said on standard error by the plain writer), ``mode`` (the label of
+  compare's lines) and ``table`` (a result that is a table of samples, plot's: its
+  header and its columns, which ``writers.csvtext.write_table`` writes; None: none).
 - :class:`RowKind` (a result type's constant part for ``--at``: its columns' prefix, the
   norm the human summary gives, a word per row) and :class:`RowLayout` (what every row of
   one run holds: the value or not, the outputs' names, their shapes, the notes, the JSON
@@ -34,10 +35,11 @@ class Numbers:
 
 class Report:
     """One point's result for the writers (see the module doc)."""
-    __slots__ = ("mode", "fields", "lines", "notes")
+    __slots__ = ("mode", "fields", "lines", "notes", "table")
 
-    def __init__(self, mode: str, fields: dict, lines: list, notes=()):
+    def __init__(self, mode: str, fields: dict, lines: list, notes=(), table=None):
         self.mode, self.fields, self.lines, self.notes = mode, fields, lines, list(notes)
+        self.table = table
 
 
 class RowKind:

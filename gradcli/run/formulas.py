@@ -50,6 +50,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError, ModeError, did_you_mean
+from ..io.report import Numbers, Report
 
 #: How many random points each formula is checked at.
 POINTS = 8
@@ -85,6 +86,33 @@ class Derivative:
     expression: object = None   # the sympy expression (not printed)
     steps: object = None        # diff --steps: its run.steps.Derivation
 
+    def fields(self) -> dict:
+        """Its JSON object: the formula, how it was simplified and verified, and the
+        element, value, note, disagreement and steps where it has them."""
+        out = {"wrt": list(self.wrt), "formula": self.formula, "latex": self.latex,
+               "simplified": self.simplified, "form": self.form, "notation":
+               "gradcli" if self.printable else "sympy",
+               "verified": None if not self.printable else {
+                   "points": self.points, "max_rel_err": self.max_rel_err,
+                   "agrees": self.disagreement is None}}
+        if self.element is not None:
+            out["element"] = list(self.element)
+        if self.value is not None:
+            out["value"] = self.value
+        if self.note:
+            out["note"] = self.note
+        if self.disagreement:
+            out["disagreement"] = self.disagreement
+        if self.steps is not None:
+            out.update(self.steps.fields())
+        return out
+
+    def line(self, latex: bool = False) -> list:
+        """Its plain line: the formula (or its LaTeX), then ``= VALUE`` with a point."""
+        text = self.latex if latex else self.formula
+        return [text] if self.value is None else \
+            [text, "=", Numbers(np.asarray(self.value), summarise=False)]
+
 
 @dataclass
 class Formulas:
@@ -101,6 +129,20 @@ class Formulas:
     @property
     def verified(self) -> bool:
         return all(d.disagreement is None for d in self.derivatives)
+
+    def report(self, mode: str = "diff", dep: str | None = None,
+               latex: bool = False) -> Report:
+        """JSON: the ``mode`` (diff or idiff, with its ``dep``), the program, the
+        variables and each derivative (:meth:`Derivative.fields`); plain: each
+        derivation's steps where it has them (``diff --steps``), then a line per
+        formula (``latex``: its LaTeX), ``= VALUE`` after it with a point."""
+        head = {"mode": mode} if dep is None else {"mode": mode, "dep": dep}
+        fields = {**head, "program": self.program, "variables": self.variables,
+                  "derivatives": [d.fields() for d in self.derivatives]}
+        lines = [line for d in self.derivatives if d.steps is not None
+                 for line in d.steps.lines()]
+        lines += [("formula", d.line(latex)) for d in self.derivatives]
+        return Report(mode, fields, lines)
 
 
 # ---------------------------------------------------------------------------------------

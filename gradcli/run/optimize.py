@@ -51,6 +51,7 @@ import numpy as np
 
 from .. import engine as gc
 from ..engine.core.api import NO_VARIABLES
+from ..io.report import Numbers, Report
 from ..errors import ChunkTooLarge, GradcliError, InputError, LimitError, ModeError
 
 __all__ = ["OPTIMIZERS", "LINE_SEARCH", "SGD", "Adam", "Result", "minimize", "DEFAULT_LR",
@@ -168,6 +169,45 @@ class Result:
     def failed(self) -> bool:
         """A run stopped by a non-finite loss or by divergence."""
         return self.reason in ("non-finite loss", "diverged")
+
+    def report(self, lr, default: bool = False) -> Report:
+        """JSON (docs/minimize.md): the optimizer (``default``: chosen, not given) and
+        its ``lr``, the loss, each variable's value, the gradient's norm, how the run
+        ended and its history (training on data rows adds "rows", "batch_size",
+        "epochs" (not for lbfgs or gd), "shuffle", "seed", and "epoch" and "rows" in each
+        history entry); plain: the loss, then a line per variable."""
+        from ..io.jsonvalue import json_number
+        fields = {"mode": "minimize", "optimizer": self.optimizer,
+                  "optimizer_default": default, "lr": lr, "loss": json_number(self.loss),
+                  "variables": [{"name": n, "value": Numbers(v)}
+                                for n, v in self.values.items()],
+                  "grad_norm": json_number(self.grad_norm), "point_step": self.point_step,
+                  "steps": self.steps, "converged": self.converged, "reason": self.reason,
+                  "tol": self.tol, "max_steps": None if self.training else self.limit}
+        fields.update(self._history())
+        lines = [("loss", Numbers(np.asarray(self.loss), summarise=False))]
+        lines += [(n, Numbers(v, summarise=False)) for n, v in self.values.items()]
+        return Report("minimize", fields, lines)
+
+    def _history(self) -> dict:
+        """The JSON of the history, and of the data rows when trained on them."""
+        from ..io.jsonvalue import json_number
+        data = self.data
+        if data is None:
+            return {"history": [{"step": step, "loss": json_number(loss),
+                                 "grad_norm": json_number(norm)}
+                                for step, loss, norm in self.history]}
+        out = {"rows": data["rows"], "batch_size": data["batch_size"]}
+        if data["epochs"] is not None:
+            out["epochs"] = data["epochs"]
+        out["shuffle"], out["seed"] = data["shuffle"], data["seed"]
+        epoch_of, rows_of = data["epoch_of"], data["rows_of"]
+        out["history"] = [dict({"step": step}, **({"epoch": epoch_of(i)} if data["epochs"]
+                                                  is not None else {}),
+                               rows=rows_of(i), loss=json_number(loss),
+                               grad_norm=json_number(norm))
+                          for i, (step, loss, norm) in enumerate(self.history)]
+        return out
 
 
 class _Interrupt:

@@ -29,6 +29,7 @@ import numpy as np
 
 from .. import engine as gc
 from ..errors import ChunkTooLarge, GradcliError, InputError, LimitError
+from ..io.report import Numbers, Report
 
 __all__ = ["critical_points", "parse_range", "marked_points", "sample", "sample_grid",
            "sample_mode", "check_size", "plot_program", "find_ranges", "column_names", "Plot",
@@ -541,6 +542,31 @@ class Plot:
         self.names, self.axes, self.table = names, axes, table
         self.labels, self.how, self.points = labels, how, points
         self.notes = list(notes)
+
+    def report(self, order: int = 1, mode: str | None = None) -> Report:
+        """JSON: the ranged names, the ``order`` of the derivatives (or the ``mode`` whose
+        gradients they are), how they were evaluated, the samples (a row per point: the
+        ranged values, f, the derivatives) and the marked points; CSV: the samples'
+        table (``Report.table``); no plain lines (plot has no --plain)."""
+        from ..io.jsonvalue import json_number
+        grid = len(self.names) == 2
+        if grid:
+            columns = [m.ravel() for m in np.meshgrid(*self.axes)]
+            columns += [c.ravel() for c in self.table]
+        else:
+            columns = [self.axes[0]] + list(self.table)
+        header = self.names + self.labels
+        keys = ("kind", "x", "y", "f") if grid else ("kind", "x", "f")
+        fields = {
+            "mode": "plot", "arguments": self.names, "order": 1 if grid else order,
+            "derivatives": mode or "ranged", "evaluation": self.how, "columns": header,
+            # every number converted and written in C (a grid has up to 1.25 million)
+            "samples": Numbers(np.column_stack(columns)),
+            "points": [{k: (v if k == "kind" else json_number(v)) for k, v in zip(keys, p)}
+                       for p in self.points]}
+        if self.notes:
+            fields["notes"] = self.notes
+        return Report("plot", fields, [], self.notes, table=(header, columns))
 
 
 def plot_program(program_text: str, *, var=(), frozen=(), arg=(), points: int | None = None,

@@ -93,6 +93,23 @@ class Derivation:
     max_rel_err: float | None = None
     disagreement: str | None = None
 
+    def fields(self) -> dict:
+        """Its JSON: each step (rule, law, expression, derivative, the expression it is
+        within) and how the final line compares."""
+        return {"steps": [{"rule": st.rule, "law": st.law, "expression": st.expression,
+                           "derivative": st.derivative,
+                           **({"within": st.within} if st.within else {})}
+                          for st in self.steps],
+                "steps_result": {"formula": self.result, "points": self.points,
+                                 "max_rel_err": self.max_rel_err,
+                                 "agrees": self.disagreement is None}}
+
+    def lines(self) -> list:
+        """Its plain lines: ``d/dx EXPRESSION = DERIVATIVE`` per step, then ``= RESULT``."""
+        x = self.wrt
+        return [("step", f"d/d{x} {st.expression} = {st.derivative}") for st in self.steps] \
+            + [("result", f"= {self.result}")]
+
 
 # ---------------------------------------------------------------------------------------
 # Trees: building with 0 and 1 folded, substituting, printing

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
+from ..io.report import Report
 from . import formulas
 
 TOLERANCE = 1e-9
@@ -44,6 +45,19 @@ class Taylor:
     disagreement: str | None = None
     note: str | None = None
     max_rel_err: float | None = None
+
+    def report(self, latex: bool = False) -> Report:
+        """JSON: the point, the order, the polynomial (and its LaTeX), its coefficients
+        and how they compare with sympy's series; plain: the polynomial (``latex``: its
+        LaTeX)."""
+        verified = None if self.max_rel_err is None else {
+            "coefficients": len(self.coefficients), "max_rel_err": self.max_rel_err,
+            "agrees": self.disagreement is None}
+        fields = {"mode": "taylor", "program": self.program, "at": self.at,
+                  "order": self.order, "polynomial": self.polynomial, "latex": self.latex,
+                  "coefficients": self.coefficients, "verified": verified}
+        return Report("taylor", fields,
+                      [("polynomial", self.latex if latex else self.polynomial)])
 
 
 def parse_point(texts: list[str]) -> dict:

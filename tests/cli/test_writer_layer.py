@@ -193,3 +193,182 @@ def test_critical_points_render_through_the_same_json_and_plain_writers():
         (pytest.approx(-1.0), pytest.approx(2.0), "maximum"),
         (pytest.approx(1.0), pytest.approx(-2.0), "minimum")]
     assert plain_writer.lines(report, 3) == ["-1 2 maximum", "1 -2 minimum"]
+
+
+def _record(name: str):
+    return next(c for c in COMMANDS if c.name == name)
+
+
+def test_the_function_table_renders_through_the_json_writer():
+    import math
+
+    from gradcli.run.functions import FunctionTable, function_table
+    table = function_table()
+    assert isinstance(table, _named(_record("functions").result))
+    assert isinstance(table, FunctionTable)
+    out = io.StringIO()
+    json_writer.write(table.report(), out)
+    obj = json.loads(out.getvalue())
+    assert obj["constants"]["pi"] == math.pi and obj["constants"]["e"] == math.e
+    by_name = {f["name"]: f for f in obj["functions"]}
+    assert obj["constants"]["inf"] == "inf"  # (JSON has no infinity)
+    assert {k: by_name["sin"][k] for k in ("inputs", "derivative", "reverse", "forward")} \
+        == {"inputs": ["x"], "derivative": "cos(x)", "reverse": True, "forward": True}
+    assert len(by_name) == len(obj["functions"]) == len(table.entries)
+    assert plain_writer.lines(table.report(), None) == []
+
+
+def test_a_minimize_run_renders_through_the_same_json_and_plain_writers():
+    # (x - 3)^2 by sgd with lr 0.1 from x = 0: x - 3 shrinks by 1 - 0.1*2 = 0.8 a step,
+    # so after 20 steps x = 3 - 3*0.8^20, the loss (3*0.8^20)^2 and the gradient's norm
+    # 6*0.8^20; step k of the history has loss 9*0.64^k and norm 6*0.8^k (by hand)
+    from gradcli.run.optimize import minimize_program
+    model = build(parse_program("(x - 3)^2"), Declarations.from_options(var=["x=0"]))
+    result = minimize_program(model, "sgd", lr=0.1, steps=20)
+    assert isinstance(result, _named(_record("minimize").result))
+    report = result.report(0.1, default=False)
+    obj = json.loads(json.dumps(json_writer.as_json(report)))
+    assert (obj["optimizer"], obj["optimizer_default"], obj["lr"]) == ("sgd", False, 0.1)
+    assert obj["variables"] == [{"name": "x", "value": pytest.approx(3 - 3 * 0.8 ** 20)}]
+    assert obj["loss"] == pytest.approx((3 * 0.8 ** 20) ** 2, rel=1e-12)
+    assert obj["grad_norm"] == pytest.approx(6 * 0.8 ** 20, rel=1e-12)
+    assert (obj["steps"], obj["reason"], obj["converged"]) == (20, "max steps", False)
+    assert [(h["step"], h["loss"], h["grad_norm"]) for h in obj["history"][:3]] == [
+        (k, pytest.approx(9 * 0.64 ** k), pytest.approx(6 * 0.8 ** k)) for k in range(3)]
+    assert plain_writer.lines(report, 4) == ["0.001196", "2.965"]
+
+
+def test_diff_and_idiff_formulas_render_through_the_same_json_and_plain_writers():
+    # f = x^2 y at (1, 2): df/dx = 2xy = 4, df/dy = x^2 = 1; on x^2 + y^2 = 1 at
+    # (0.6, 0.8): dy/dx = -x/y = -0.75 (by hand)
+    from gradcli.run.formulas import Formulas, diff
+    from gradcli.run.idiff import idiff
+    assert {_named(_record(name).result) for name in ("diff", "idiff")} == {Formulas}
+    result = diff("x^2*y", arg=["x=1", "y=2"], budget=60)
+    obj = json_writer.as_json(result.report("diff"))
+    assert (obj["mode"], obj["variables"]) == ("diff", ["x", "y"])
+    assert [(d["wrt"], d["value"], d["verified"]["agrees"]) for d in obj["derivatives"]] == [
+        (["x"], 4.0, True), (["y"], 1.0, True)]
+    formulas = [d["formula"] for d in obj["derivatives"]]
+    assert plain_writer.lines(result.report("diff"), None) == [
+        f"{formulas[0]} = 4.0", f"{formulas[1]} = 1.0"]
+    latex = [d["latex"] for d in obj["derivatives"]]
+    assert plain_writer.lines(result.report("diff", latex=True), 2) == [
+        f"{latex[0]} = 4", f"{latex[1]} = 1"]
+
+    implicit = idiff("x^2 + y^2 = 1", dep="y", wrt="x", arg=["x=0.6", "y=0.8"], budget=60)
+    assert isinstance(implicit, Formulas)
+    obj = json_writer.as_json(implicit.report("idiff", dep="y"))
+    assert list(obj)[:2] == ["mode", "dep"] and (obj["mode"], obj["dep"]) == ("idiff", "y")
+    assert [d["value"] for d in obj["derivatives"]] == [pytest.approx(-0.75, rel=1e-12)]
+    assert plain_writer.lines(implicit.report("idiff", "y"), 3)[0].endswith(" = -0.75")
+
+
+def test_diff_steps_are_plain_lines_of_the_same_report():
+    # d/dx x^2 sin(x): the factors' derivatives 2x and cos(x), then the product rule's
+    # 2x sin(x) + x^2 cos(x) (by hand), then "= RESULT", then the formula's line
+    from gradcli.run.steps import diff_with_steps
+    result = diff_with_steps("x^2*sin(x)", budget=60)
+    report = result.report("diff")
+    (d,) = result.derivatives
+    lines = plain_writer.lines(report, None)
+    assert lines[:3] == ["d/dx x^2 = 2*x", "d/dx sin(x) = cos(x)",
+                         "d/dx x^2*sin(x) = 2*x*sin(x) + x^2*cos(x)"]
+    assert lines[3:] == ["= 2*x*sin(x) + x^2*cos(x)", d.formula]
+    obj = json_writer.as_json(report)
+    assert obj["derivatives"][0]["steps_result"]["agrees"] is True
+    assert [st["expression"] for st in obj["derivatives"][0]["steps"]] == [
+        line.split(" = ")[0][len("d/dx "):] for line in lines[:-2]]
+
+
+def test_a_taylor_polynomial_renders_through_the_same_json_and_plain_writers():
+    # exp(x) at 0 to order 3: coefficients 1, 1, 1/2, 1/6 (by hand)
+    from gradcli.run.taylor import taylor
+    result = taylor("exp(x)", ["x=0"], 3)
+    obj = json_writer.as_json(result.report())
+    assert [c["value"] for c in obj["coefficients"]] == pytest.approx([1, 1, 0.5, 1 / 6])
+    assert obj["verified"]["agrees"] is True
+    assert plain_writer.lines(result.report(), None) == [obj["polynomial"]]
+    assert plain_writer.lines(result.report(latex=True), None) == [obj["latex"]]
+
+
+def _hand_samples(xs: list) -> list:
+    # f = x^3 - 3x, f' = 3x^2 - 3, f'' = 6x (by hand)
+    return [[x, x ** 3 - 3 * x, 3 * x * x - 3, 6 * x] for x in xs]
+
+
+def test_a_plot_table_renders_through_the_json_writer_and_the_csv_table_writer():
+    from gradcli.io.writers.csvtext import write_table
+    from gradcli.run.plotting import plot_program
+    result = plot_program("x^3 - 3*x", arg=["x=-2:2"], points=5, order=2)
+    assert isinstance(result, _named(_record("plot").result))
+    obj = json_writer.as_json(result.report(order=2))
+    want = _hand_samples([-2.0, -1.0, 0.0, 1.0, 2.0])
+    assert (obj["order"], obj["derivatives"]) == (2, "ranged")
+    assert obj["columns"] == ["x", "f", "df/dx", "d2f/dx2"]
+    assert obj["samples"] == want
+    # the maximum at x = -1 (f = 2) and the minimum at x = 1 (f = -2)
+    assert obj["points"] == [{"kind": "maximum", "x": -1.0, "f": 2.0},
+                             {"kind": "minimum", "x": 1.0, "f": -2.0}]
+    out = io.StringIO()
+    write_table(result.report(order=2), 3, out)
+    lines = out.getvalue().splitlines()
+    assert lines[0] == "x,f,df/dx,d2f/dx2"
+    assert [[float(c) for c in line.split(",")] for line in lines[1:]] == want
+    assert lines[1] == "-2,-2,9,-12"  # (3 significant digits)
+    assert plain_writer.lines(result.report(), None) == []
+
+
+def test_a_contour_table_has_a_row_per_grid_point():
+    # f = x*y on x in {0, 1}, y in {2, 3}: df/dx = y, df/dy = x (by hand), x varying first
+    from gradcli.run.plotting import plot_program
+    result = plot_program("x*y", arg=["x=0:1", "y=2:3"], points=2)
+    obj = json_writer.as_json(result.report())
+    assert obj["columns"] == ["x", "y", "f", "df/dx", "df/dy"]
+    assert obj["samples"] == [[x, y, x * y, y, x] for y in (2.0, 3.0) for x in (0.0, 1.0)]
+
+
+ROUTED = [  # (argv, the writer that prints it, the report's mode)
+    (["functions", "--json"], "json", "functions"),
+    (["diff", "x^2", "--json"], "json", "diff"),
+    (["diff", "x^2", "--plain"], "plain", "diff"),
+    (["idiff", "x^2 + y^2 = 1", "--dep", "y", "--wrt", "x", "--plain"], "plain", "idiff"),
+    (["diff", "exp(x)", "--taylor", "x=0", "--json"], "json", "taylor"),
+    (["plot", "x^2", "--arg", "x=-1:1", "--points", "3", "--json"], "json", "plot"),
+    (["plot", "x^2", "--arg", "x=-1:1", "--points", "3", "--csv"], "table", "plot"),
+    (["minimize", "(x-3)^2", "--var", "x=0", "--optimizer", "sgd", "--steps", "2",
+      "--json"], "json", "minimize"),
+    (["minimize", "(x-3)^2", "--var", "x=0", "--optimizer", "sgd", "--steps", "2",
+      "--plain"], "plain", "minimize"),
+]
+
+
+@pytest.mark.parametrize("argv, writer, mode", ROUTED, ids=lambda v: " ".join(v)
+                         if isinstance(v, list) else v)
+def test_the_commands_print_through_the_writer_objects(argv, writer, mode, monkeypatch):
+    # each command's --json, --plain and --csv is its result's Report handed to the one
+    # writer object (recorded here), and what it printed is all of standard output
+    from typer.testing import CliRunner
+
+    from gradcli.cli.app import app
+    from gradcli.io.writers import csvtext
+    seen = []
+    module, name = {"json": (json_writer, "write"), "plain": (plain_writer, "write"),
+                    "table": (csvtext, "write_table")}[writer]
+    real = getattr(module, name)
+
+    def recorded(report, *args, **kwargs):
+        seen.append(report)
+        return real(report, *args, **kwargs)
+    monkeypatch.setattr(module, name, recorded)
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    assert [r.mode for r in seen] == [mode]
+    out = io.StringIO()
+    if writer == "json":
+        json_writer.write_json(json_writer.as_json(seen[0]), out)
+    elif writer == "table":
+        csvtext.write_table(seen[0], None, out)
+    else:
+        out.write("".join(line + "\n" for line in plain_writer.lines(seen[0], None)))
+    assert result.stdout == out.getvalue()

@@ -91,3 +91,18 @@ class CsvWriter(Writer):
     def finish(self) -> None:
         if not self.header_done:
             self._header(None, None)
+
+
+# ---------------------------------------------------------------------------------------
+# One result's table (plot --csv)
+# ---------------------------------------------------------------------------------------
+def write_table(report, precision: int | None, file=None) -> None:
+    """``--csv`` of one result: its table's header, then a line per sample (each column's
+    numbers in its own dtype's text)."""
+    import sys
+
+    from ..text import number_texts
+    header, columns = report.table
+    rows = [",".join(header)]
+    rows += [",".join(row) for row in zip(*(number_texts(c, precision) for c in columns))]
+    (file or sys.stdout).write("".join(row + "\n" for row in rows))
