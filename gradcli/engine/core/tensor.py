@@ -32,6 +32,9 @@ def as_value(x, dtype=None):
         return x  # already what the engine computes with (the common case)
     if isinstance(x, Tensor):
         x = x._value
+    elif isinstance(x, Batched):  # (said here, before numpy's conversion protocol runs)
+        raise NotBatchable("a numpy conversion of a batched value reads it as a plain "
+                           "value (data-dependent Python code)")
     try:
         arr = np.asarray(x)
     except ValueError as err:  # a ragged nested list: the library's own shape error
