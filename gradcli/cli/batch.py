@@ -65,7 +65,7 @@ BINARY = {".npy": _ONE_ARRAY.format(".npy"),
                   "arrays, read by np.load) or .parquet; text as .jsonl, .csv or .txt"
              for ext in (".h5", ".hdf5", ".feather", ".arrow", ".mat", ".pkl",
                          ".pickle", ".gz", ".zip", ".xlsx")}}
-_FALLBACK_NOTE = ("rows were computed one at a time (vectorized_map's loop fallback: the "
+FALLBACK_NOTE = ("rows were computed one at a time (vectorized_map's loop fallback: the "
                   "engine does not batch all of this command yet, or a row failed); the "
                   "results are the same, only slower")
 
@@ -170,7 +170,7 @@ class Progress:
 # ---------------------------------------------------------------------------------------
 # The command
 # ---------------------------------------------------------------------------------------
-def _format(s) -> str:
+def output_format(s) -> str:
     flags = [name for name, on in (("json", s.json_out), ("plain", s.plain),
                                    ("csv", s.csv)) if on]
     if len(flags) > 1:
@@ -234,7 +234,7 @@ def run(name: str, arguments, s, prepare) -> None:
     def setup():
         if s.at.strip() == "-" and s.program.strip() == "-":
             raise InputError("the program and --at cannot both be read from standard input")
-        fmt = _format(s)
+        fmt = output_format(s)
         csv = csv_options(s)
         model = prepare(s)
         slots = {}
@@ -245,7 +245,7 @@ def run(name: str, arguments, s, prepare) -> None:
             raise InputError(f"--output {s.output} is the source itself: write elsewhere")
         source = open_source(s.at, slots, chunk=s.chunk, csv=csv)
         out = NpzOutput(s.output, source.names, source.shapes, source.kept) \
-            if fmt == "npz" else _open_output(s.output if to_file else None, fmt)
+            if fmt == "npz" else open_output(s.output if to_file else None, fmt)
         return fmt, per_point(record.at, options), model, source, out
 
     fmt, point, model, source, out = guarded(setup)
@@ -262,7 +262,7 @@ def command_record(name: str):
     return next(command for command in COMMANDS if command.name == name)
 
 
-def _named(dotted: str):
+def named(dotted: str):
     """ "run.module.NAME" (a record's reference) -> the object in gradcli."""
     from importlib import import_module
     module, name = dotted.rsplit(".", 1)
@@ -273,7 +273,7 @@ def _run(record, point, s, fmt: str, model, source, out, to_file: bool) -> None:
     evaluate = Evaluator(model, point)
     writer_class = {**WRITERS, "human": HumanWriter}[fmt]
     writer = writer_class(out, s.precision, lambda: None if evaluate.meta is None else
-                          evaluate.meta.layout(), source.labels, _named(record.result).ROWS,
+                          evaluate.meta.layout(), source.labels, named(record.result).ROWS,
                           source.kept)
     sample = Sample(s.check_rows if s.check_rows is not None else 5, s.seed) \
         if s.check else None
@@ -311,14 +311,14 @@ def _run(record, point, s, fmt: str, model, source, out, to_file: bool) -> None:
     notes = list(evaluate.meta.layout().notes) if evaluate.meta is not None and fmt in (
         "plain", "csv", "human", "npz") else []
     if evaluate.fell_back:
-        notes.append(_FALLBACK_NOTE)
+        notes.append(FALLBACK_NOTE)
     if notes:
         writer.flush()
         target = sys.stdout if fmt == "human" and not to_file else sys.stderr
         target.write("".join(f"note: {note}\n" for note in notes))
     report = None
     if sample is not None:
-        report = guarded(lambda: _check_rows(evaluate, _named(record.check), sample, s))
+        report = guarded(lambda: _check_rows(evaluate, named(record.check), sample, s))
         if fmt == "json":
             writer.check(report)
         elif fmt == "plain":
@@ -374,7 +374,7 @@ def _same_file(a: str, b: str) -> bool:
         return False
 
 
-def _open_output(path: str | None, fmt: str):
+def open_output(path: str | None, fmt: str):
     """Standard output, or PATH written through a temporary file (``outfile``): its
     ``commit()`` puts the rows in place, ``discard()`` leaves PATH as it was."""
     if path is None:
@@ -437,7 +437,3 @@ def _check_rows(evaluate: Evaluator, check, sample: Sample, s) -> dict:
     return {"rows": rows, "checked": [r["row"] for r in rows], "verdict": verdict,
             "passed": verdict != "mismatch"}
 
-
-# What cli/scale.py (partitioned sources, --dask, --reduce) shares with the runs here.
-output_format, open_output, named, FALLBACK_NOTE = _format, _open_output, _named, \
-    _FALLBACK_NOTE
