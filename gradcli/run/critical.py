@@ -17,8 +17,9 @@
   found is kept, refined to full precision).
 - **Classified** by ``classify``: minimum, maximum, saddle or degenerate, with the
   eigenvalues of the Hessian.
-- **sympy** (in the check's worker, ``--solve-timeout`` seconds, default 1): ``solve`` of
-  ``grad f = 0``; its real solutions inside the box are listed, and ``complete`` says
+- **sympy** (in the check's worker, ``--solve-timeout`` seconds, default 1, counted from
+  the worker's start: it imports sympy and solves while Newton's search runs here, and
+  this process never imports sympy): ``solve`` of ``grad f = 0``; its real solutions inside the box are listed, and ``complete`` says
   whether every one of them is among the numeric points and vice versa (None when sympy
   gives no finite list in time).
 """
@@ -204,16 +205,20 @@ def _solve(sp, job: dict, emit) -> None:
         emit("solutions", f"{type(err).__name__}: {err}")
 
 
-def exact_solutions(program, model, names, constants, point, timeout) -> tuple:
-    """(sympy's real solutions as lists of floats, None) or (None, why not)."""
-    import sympy  # noqa: F401 - before the worker is forked
-
-    from ..check.symbolic import run_job
+def solving(program, model, names, constants, point):
+    """sympy's ``solve`` of ``grad f = 0`` started in the worker, which imports sympy
+    itself (this process never does) while Newton's search runs here: a
+    :class:`gradcli.check.symbolic.Worker`, for :func:`exact_solutions`."""
+    from ..check.symbolic import Worker
     from ..engine.core.table import lookup
-    job = {"compute": _solve, "program": program, "point": point,
-           "target": model.target_name, "names": names, "constants": constants,
-           "lookup": lookup}
-    got = run_job(job, ["solutions"], timeout)["solutions"]
+    return Worker({"compute": _solve, "program": program, "point": point,
+                   "target": model.target_name, "names": names, "constants": constants,
+                   "lookup": lookup})
+
+
+def exact_solutions(worker, timeout) -> tuple:
+    """(sympy's real solutions as lists of floats, None) or (None, why not)."""
+    got = worker.results(["solutions"], timeout)["solutions"]
     if isinstance(got, tuple):
         return got[0], None
     return None, f"sympy gave no solutions: {getattr(got, 'skipped', None) or got}"
@@ -244,22 +249,25 @@ def critical(text: str, *, var=(), frozen=(), arg=(), target=None,
     if value.dtype == bool:
         raise ModeError("critical: the program's value is a comparison (true/false)")
     result = Critical(program=text, variables=names, box=box)
-    result.points = find(model, names, box)
     point = {**first, **{n: model.source(n).numpy() for n in constants},
              **{n: model.source(n).numpy() for n in variables if n not in box}}
     fixed = [n for n in variables if n not in box] + constants
-    if solve_timeout > 0:
-        exact, why = exact_solutions(program, model, names, fixed, point, solve_timeout)
-        if exact is None:
-            result.exact_note = why
-        else:
-            low = np.array([box[n][0] for n in names])
-            high = np.array([box[n][1] for n in names])
-            inside = [p for p in exact if np.all(np.array(p) >= low) and
-                      np.all(np.array(p) <= high)]
-            result.exact = [dict(zip(names, p)) for p in inside]
-            result.complete = _same_sets(inside, result.points, names,
-                                         float(np.max(high - low)))
+    if solve_timeout <= 0:
+        result.points = find(model, names, box)
+        return result
+    with solving(program, model, names, fixed, point) as worker:
+        result.points = find(model, names, box)
+        exact, why = exact_solutions(worker, solve_timeout)
+    if exact is None:
+        result.exact_note = why
+    else:
+        low = np.array([box[n][0] for n in names])
+        high = np.array([box[n][1] for n in names])
+        inside = [p for p in exact if np.all(np.array(p) >= low) and
+                  np.all(np.array(p) <= high)]
+        result.exact = [dict(zip(names, p)) for p in inside]
+        result.complete = _same_sets(inside, result.points, names,
+                                     float(np.max(high - low)))
     return result
 
 

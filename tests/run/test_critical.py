@@ -136,3 +136,16 @@ def test_every_start_reaches_what_its_own_newton_iteration_reaches(batchable):
         if truth is not None:
             np.testing.assert_allclose(got[0], truth, atol=1e-9)
             assert got[1].critical
+
+
+def test_sympy_solves_in_its_worker_while_newton_runs_here():
+    """This process never imports sympy (the worker does, while the numeric search runs),
+    and sympy's exact solutions still arrive and are compared."""
+    import subprocess
+    import sys
+    code = ("import sys\nfrom gradcli.run.critical import critical\n"
+            f"r = critical('x^3 - 3*x', arg=['x=-3:3'], solve_timeout={SOLVE})\n"
+            "print(r.complete, sorted(p['x'] for p in r.exact), 'sympy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.split() == ["True", "[-1.0,", "1.0]", "False"]
