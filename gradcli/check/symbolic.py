@@ -921,7 +921,8 @@ def _plain(value) -> np.ndarray:
     return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
 
 
-def _context():
+def start_method():
+    """The multiprocessing context of the workers (its Pipe, Process, Value)."""
     import multiprocessing as mp
     # fork: the child starts with sympy and the tree already in memory (nothing to pickle,
     # no second import of sympy). Elsewhere spawn, which pickles the frozen tree.
@@ -993,7 +994,7 @@ class Worker:
     has not imported sympy, the worker imports it itself (while the caller works on)."""
 
     def __init__(self, job: dict) -> None:
-        ctx = _context()
+        ctx = start_method()
         # A forked child flushes its copies of these buffers when it ends: empty them
         # first, or output the parent has buffered would be printed twice.
         for stream in (sys.stdout, sys.stderr):

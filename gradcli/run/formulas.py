@@ -20,9 +20,12 @@ The steps, each one a function below:
    step is dropped, as the tape's rules give 0 away from the step), then, within the
    simplification budget (``--simplify-timeout``, default 2 s), sympy's ``expand``,
    ``factor`` and ``simplify`` of each (``simplify`` of each term of a sum of more than
-   35 operations: see :func:`simplified`). The shortest form by ``count_ops`` that gradcli can
-   print is kept (the raw form competes too); when the budget runs out first, the
-   shortest of the forms that finished, and the output says so.
+   35 operations: see :func:`simplified`). The forms are shared out among a worker per
+   core (up to 4; each takes the next form not yet taken, cheap forms first), while
+   this process computes the tape at the check's points (step 5). The shortest form by
+   ``count_ops`` that gradcli can print is kept (the raw form competes too); when the
+   budget runs out first, the shortest of the forms that finished, and the output says
+   so.
 4. **Printing** (:mod:`gradcli.check.notation`): gradcli's own notation, so a formula
    pastes back as a program; one it cannot spell is printed in sympy's notation with a
    note saying so.
@@ -43,6 +46,7 @@ The steps, each one a function below:
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -342,6 +346,8 @@ FORMS = ("expand", "factor", "simplify")
 #: operations (4 s for a derivative of a 10-term program, 40 operations): above it, each
 #: term of a sum is simplified on its own instead (0.5 s there).
 WHOLE_SIMPLIFY_OPS = 35
+#: At most this many simplifying workers, one per core (sympy is single-threaded).
+MAX_SIMPLIFIERS = 4
 
 
 def simplified(sp, expr):
@@ -352,37 +358,62 @@ def simplified(sp, expr):
     return sp.Add(*[sp.simplify(term) for term in expr.args])
 
 
+def simplify_items(count: int) -> list[str]:
+    """The forms to make, cheap forms of every derivative first: ``"index:form"``."""
+    return [f"{i}:{form}" for form in FORMS for i in range(count)]
+
+
 def _simplify(sp, job: dict, emit) -> None:
-    """Worker: each form of each raw derivative, cheap forms of all first."""
+    """Worker: the next form not yet taken by a worker (``job["next"]``, a counter the
+    workers share), until none is left; each emitted as it is made."""
     makers = {"expand": sp.expand, "factor": sp.factor,
               "simplify": lambda e: simplified(sp, e)}
-    for form in FORMS:
-        for key, expr in enumerate(job["raw"]):
-            try:
-                emit(f"{key}:{form}", (makers[form](expr),))
-            except Exception:  # noqa: BLE001 - a form sympy cannot make is not a candidate
-                emit(f"{key}:{form}", None)
+    items = simplify_items(len(job["raw"]))
+    while True:
+        with job["next"].get_lock():
+            taken = job["next"].value
+            job["next"].value = taken + 1
+        if taken >= len(items):
+            return
+        index, form = items[taken].split(":")
+        try:
+            emit(items[taken], (makers[form](job["raw"][int(index)]),))
+        except Exception:  # noqa: BLE001 - a form sympy cannot make is not a candidate
+            emit(items[taken], None)
+
+
+def cores() -> int:
+    import os
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+        else os.cpu_count() or 1
 
 
 def sympy_derivatives(program, model, point: dict, names: list[str], constants: list[str],
-                      wanted: list, budget: float, raw: bool) -> list[list]:
+                      wanted: list, budget: float, raw: bool, meanwhile=None) -> tuple:
     """Per wanted partial: [(form, expression), ...], the raw one first, then the forms
-    the budget allowed. Raises InputError when sympy cannot differentiate the program."""
+    the budget allowed, and what ``meanwhile()`` returned (see
+    :func:`raw_and_simplified`). Raises InputError when sympy cannot differentiate the
+    program."""
     from ..engine.core.table import lookup
     job = {"compute": _differentiate, "program": program, "point": point,
            "target": model.target_name, "names": names, "constants": constants,
            "wanted": wanted, "lookup": lookup}
-    return raw_and_simplified(job, len(wanted), budget, raw, "diff")
+    return raw_and_simplified(job, len(wanted), budget, raw, "diff", meanwhile)
 
 
 def raw_and_simplified(job: dict, count: int, budget: float, raw: bool,
-                       command: str) -> list[list]:
+                       command: str, meanwhile=None) -> tuple:
     """Run ``job`` (a worker computation emitting ``(expression,)`` for keys "0" to
     ``count - 1``, or the reason it cannot), then simplify what it gave within
-    ``budget`` seconds: per key, [(form, expression), ...], the raw one first."""
+    ``budget`` seconds: per key, [(form, expression), ...], the raw one first; and the
+    value of ``meanwhile()`` (None without it), which runs here while the workers
+    simplify. The forms are shared out among a worker per core (each takes the next form
+    not yet taken, cheap forms first); each worker has the budget from its start."""
     import sympy  # noqa: F401 - before the worker is forked, as the check does
+    # (sympy's first sum imports this: here once, not again in each worker, 0.3 s each)
+    import sympy.tensor.tensor  # noqa: F401
 
-    from ..check.symbolic import run_job
+    from ..check.symbolic import Worker, start_method, run_job
     keys = [str(i) for i in range(count)]
     results = run_job(job, keys, DIFF_TIMEOUT)
     for key in keys:
@@ -391,14 +422,20 @@ def raw_and_simplified(job: dict, count: int, budget: float, raw: bool,
             raise InputError(f"{command}: sympy cannot differentiate this program: {reason}")
     forms = [[("raw", results[key][0])] for key in keys]
     if raw or budget <= 0:
-        return forms
-    keys = [f"{i}:{form}" for form in FORMS for i in range(count)]
-    results = run_job({"compute": _simplify, "raw": [f[0][1] for f in forms]}, keys, budget)
-    for key, value in results.items():
-        if _is_expression(value):
-            index, form = key.split(":")
-            forms[int(index)].append((form, value[0]))
-    return forms
+        return forms, meanwhile() if meanwhile else None
+    items = simplify_items(count)
+    shared = {"compute": _simplify, "raw": [f[0][1] for f in forms],
+              "next": start_method().Value("i", 0)}
+    with contextlib.ExitStack() as stack:
+        workers = [stack.enter_context(Worker(shared))
+                   for _ in range(max(1, min(MAX_SIMPLIFIERS, cores(), len(items))))]
+        done = meanwhile() if meanwhile else None
+        for worker in workers:
+            for key, value in worker.results(items, budget).items():
+                if _is_expression(value):
+                    index, form = key.split(":")
+                    forms[int(index)].append((form, value[0]))
+    return forms, done
 
 
 def _is_expression(value) -> bool:
@@ -572,16 +609,20 @@ def diff(text: str, *, var=(), frozen=(), arg=(), target=None, wrt=None, order=N
                          "(at most 200)")
     wanted = [(e, p) for e in elements for p in wanted_paths]
     point = {**start, **{n: model.source(n).numpy() for n in constants}}
-    forms = sympy_derivatives(program, model, point, variables, constants, wanted, budget,
-                              raw)
-    with np.errstate(all="ignore"):  # (points outside the domain are dropped, not warned)
-        return _verified(model, text, variables, held, given, low_high, value, wanted,
-                         forms, raw)
+
+    def points():  # (the tape at the check's points, while sympy simplifies)
+        with np.errstate(all="ignore"):  # (points outside the domain are dropped)
+            return draw_points(model, wanted, variables, held, low_high, given)
+    forms, rows = sympy_derivatives(program, model, point, variables, constants, wanted,
+                                    budget, raw, points)
+    with np.errstate(all="ignore"):
+        return _verified(text, variables, held, given, low_high, value, wanted, forms,
+                         raw, rows)
 
 
-def _verified(model, text, variables, held, given, low_high, value, wanted, forms, raw):
-    """The formulas, each settled on its shortest form that agrees with the tape."""
-    rows = draw_points(model, wanted, variables, held, low_high, given)
+def _verified(text, variables, held, given, low_high, value, wanted, forms, raw, rows):
+    """The formulas, each settled on its shortest form that agrees with the tape at the
+    ``rows`` (:func:`draw_points`)."""
     result = Formulas(program=text, variables=variables, shape=tuple(value.shape),
                       point=given, ranges={n: low_high for n in variables if n not in held},
                       rows=rows)
