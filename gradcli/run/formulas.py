@@ -449,20 +449,19 @@ def _is_expression(value) -> bool:
 FORMS_ORDER = {"simplify": 0, "factor": 1, "expand": 2, "raw": 3}  # ties: simplify first
 
 
-def candidates(forms: list) -> tuple[list, list]:
-    """(the printable forms as (operations, form, expression, text), shortest first;
-    why the others are not printable)."""
+def candidates(forms: list):
+    """The printable forms as (operations, form, expression, text), shortest first
+    (ties: simplify first), each printed when it is asked for: a long form is not
+    printed when a shorter one is kept (factor's common denominator of a 10-term
+    derivative takes 0.07 s to print)."""
     from ..check import notation
-    printable, reasons = [], []
-    for form, expr in forms:
+    counted = sorted(((notation.operation_count(expr), form, expr) for form, expr in forms),
+                     key=lambda c: (c[0], FORMS_ORDER[c[1]]))
+    for ops, form, expr in counted:
         try:
-            text = notation.to_gradcli(expr)
-        except notation.Unprintable as err:
-            reasons.append(str(err))
+            yield ops, form, expr, notation.to_gradcli(expr)
+        except notation.Unprintable:
             continue
-        printable.append((notation.operation_count(expr), form, expr, text))
-    printable.sort(key=lambda c: (c[0], FORMS_ORDER[c[1]]))
-    return printable, reasons
 
 
 def formula_model(text: str, names: list[str]):
@@ -536,17 +535,26 @@ def _check(text: str, variables: list[str], rows: list, index: int) -> tuple:
     return worst, worst_row
 
 
+def unprintable(expr) -> str:
+    """What in ``expr`` gradcli's notation has no name for."""
+    from ..check import notation
+    try:
+        notation.to_gradcli(expr)
+    except notation.Unprintable as err:
+        return str(err)
+    return "nothing"
+
+
 def settle(derivative: Derivative, forms: list, rows: list, variables: list[str],
            index: int, raw: bool) -> None:
     """Keep the shortest printable form that agrees with the tape at every point (a
     shorter one that does not, as ``abs(x^(2/3))`` where gradcli's ``^`` of a negative
     base is nan, is passed over); if none agrees, the shortest, with its disagreement."""
     from ..check import notation
-    printable, reasons = candidates(forms)
     derivative.simplified = raw or len(forms) == 1 + len(FORMS)
     derivative.points = len(rows)
     first = None
-    for ops, form, expr, text in printable:
+    for ops, form, expr, text in candidates(forms):
         try:
             error, worst = _check(text, variables, rows, index)
         except Exception as err:  # noqa: BLE001 - the printer's mistake, said as such
@@ -556,13 +564,13 @@ def settle(derivative: Derivative, forms: list, rows: list, variables: list[str]
         if error <= TOLERANCE:
             first = (ops, form, expr, text, error, worst)
             break
-    if first is None:
+    if first is None:  # (no form is printable: the raw one is said in sympy's notation)
         form, expr = forms[0]
         derivative.form, derivative.expression = form, expr
         derivative.operations = notation.operation_count(expr)
         derivative.formula, derivative.printable = notation.sympy_text(expr), False
         derivative.note = (f"printed in sympy's notation: gradcli has no name for "
-                           f"{reasons[0]}; not checked against the tape")
+                           f"{unprintable(expr)}; not checked against the tape")
     else:
         ops, form, expr, text, error, worst = first
         derivative.form, derivative.operations, derivative.expression = form, ops, expr
