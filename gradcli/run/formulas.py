@@ -413,9 +413,14 @@ def raw_and_simplified(job: dict, count: int, budget: float, raw: bool,
     # (sympy's first sum imports this: here once, not again in each worker, 0.3 s each)
     import sympy.tensor.tensor  # noqa: F401
 
-    from ..check.symbolic import Worker, start_method, run_job
+    from ..check.symbolic import Worker, start_method
     keys = [str(i) for i in range(count)]
-    results = run_job(job, keys, DIFF_TIMEOUT)
+    with Worker(job) as worker:
+        if not raw and budget > 0:
+            # (sympy's simplify imports it, 0.3 s: here, while the worker differentiates,
+            # once for all the simplifying workers forked below)
+            import sympy.physics.units  # noqa: F401
+        results = worker.results(keys, DIFF_TIMEOUT)
     for key in keys:
         if not _is_expression(results[key]):
             reason = getattr(results[key], "skipped", None) or results[key]
