@@ -9,19 +9,20 @@
   reverse mode, :func:`gradcli.run.derivatives.hessian`), all starts still running at
   once: a step is one Hessian at all their points (``vectorized_map``, as ``hessian
   --at`` computes rows; 10 calls for Himmelblau's 81 starts, not 514), then each start's
-  own step, which solves ``H d = -g`` by least squares (a singular H still gives a step). A start that leaves the box (by a
-  tenth of its width) or does not converge within 60 steps is dropped. Converged means
-  what ``gradcli hessian`` means by a critical point: the gradient within the rounding
-  tolerance of :func:`gradcli.run.derivatives.classify`.
+  own step, which solves ``H d = -g`` by least squares (a singular H still gives a
+  step). A start that leaves the box (by a tenth of its width) or does not converge
+  within 60 steps is dropped. Converged means what ``gradcli hessian`` means by a
+  critical point: the gradient within the rounding tolerance of
+  :func:`gradcli.run.derivatives.classify`.
 - **Once each**: points closer than 1e-6 of the box's size are one point (the first
   found is kept, refined to full precision).
 - **Classified** by ``classify``: minimum, maximum, saddle or degenerate, with the
   eigenvalues of the Hessian.
 - **sympy** (in the check's worker, ``--solve-timeout`` seconds, default 1, counted from
   the worker's start: it imports sympy and solves while Newton's search runs here, and
-  this process never imports sympy): ``solve`` of ``grad f = 0``; its real solutions inside the box are listed, and ``complete`` says
-  whether every one of them is among the numeric points and vice versa (None when sympy
-  gives no finite list in time).
+  this process never imports sympy): ``solve`` of ``grad f = 0``; its real solutions
+  inside the box are listed, and ``complete`` says whether every one of them is among
+  the numeric points and vice versa (None when sympy gives no finite list in time).
 """
 from __future__ import annotations
 
