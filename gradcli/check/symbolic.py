@@ -903,7 +903,7 @@ def _worker(conn, job: dict) -> None:
         import sympy as sp
         # The same recursion budget wherever the caller's stack stood when it forked.
         sys.setrecursionlimit(_stack_depth() + _RECURSION_BUDGET)
-        conn.send(("ready",))
+        conn.send(("ready", time.monotonic()))
         # (a job may bring its own computation: gradcli.check.higher's Hessians)
         job.get("compute", _compute)(sp, job,
                                      lambda name, result: conn.send(("result", name, result)))
@@ -921,7 +921,8 @@ def _plain(value) -> np.ndarray:
     return np.asarray(value.numpy() if hasattr(value, "numpy") else value)
 
 
-def _context():
+def start_method():
+    """The multiprocessing context of the workers (its Pipe, Process, Value)."""
     import multiprocessing as mp
     # fork: the child starts with sympy and the tree already in memory (nothing to pickle,
     # no second import of sympy). Elsewhere spawn, which pickles the frozen tree.
@@ -981,59 +982,84 @@ def symbolic_gradients(program: Program, point: Mapping[str, Any], wrt: Sequence
 
 
 def run_worker(job: dict, wrt: list[str], timeout: float) -> dict[str, SymbolicGradient]:
-    ctx = _context()
-    results: dict[str, SymbolicGradient] = {}
-    # A forked child flushes its copies of these buffers when it ends: empty them first,
-    # or output the parent has buffered would be printed twice.
-    for stream in (sys.stdout, sys.stderr):
-        with contextlib.suppress(Exception):
-            stream.flush()
-    receiver, sender = ctx.Pipe(duplex=False)
-    process = ctx.Process(target=_worker, args=(sender, job), daemon=True,
-                          name="gradcli-sympy")
-    failure = None
-    started_process = False
-    try:
+    with Worker(job) as worker:
+        return worker.results(wrt, timeout)
+
+
+class Worker:
+    """The worker process running ``job``, started at once (``with Worker(job) as
+    worker``: killed on leaving the block); ``results(keys, timeout)`` waits for them.
+    The caller can work meanwhile: the ``timeout`` counts from the moment the worker was
+    ready (sympy imported), not from the call of ``results``. Forked from a caller that
+    has not imported sympy, the worker imports it itself (while the caller works on)."""
+
+    def __init__(self, job: dict) -> None:
+        ctx = start_method()
+        # A forked child flushes its copies of these buffers when it ends: empty them
+        # first, or output the parent has buffered would be printed twice.
+        for stream in (sys.stdout, sys.stderr):
+            with contextlib.suppress(Exception):
+                stream.flush()
+        self.receiver, sender = ctx.Pipe(duplex=False)
+        self.process = ctx.Process(target=_worker, args=(sender, job), daemon=True,
+                                   name="gradcli-sympy")
+        self.failure = None
+        self.started = False
         try:
-            process.start()
-            started_process = True
+            self.process.start()
+            self.started = True
         except RecursionError:  # spawn pickles the tree, recursively
-            failure = "too deep for sympy (RecursionError)"
+            self.failure = "too deep for sympy (RecursionError)"
         except Exception as err:  # noqa: BLE001 - e.g. something spawn cannot pickle
-            failure = f"sympy worker could not start: {type(err).__name__}: {short_text(str(err))}"
+            self.failure = (f"sympy worker could not start: {type(err).__name__}: "
+                            f"{short_text(str(err))}")
         sender.close()
-        # The clock starts once the worker runs (spawn must import sympy first).
-        deadline = time.monotonic() + timeout + 60.0
-        started = False
-        while failure is None and len(results) < len(wrt):
-            remaining = deadline - time.monotonic()
-            if remaining <= 0 or not receiver.poll(remaining):
-                failure = (f"took longer than {_seconds(timeout)}" if started
+        # The clock starts once the worker runs (it may have to import sympy first).
+        self.deadline = time.monotonic() + 60.0
+        self.ready = False
+
+    def __enter__(self) -> "Worker":
+        return self
+
+    def __exit__(self, *exc) -> None:
+        if self.started:
+            if self.process.is_alive():
+                self.process.kill()
+            self.process.join(5.0)
+        self.receiver.close()
+
+    def results(self, keys: list[str], timeout: float) -> dict:
+        """``{key: what was emitted}``; a key nothing came for in ``timeout`` seconds
+        (from the worker's start, after its import of sympy) is a ``SymbolicGradient``
+        whose ``skipped`` says why."""
+        results: dict = {}
+        failure = self.failure
+        if not self.ready:
+            self.deadline += timeout
+        while failure is None and len(results) < len(keys):
+            # (past the deadline, what the worker sent in time is still read)
+            remaining = max(self.deadline - time.monotonic(), 0.0)
+            if not self.receiver.poll(remaining):
+                failure = (f"took longer than {_seconds(timeout)}" if self.ready
                            else "sympy worker did not start")
                 break
             try:
-                message = receiver.recv()
+                message = self.receiver.recv()
             except (EOFError, OSError):
-                process.join(1.0)
-                failure = f"sympy worker stopped unexpectedly (exit code {process.exitcode})"
+                self.process.join(1.0)
+                failure = f"sympy worker stopped unexpectedly (exit code {self.process.exitcode})"
                 break
             if message[0] == "ready":
-                started = True
-                deadline = time.monotonic() + timeout
+                self.ready = True
+                self.deadline = message[1] + timeout  # (a clock shared with the worker)
             elif message[0] == "result":
                 results[message[1]] = message[2]
             elif message[0] == "error":
                 failure = message[1]
             else:  # "done"
                 break
-    finally:
-        if started_process:
-            if process.is_alive():
-                process.kill()
-            process.join(5.0)
-        receiver.close()
-    failure = failure or "sympy gave no result"
-    return {name: results.get(name) or SymbolicGradient(name, skipped=failure) for name in wrt}
+        failure = failure or "sympy gave no result"
+        return {key: results.get(key) or SymbolicGradient(key, skipped=failure) for key in keys}
 
 
 def job_target(job: dict, target=None):

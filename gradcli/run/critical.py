@@ -6,19 +6,23 @@
   box). At most 6 ranged variables.
 - **Newton's method on the gradient** from a grid of starts (per variable: 25 for one,
   9 for two, 5 for three, 3 beyond), with the tape's gradient and Hessian (nested
-  reverse mode, :func:`gradcli.run.derivatives.hessian`); a step solves ``H d = -g`` by
-  least squares (a singular H still gives a step). A start that leaves the box (by a
-  tenth of its width) or does not converge within 60 steps is dropped. Converged means
-  what ``gradcli hessian`` means by a critical point: the gradient within the rounding
-  tolerance of :func:`gradcli.run.derivatives.classify`.
+  reverse mode, :func:`gradcli.run.derivatives.hessian`), all starts still running at
+  once: a step is one Hessian at all their points (``vectorized_map``, as ``hessian
+  --at`` computes rows; 10 calls for Himmelblau's 81 starts, not 514), then each start's
+  own step, which solves ``H d = -g`` by least squares (a singular H still gives a
+  step). A start that leaves the box (by a tenth of its width) or does not converge
+  within 60 steps is dropped. Converged means what ``gradcli hessian`` means by a
+  critical point: the gradient within the rounding tolerance of
+  :func:`gradcli.run.derivatives.classify`.
 - **Once each**: points closer than 1e-6 of the box's size are one point (the first
   found is kept, refined to full precision).
 - **Classified** by ``classify``: minimum, maximum, saddle or degenerate, with the
   eigenvalues of the Hessian.
-- **sympy** (in the check's worker, ``--solve-timeout`` seconds, default 1): ``solve`` of
-  ``grad f = 0``; its real solutions inside the box are listed, and ``complete`` says
-  whether every one of them is among the numeric points and vice versa (None when sympy
-  gives no finite list in time).
+- **sympy** (in the check's worker, ``--solve-timeout`` seconds, default 1, counted from
+  the worker's start: it imports sympy and solves while Newton's search runs here, and
+  this process never imports sympy): ``solve`` of ``grad f = 0``; its real solutions
+  inside the box are listed, and ``complete`` says whether every one of them is among
+  the numeric points and vice versa (None when sympy gives no finite list in time).
 """
 from __future__ import annotations
 
@@ -105,30 +109,55 @@ def _starts(box: dict) -> list:
     return [np.array(p) for p in itertools.product(*axes)]
 
 
-def _at(model, names, point):
-    from .formulas import at_point
-    at_point(model, dict(zip(names, map(float, point))))
-
-
-def _newton(model, names, start, low, high):
-    """The critical point Newton's method reaches from ``start``, or None."""
-    from .derivatives import hessian
-    width = high - low
-    point = start.astype(np.float64)
-    for _ in range(MAX_STEPS):
-        _at(model, names, point)
-        result = hessian(model, names)
-        if result.verdict == "undefined":
-            return None
-        if result.critical:
-            return point, result
-        gradient, matrix = np.asarray(result.gradient), np.asarray(result.hessian)
+def _newton_step(point, result, low, high):
+    """The next Newton iterate from ``point`` (``result``: the Hessian there), or None
+    when the start is dropped: the gradient or Hessian is not finite, the step leaves the
+    box by a tenth of its width, or the linear solve fails."""
+    if result.verdict == "undefined":
+        return None
+    gradient, matrix = np.asarray(result.gradient), np.asarray(result.hessian)
+    try:
         step = np.linalg.lstsq(matrix, -gradient, rcond=None)[0]
-        point = point + step
-        if np.any(point < low - width / 10) or np.any(point > high + width / 10) \
-                or not np.all(np.isfinite(point)):
-            return None
-    return None
+    except (np.linalg.LinAlgError, ArithmeticError):
+        return None
+    point = point + step
+    width = high - low
+    if np.any(point < low - width / 10) or np.any(point > high + width / 10) \
+            or not np.all(np.isfinite(point)):
+        return None
+    return point
+
+
+def _newton(model, names, starts, low, high) -> list:
+    """Per start, the critical point Newton's method reaches from it, ``(point,
+    HessianResult)``, or None. Every start still running steps at once: each step is one
+    Hessian at all of their points (one ``vectorized_map`` call, :class:`run.many.
+    Evaluator`, the ``--at`` path of ``gradcli hessian``; a row's result is the
+    single-point ``hessian`` there), then each start's own Newton step."""
+    import functools
+
+    from .derivatives import hessian
+    from .many import Evaluator
+    evaluate = Evaluator(model, functools.partial(hessian, wrt=names))
+    reached: list = [None] * len(starts)
+    running = {i: start.astype(np.float64) for i, start in enumerate(starts)}
+    for _ in range(MAX_STEPS):
+        if not running:
+            break
+        order = list(running)
+        points = np.array([running[i] for i in order])
+        value, raw = evaluate({n: points[:, j] for j, n in enumerate(names)})
+        for row, i in enumerate(order):
+            result = evaluate.meta.at_row(value[row], [r[row] for r in raw])
+            if result.critical:
+                reached[i] = (running.pop(i), result)
+                continue
+            following = _newton_step(running[i], result, low, high)
+            if following is None:
+                del running[i]
+            else:
+                running[i] = following
+    return reached
 
 
 def find(model, names: list, box: dict) -> list[CriticalPoint]:
@@ -137,11 +166,7 @@ def find(model, names: list, box: dict) -> list[CriticalPoint]:
     size = float(np.max(high - low))
     found: list = []
     with np.errstate(all="ignore"):
-        for start in _starts(box):
-            try:
-                reached = _newton(model, names, start, low, high)
-            except (np.linalg.LinAlgError, ArithmeticError):
-                continue
+        for reached in _newton(model, names, _starts(box), low, high):
             if reached is None:
                 continue
             point, result = reached
@@ -181,16 +206,20 @@ def _solve(sp, job: dict, emit) -> None:
         emit("solutions", f"{type(err).__name__}: {err}")
 
 
-def exact_solutions(program, model, names, constants, point, timeout) -> tuple:
-    """(sympy's real solutions as lists of floats, None) or (None, why not)."""
-    import sympy  # noqa: F401 - before the worker is forked
-
-    from ..check.symbolic import run_job
+def solving(program, model, names, constants, point):
+    """sympy's ``solve`` of ``grad f = 0`` started in the worker, which imports sympy
+    itself (this process never does) while Newton's search runs here: a
+    :class:`gradcli.check.symbolic.Worker`, for :func:`exact_solutions`."""
+    from ..check.symbolic import Worker
     from ..engine.core.table import lookup
-    job = {"compute": _solve, "program": program, "point": point,
-           "target": model.target_name, "names": names, "constants": constants,
-           "lookup": lookup}
-    got = run_job(job, ["solutions"], timeout)["solutions"]
+    return Worker({"compute": _solve, "program": program, "point": point,
+                   "target": model.target_name, "names": names, "constants": constants,
+                   "lookup": lookup})
+
+
+def exact_solutions(worker, timeout) -> tuple:
+    """(sympy's real solutions as lists of floats, None) or (None, why not)."""
+    got = worker.results(["solutions"], timeout)["solutions"]
     if isinstance(got, tuple):
         return got[0], None
     return None, f"sympy gave no solutions: {getattr(got, 'skipped', None) or got}"
@@ -221,22 +250,25 @@ def critical(text: str, *, var=(), frozen=(), arg=(), target=None,
     if value.dtype == bool:
         raise ModeError("critical: the program's value is a comparison (true/false)")
     result = Critical(program=text, variables=names, box=box)
-    result.points = find(model, names, box)
     point = {**first, **{n: model.source(n).numpy() for n in constants},
              **{n: model.source(n).numpy() for n in variables if n not in box}}
     fixed = [n for n in variables if n not in box] + constants
-    if solve_timeout > 0:
-        exact, why = exact_solutions(program, model, names, fixed, point, solve_timeout)
-        if exact is None:
-            result.exact_note = why
-        else:
-            low = np.array([box[n][0] for n in names])
-            high = np.array([box[n][1] for n in names])
-            inside = [p for p in exact if np.all(np.array(p) >= low) and
-                      np.all(np.array(p) <= high)]
-            result.exact = [dict(zip(names, p)) for p in inside]
-            result.complete = _same_sets(inside, result.points, names,
-                                         float(np.max(high - low)))
+    if solve_timeout <= 0:
+        result.points = find(model, names, box)
+        return result
+    with solving(program, model, names, fixed, point) as worker:
+        result.points = find(model, names, box)
+        exact, why = exact_solutions(worker, solve_timeout)
+    if exact is None:
+        result.exact_note = why
+    else:
+        low = np.array([box[n][0] for n in names])
+        high = np.array([box[n][1] for n in names])
+        inside = [p for p in exact if np.all(np.array(p) >= low) and
+                  np.all(np.array(p) <= high)]
+        result.exact = [dict(zip(names, p)) for p in inside]
+        result.complete = _same_sets(inside, result.points, names,
+                                     float(np.max(high - low)))
     return result
 
 

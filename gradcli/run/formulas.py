@@ -20,9 +20,12 @@ The steps, each one a function below:
    step is dropped, as the tape's rules give 0 away from the step), then, within the
    simplification budget (``--simplify-timeout``, default 2 s), sympy's ``expand``,
    ``factor`` and ``simplify`` of each (``simplify`` of each term of a sum of more than
-   35 operations: see :func:`simplified`). The shortest form by ``count_ops`` that gradcli can
-   print is kept (the raw form competes too); when the budget runs out first, the
-   shortest of the forms that finished, and the output says so.
+   35 operations: see :func:`simplified`). The forms are shared out among a worker per
+   core (up to 4; each takes the next form not yet taken, cheap forms first), while
+   this process computes the tape at the check's points (step 5). The shortest form by
+   ``count_ops`` that gradcli can print is kept (the raw form competes too); when the
+   budget runs out first, the shortest of the forms that finished, and the output says
+   so.
 4. **Printing** (:mod:`gradcli.check.notation`): gradcli's own notation, so a formula
    pastes back as a program; one it cannot spell is printed in sympy's notation with a
    note saying so.
@@ -43,6 +46,7 @@ The steps, each one a function below:
 """
 from __future__ import annotations
 
+import contextlib
 import itertools
 import math
 from dataclasses import dataclass, field
@@ -342,6 +346,8 @@ FORMS = ("expand", "factor", "simplify")
 #: operations (4 s for a derivative of a 10-term program, 40 operations): above it, each
 #: term of a sum is simplified on its own instead (0.5 s there).
 WHOLE_SIMPLIFY_OPS = 35
+#: At most this many simplifying workers, one per core (sympy is single-threaded).
+MAX_SIMPLIFIERS = 4
 
 
 def simplified(sp, expr):
@@ -352,53 +358,89 @@ def simplified(sp, expr):
     return sp.Add(*[sp.simplify(term) for term in expr.args])
 
 
+def simplify_items(count: int) -> list[str]:
+    """The forms to make, cheap forms of every derivative first: ``"index:form"``."""
+    return [f"{i}:{form}" for form in FORMS for i in range(count)]
+
+
 def _simplify(sp, job: dict, emit) -> None:
-    """Worker: each form of each raw derivative, cheap forms of all first."""
+    """Worker: the next form not yet taken by a worker (``job["next"]``, a counter the
+    workers share), until none is left; each emitted as it is made."""
     makers = {"expand": sp.expand, "factor": sp.factor,
               "simplify": lambda e: simplified(sp, e)}
-    for form in FORMS:
-        for key, expr in enumerate(job["raw"]):
-            try:
-                emit(f"{key}:{form}", (makers[form](expr),))
-            except Exception:  # noqa: BLE001 - a form sympy cannot make is not a candidate
-                emit(f"{key}:{form}", None)
+    items = simplify_items(len(job["raw"]))
+    while True:
+        with job["next"].get_lock():
+            taken = job["next"].value
+            job["next"].value = taken + 1
+        if taken >= len(items):
+            return
+        index, form = items[taken].split(":")
+        try:
+            emit(items[taken], (makers[form](job["raw"][int(index)]),))
+        except Exception:  # noqa: BLE001 - a form sympy cannot make is not a candidate
+            emit(items[taken], None)
+
+
+def cores() -> int:
+    import os
+    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
+        else os.cpu_count() or 1
 
 
 def sympy_derivatives(program, model, point: dict, names: list[str], constants: list[str],
-                      wanted: list, budget: float, raw: bool) -> list[list]:
+                      wanted: list, budget: float, raw: bool, meanwhile=None) -> tuple:
     """Per wanted partial: [(form, expression), ...], the raw one first, then the forms
-    the budget allowed. Raises InputError when sympy cannot differentiate the program."""
+    the budget allowed, and what ``meanwhile()`` returned (see
+    :func:`raw_and_simplified`). Raises InputError when sympy cannot differentiate the
+    program."""
     from ..engine.core.table import lookup
     job = {"compute": _differentiate, "program": program, "point": point,
            "target": model.target_name, "names": names, "constants": constants,
            "wanted": wanted, "lookup": lookup}
-    return raw_and_simplified(job, len(wanted), budget, raw, "diff")
+    return raw_and_simplified(job, len(wanted), budget, raw, "diff", meanwhile)
 
 
 def raw_and_simplified(job: dict, count: int, budget: float, raw: bool,
-                       command: str) -> list[list]:
+                       command: str, meanwhile=None) -> tuple:
     """Run ``job`` (a worker computation emitting ``(expression,)`` for keys "0" to
     ``count - 1``, or the reason it cannot), then simplify what it gave within
-    ``budget`` seconds: per key, [(form, expression), ...], the raw one first."""
+    ``budget`` seconds: per key, [(form, expression), ...], the raw one first; and the
+    value of ``meanwhile()`` (None without it), which runs here while the workers
+    simplify. The forms are shared out among a worker per core (each takes the next form
+    not yet taken, cheap forms first); each worker has the budget from its start."""
     import sympy  # noqa: F401 - before the worker is forked, as the check does
+    # (sympy's first sum imports this: here once, not again in each worker, 0.3 s each)
+    import sympy.tensor.tensor  # noqa: F401
 
-    from ..check.symbolic import run_job
+    from ..check.symbolic import Worker, start_method
     keys = [str(i) for i in range(count)]
-    results = run_job(job, keys, DIFF_TIMEOUT)
+    with Worker(job) as worker:
+        if not raw and budget > 0:
+            # (sympy's simplify imports it, 0.3 s: here, while the worker differentiates,
+            # once for all the simplifying workers forked below)
+            import sympy.physics.units  # noqa: F401
+        results = worker.results(keys, DIFF_TIMEOUT)
     for key in keys:
         if not _is_expression(results[key]):
             reason = getattr(results[key], "skipped", None) or results[key]
             raise InputError(f"{command}: sympy cannot differentiate this program: {reason}")
     forms = [[("raw", results[key][0])] for key in keys]
     if raw or budget <= 0:
-        return forms
-    keys = [f"{i}:{form}" for form in FORMS for i in range(count)]
-    results = run_job({"compute": _simplify, "raw": [f[0][1] for f in forms]}, keys, budget)
-    for key, value in results.items():
-        if _is_expression(value):
-            index, form = key.split(":")
-            forms[int(index)].append((form, value[0]))
-    return forms
+        return forms, meanwhile() if meanwhile else None
+    items = simplify_items(count)
+    shared = {"compute": _simplify, "raw": [f[0][1] for f in forms],
+              "next": start_method().Value("i", 0)}
+    with contextlib.ExitStack() as stack:
+        workers = [stack.enter_context(Worker(shared))
+                   for _ in range(max(1, min(MAX_SIMPLIFIERS, cores(), len(items))))]
+        done = meanwhile() if meanwhile else None
+        for worker in workers:
+            for key, value in worker.results(items, budget).items():
+                if _is_expression(value):
+                    index, form = key.split(":")
+                    forms[int(index)].append((form, value[0]))
+    return forms, done
 
 
 def _is_expression(value) -> bool:
@@ -412,20 +454,19 @@ def _is_expression(value) -> bool:
 FORMS_ORDER = {"simplify": 0, "factor": 1, "expand": 2, "raw": 3}  # ties: simplify first
 
 
-def candidates(forms: list) -> tuple[list, list]:
-    """(the printable forms as (operations, form, expression, text), shortest first;
-    why the others are not printable)."""
+def candidates(forms: list):
+    """The printable forms as (operations, form, expression, text), shortest first
+    (ties: simplify first), each printed when it is asked for: a long form is not
+    printed when a shorter one is kept (factor's common denominator of a 10-term
+    derivative takes 0.07 s to print)."""
     from ..check import notation
-    printable, reasons = [], []
-    for form, expr in forms:
+    counted = sorted(((notation.operation_count(expr), form, expr) for form, expr in forms),
+                     key=lambda c: (c[0], FORMS_ORDER[c[1]]))
+    for ops, form, expr in counted:
         try:
-            text = notation.to_gradcli(expr)
-        except notation.Unprintable as err:
-            reasons.append(str(err))
+            yield ops, form, expr, notation.to_gradcli(expr)
+        except notation.Unprintable:
             continue
-        printable.append((notation.operation_count(expr), form, expr, text))
-    printable.sort(key=lambda c: (c[0], FORMS_ORDER[c[1]]))
-    return printable, reasons
 
 
 def formula_model(text: str, names: list[str]):
@@ -499,17 +540,26 @@ def _check(text: str, variables: list[str], rows: list, index: int) -> tuple:
     return worst, worst_row
 
 
+def unprintable(expr) -> str:
+    """What in ``expr`` gradcli's notation has no name for."""
+    from ..check import notation
+    try:
+        notation.to_gradcli(expr)
+    except notation.Unprintable as err:
+        return str(err)
+    return "nothing"
+
+
 def settle(derivative: Derivative, forms: list, rows: list, variables: list[str],
            index: int, raw: bool) -> None:
     """Keep the shortest printable form that agrees with the tape at every point (a
     shorter one that does not, as ``abs(x^(2/3))`` where gradcli's ``^`` of a negative
     base is nan, is passed over); if none agrees, the shortest, with its disagreement."""
     from ..check import notation
-    printable, reasons = candidates(forms)
     derivative.simplified = raw or len(forms) == 1 + len(FORMS)
     derivative.points = len(rows)
     first = None
-    for ops, form, expr, text in printable:
+    for ops, form, expr, text in candidates(forms):
         try:
             error, worst = _check(text, variables, rows, index)
         except Exception as err:  # noqa: BLE001 - the printer's mistake, said as such
@@ -519,13 +569,13 @@ def settle(derivative: Derivative, forms: list, rows: list, variables: list[str]
         if error <= TOLERANCE:
             first = (ops, form, expr, text, error, worst)
             break
-    if first is None:
+    if first is None:  # (no form is printable: the raw one is said in sympy's notation)
         form, expr = forms[0]
         derivative.form, derivative.expression = form, expr
         derivative.operations = notation.operation_count(expr)
         derivative.formula, derivative.printable = notation.sympy_text(expr), False
         derivative.note = (f"printed in sympy's notation: gradcli has no name for "
-                           f"{reasons[0]}; not checked against the tape")
+                           f"{unprintable(expr)}; not checked against the tape")
     else:
         ops, form, expr, text, error, worst = first
         derivative.form, derivative.operations, derivative.expression = form, ops, expr
@@ -572,16 +622,20 @@ def diff(text: str, *, var=(), frozen=(), arg=(), target=None, wrt=None, order=N
                          "(at most 200)")
     wanted = [(e, p) for e in elements for p in wanted_paths]
     point = {**start, **{n: model.source(n).numpy() for n in constants}}
-    forms = sympy_derivatives(program, model, point, variables, constants, wanted, budget,
-                              raw)
-    with np.errstate(all="ignore"):  # (points outside the domain are dropped, not warned)
-        return _verified(model, text, variables, held, given, low_high, value, wanted,
-                         forms, raw)
+
+    def points():  # (the tape at the check's points, while sympy simplifies)
+        with np.errstate(all="ignore"):  # (points outside the domain are dropped)
+            return draw_points(model, wanted, variables, held, low_high, given)
+    forms, rows = sympy_derivatives(program, model, point, variables, constants, wanted,
+                                    budget, raw, points)
+    with np.errstate(all="ignore"):
+        return _verified(text, variables, held, given, low_high, value, wanted, forms,
+                         raw, rows)
 
 
-def _verified(model, text, variables, held, given, low_high, value, wanted, forms, raw):
-    """The formulas, each settled on its shortest form that agrees with the tape."""
-    rows = draw_points(model, wanted, variables, held, low_high, given)
+def _verified(text, variables, held, given, low_high, value, wanted, forms, raw, rows):
+    """The formulas, each settled on its shortest form that agrees with the tape at the
+    ``rows`` (:func:`draw_points`)."""
     result = Formulas(program=text, variables=variables, shape=tuple(value.shape),
                       point=given, ranges={n: low_high for n in variables if n not in held},
                       rows=rows)

@@ -145,9 +145,12 @@ def idiff(text: str, *, dep: str, wrt: str, order: int = 1, var=(), frozen=(), a
     job = {"compute": _implicit, "program": program, "point": point, "names": variables,
            "constants": constants, "dep": dep, "wrt": wrt, "orders": orders,
            "lookup": lookup}
-    forms = formulas.raw_and_simplified(job, len(orders), budget, raw, "idiff")
+
+    def points():  # (the tape at the check's points, while sympy simplifies)
+        with np.errstate(all="ignore"):
+            return _rows(model, variables, dep, wrt, orders, low_high, given)
+    forms, rows = formulas.raw_and_simplified(job, len(orders), budget, raw, "idiff", points)
     with np.errstate(all="ignore"):
-        rows = _rows(model, variables, dep, wrt, orders, low_high, given)
         result = formulas.Formulas(program=text, variables=variables, point=given)
         for index, (k, candidates) in enumerate(zip(orders, forms)):
             derivative = formulas.Derivative(wrt=(wrt,) * k)

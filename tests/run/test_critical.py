@@ -87,3 +87,65 @@ def test_the_command():
                  ["x <", "--arg", "x=-1:1"]):
         bad = run("critical", *args)
         assert bad.returncode == 2 and bad.stdout == "" and "Traceback" not in bad.stderr
+
+
+def himmelblau_hessian(x, y):
+    a, b = x * x + y - 11, x + y * y - 7
+    return np.array([[4 * a + 8 * x * x + 2, 4 * x + 4 * y],
+                     [4 * x + 4 * y, 2 + 4 * b + 8 * y * y]])
+
+
+def numpy_newton(start, low, high):
+    """Newton's method on Himmelblau's gradient written out in numpy, one start, with the
+    command's rules (a step by least squares; dropped beyond a tenth of the box's width
+    outside it or after 60 steps)."""
+    point = np.array(start, dtype=float)
+    for _ in range(60):
+        gradient = himmelblau_gradient(*point)
+        if np.max(np.abs(gradient)) < 1e-9:
+            return point
+        point = point + np.linalg.lstsq(himmelblau_hessian(*point), -gradient, rcond=None)[0]
+        if np.any(point < low - (high - low) / 10) or np.any(point > high + (high - low) / 10):
+            return None
+    return None
+
+
+@pytest.mark.parametrize("batchable", [True, False])
+def test_every_start_reaches_what_its_own_newton_iteration_reaches(batchable):
+    """All starts step together (one Hessian of every running start a step): each one
+    ends where a numpy Newton iteration from it ends; also when the program cannot run
+    batched (a value read as a plain number: the map runs start by start)."""
+    from gradcli.run.critical import _newton, _starts
+    from gradcli.run.formulas import prepare
+    _, model = prepare("(x^2 + y - 11)^2 + (x + y^2 - 7)^2", arg=["x", "y"])
+    if not batchable:
+        original = model.function
+
+        def data_dependent(x, y):
+            float(x)  # a batched value read as a plain one
+            return original(x, y)
+        model.function = data_dependent
+    box = {"x": (-5.0, 5.0), "y": (-5.0, 5.0)}
+    low, high = np.array([-5.0, -5.0]), np.array([5.0, 5.0])
+    starts = _starts(box)
+    reached = _newton(model, ["x", "y"], starts, low, high)
+    assert len(reached) == len(starts) == 81
+    for start, got in zip(starts, reached):
+        truth = numpy_newton(start, low, high)
+        assert (got is None) == (truth is None), start
+        if truth is not None:
+            np.testing.assert_allclose(got[0], truth, atol=1e-9)
+            assert got[1].critical
+
+
+def test_sympy_solves_in_its_worker_while_newton_runs_here():
+    """This process never imports sympy (the worker does, while the numeric search runs),
+    and sympy's exact solutions still arrive and are compared."""
+    import subprocess
+    import sys
+    code = ("import sys\nfrom gradcli.run.critical import critical\n"
+            f"r = critical('x^3 - 3*x', arg=['x=-3:3'], solve_timeout={SOLVE})\n"
+            "print(r.complete, sorted(p['x'] for p in r.exact), 'sympy' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
+                         timeout=120, check=True)
+    assert out.stdout.split() == ["True", "[-1.0,", "1.0]", "False"]

@@ -193,6 +193,29 @@ def test_what_gradcli_cannot_spell_is_said_not_hidden():
     assert not d.printable and "sympy's notation" in d.note and d.formula == "gamma(x)"
 
 
+def _given_expressions(sp_, job, emit):
+    """A worker computation that "differentiates" to the expressions it is given."""
+    for key, expr in enumerate(job["exprs"]):
+        emit(str(key), (expr,))
+
+
+def test_the_forms_shared_out_among_workers_are_sympys_forms_of_each_derivative(monkeypatch):
+    """The simplifying workers take the forms one at a time from a shared counter: each
+    form is made once and lands on its own derivative (sympy's expand, factor and
+    simplify of each, computed here), and what runs meanwhile here comes back."""
+    monkeypatch.setattr(formulas, "cores", lambda: 3)  # three workers, whatever the machine
+    exprs = [(x + 1)**2 * (x - 2), sp.sin(x)**2 + sp.cos(x)**2 + x, x**3 / (x**2 - 1),
+             sp.exp(x) * (x + 1) - sp.exp(x)]
+    job = {"compute": _given_expressions, "exprs": exprs}
+    forms, meanwhile = formulas.raw_and_simplified(job, len(exprs), 60.0, False, "diff",
+                                                   lambda: "ran")
+    assert meanwhile == "ran"
+    for expr, made in zip(exprs, forms):
+        assert made[0] == ("raw", expr)
+        assert dict(made) == {"raw": expr, "expand": sp.expand(expr),
+                              "factor": sp.factor(expr), "simplify": sp.simplify(expr)}
+
+
 # ---------------------------------------------------------------------------------------
 # The command as a user runs it
 # ---------------------------------------------------------------------------------------
