@@ -5,6 +5,7 @@ cluster's worker really runs with them."""
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 import pytest
 
@@ -36,3 +37,19 @@ def test_a_local_cluster_worker_has_them():
     assert callbacks["memory_monitor"] == 1000   # (1 s, not 100 ms)
     assert callbacks["monitor"] == 2000          # (2 s, not 500 ms)
     assert not trim
+
+
+def test_the_docs_advise_the_same_settings_for_an_existing_cluster():
+    import yaml   # (Dask's dependency)
+    text = (Path(__file__).parents[2] / "docs" / "scaling.md").read_text()
+    block = text.split("```yaml\n", 1)[1].split("```", 1)[0]
+    flat = {}
+
+    def walk(prefix, node):
+        for key, value in node.items():
+            if isinstance(value, dict):
+                walk(f"{prefix}{key}.", value)
+            else:
+                flat[f"{prefix}{key}"] = value
+    walk("", yaml.safe_load(block))
+    assert flat == QUIET
