@@ -32,7 +32,6 @@ import os
 import resource
 import shutil
 import tempfile
-import time
 from pathlib import Path
 
 import numpy as np
