@@ -31,7 +31,7 @@ import uuid
 
 from ..errors import InputError
 
-__all__ = ["AHEAD", "INSTALL", "local_cluster", "open_runner", "scheduler", "tree"]
+__all__ = ["AHEAD", "INSTALL", "QUIET", "local_cluster", "open_runner", "scheduler", "tree"]
 
 INSTALL = "pip install 'gradcli[dask]'"
 #: Results per worker computed ahead of the one the client is writing (ordered map).
@@ -206,20 +206,40 @@ class Cluster:
 
 def local_cluster(workers: int):
     """A ``distributed.LocalCluster`` of ``workers`` processes of one thread, on
-    127.0.0.1, its dashboard on a free port. Without Dask's ``MALLOC_TRIM_THRESHOLD_``
-    for its workers: set, it turns off glibc's adaptive mmap threshold, and every
-    temporary array of a chunk (128 KiB and more) is then mapped and unmapped afresh,
-    which made the 20-statement benchmark 1.6x slower per row (benchmarks/scale.py)."""
+    127.0.0.1, its dashboard on a free port, with ``QUIET`` (Dask's settings that cost a
+    run CPU it does not need)."""
     import logging
 
     import dask
     import distributed
-    with dask.config.set({"distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_":
-                          None}):
+    with dask.config.set(QUIET):
         return distributed.LocalCluster(n_workers=workers, threads_per_worker=1,
                                         processes=True, host="127.0.0.1",
                                         dashboard_address="127.0.0.1:0",
                                         silence_logs=logging.ERROR)
+
+
+#: Dask settings of the clusters gradcli starts (the nannies give them to their workers);
+#: docs/scaling.md advises them for an existing cluster. Measured on 2 workers at rest
+#: (benchmarks/scale.py): their periodic callbacks took 140 ms of CPU a second (14% of a
+#: core, and a worker's event loop took the GIL from its task 100 times a second), 18 ms
+#: with these.
+QUIET = {
+    # Without Dask's MALLOC_TRIM_THRESHOLD_ for its workers: set, it turns off glibc's
+    # adaptive mmap threshold, and every temporary array of a chunk (128 KiB and more) is
+    # then mapped and unmapped afresh, which made the 20-statement benchmark 1.6x slower
+    # per row.
+    "distributed.nanny.pre-spawn-environ.MALLOC_TRIM_THRESHOLD_": None,
+    # The statistical profiler samples the running task's stack every 10 ms (for the
+    # dashboard's profile page) on the worker's event loop.
+    "distributed.worker.profile.enabled": False,
+    # The event loops' liveness tick (every 20 ms; it only warns of a blocked loop), the
+    # workers' memory poll (100 ms; a partition's memory is bounded anyway) and the
+    # system monitor (500 ms; the dashboard's CPU and memory plots).
+    "distributed.admin.tick.interval": "1s",
+    "distributed.worker.memory.monitor-interval": "1s",
+    "distributed.admin.system-monitor.interval": "2s",
+}
 
 
 def _local_workers(spec: str) -> int | None:
