@@ -26,6 +26,7 @@ import numpy as np
 
 from .. import engine as gc
 from ..errors import InputError, LimitError, ModeError, UnknownNameError, did_you_mean
+from ..io.points import element_labels
 from ..io.report import Numbers, Report, RowKind, RowLayout, Rowwise
 from ..lang import limits
 
@@ -139,10 +140,7 @@ def labels(names: list[str], shapes: list[tuple]) -> list[str]:
     """One label per element of the flattened sources: ``x``, ``W[0,1]``."""
     out = []
     for name, shape in zip(names, shapes):
-        if shape == ():
-            out.append(name)
-        else:
-            out.extend(f"{name}[{','.join(map(str, idx))}]" for idx in np.ndindex(*shape))
+        out += element_labels(name, shape)
     return out
 
 
