@@ -432,7 +432,7 @@ class _Plan:
             if not multi:
                 _check_linalg_sizes(op, values, False, params)
             value = api(*values, **params)
-            used[0] += sum(v.size for v in value)
+            used[0] += sum(_size(v) for v in value)
             r[out] = value
         self.add(step, node)
         return out
@@ -486,7 +486,7 @@ class _Plan:
                     count = 0  # parameters that do not fit: the engine reports them
                 limits.check_elements(count, f"{op.name}(...)")
                 value = apply(op, values, params)
-                used[0] += value.size
+                used[0] += _size(value)
                 r[out] = value
         elif len(inputs) == 1 and regs_in and op.kind != "linalg":  # (linalg: size checked)
             (a,) = inputs
@@ -494,7 +494,7 @@ class _Plan:
             def step(r, env, used, out=out, a=a):
                 x = r[a]
                 value = apply(op, (x,), params)
-                used[0] += value.size
+                used[0] += _size(value)
                 r[out] = value
         elif len(inputs) == 2 and not variadic:
             a, b = inputs
@@ -505,14 +505,14 @@ class _Plan:
                 y = r[b] if b_reg else b
                 check(op, (x, y), False, params)
                 value = apply(op, (x, y), params)
-                used[0] += value.size
+                used[0] += _size(value)
                 r[out] = value
         else:
             def step(r, env, used, out=out):
                 values = [r[i] if isinstance(i, int) else i for i in inputs]
                 check(op, values, variadic, params)
                 value = apply(op, values, params)
-                used[0] += value.size
+                used[0] += _size(value)
                 r[out] = value
         self.add(step, node)
         return out
@@ -527,8 +527,11 @@ def _flatten(value):
 
 
 def _size(x) -> int:
-    size = getattr(x, "size", 1)
-    return size if type(size) is int else int(size)
+    """The elements of an operand or a result, read off a tensor's numpy value (the
+    ``size`` property asks np.size, ~1 us, and every step counts two or three); a
+    batched value's are one example's (its ``size``); a number is one."""
+    size = getattr(getattr(x, "_value", x), "size", 1)
+    return size if size.__class__ is int else int(size)
 
 
 def _check_linalg_sizes(op, values, variadic: bool = False, params=None) -> None:
@@ -612,9 +615,15 @@ def _run(plan_steps: list, nodes: list, regs: list, env: dict, source: str) -> N
         raise _at(ShapeError(f"cannot evaluate this: {detail}"), nodes[i], source) from None
 
 
+_STATE: list = []
+
+
 def _engine_state():
-    from ..engine.core import state
-    return state
+    """``engine.core.state``, imported once (an import statement costs a few us a run)."""
+    if not _STATE:
+        from ..engine.core import state
+        _STATE.append(state)
+    return _STATE[0]
 
 
 def _at(err: GradcliError, node, source: str) -> GradcliError:

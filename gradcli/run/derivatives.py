@@ -22,10 +22,13 @@ commands do not.
 """
 from __future__ import annotations
 
+import math
+
 import numpy as np
 
 from .. import engine as gc
 from ..errors import InputError, LimitError, ModeError, UnknownNameError, did_you_mean
+from ..io.points import element_labels
 from ..io.report import Numbers, Report, RowKind, RowLayout, Rowwise
 from ..lang import limits
 
@@ -139,10 +142,7 @@ def labels(names: list[str], shapes: list[tuple]) -> list[str]:
     """One label per element of the flattened sources: ``x``, ``W[0,1]``."""
     out = []
     for name, shape in zip(names, shapes):
-        if shape == ():
-            out.append(name)
-        else:
-            out.extend(f"{name}[{','.join(map(str, idx))}]" for idx in np.ndindex(*shape))
+        out += element_labels(name, shape)
     return out
 
 
@@ -152,7 +152,7 @@ def _numeric_target(target, command: str) -> None:
 
 
 def _size(shape) -> int:
-    return int(np.prod(shape, dtype=np.int64))
+    return math.prod(shape)
 
 
 def _check_derivative_size(what: str, rows: int, columns: int) -> None:
@@ -420,24 +420,36 @@ def hessian_fields(model, wrt: list[str] | None = None) -> tuple[dict, object]:
         grads = inner.gradient(target, sources, unconnected_gradients="zero")
         # one flat gradient (a single vector source's gradient is one already: nothing
         # more to record, so nothing more for the Jacobian's pass to go through)
-        flat = grads[0] if len(grads) == 1 and grads[0].ndim == 1 else concatenate(
-            [reshape(g, (-1,)) for g in grads])
+        flat = _joined([_vector(g) for g in grads])
     n = int(flat.shape[0])
     if n == 0:
         raise ModeError(f"hessian: the sources ({', '.join(names)}) have no elements")
     _check_derivative_size("Hessian", n, n)
     columns = outer.jacobian(flat, sources, unconnected_gradients="zero")
     # Engine ops, not numpy: inside vectorized_map (--at, where the caller classifies
-    # each row) these are batched values. (+ 0.0: a -0.0 from a rule's sign prints 0.0)
+    # each row) these are batched values. (+ 0.0: a -0.0 from a rule's sign prints 0.0;
+    # on result_array's numpy array where there is one, not an engine operation)
     matrix = (columns[0] if len(columns) == 1 and columns[0].ndim == 2 else concatenate(
-        [reshape(c, (n, -1)) for c in columns], axis=1)) + 0.0
-    gradient = flat + 0.0
-    point = concatenate([reshape(s.astype(np.float64), (-1,)) for s in sources])
+        [reshape(c, (n, -1)) for c in columns], axis=1))
+    point = _joined([_vector(s, np.float64) for s in sources])
     shapes = [tuple(s.shape) for s in sources]
     fields = dict(value=result_array(target), names=names, sources=chosen, shapes=shapes,
-                  labels=labels(names, shapes), gradient=result_array(gradient),
-                  hessian=result_array(matrix), dtype=str(target.dtype), point=result_array(point))
+                  labels=labels(names, shapes), gradient=result_array(flat) + 0.0,
+                  hessian=result_array(matrix) + 0.0, dtype=str(target.dtype),
+                  point=result_array(point))
     return fields, target
+
+
+def _vector(t, dtype=None):
+    """``t`` flattened (and cast to ``dtype``), with no operation where it is one already."""
+    if dtype is not None and t.dtype != dtype:
+        t = t.astype(dtype)
+    return t if t.ndim == 1 else gc.FUNCTIONS["reshape"](t, (-1,))
+
+
+def _joined(vectors: list):
+    """The vectors end to end (the one vector itself where there is one)."""
+    return vectors[0] if len(vectors) == 1 else gc.FUNCTIONS["concatenate"](vectors)
 
 
 def classify(gradient: np.ndarray, matrix: np.ndarray, point=None, dtype="float64") -> dict:

@@ -668,7 +668,7 @@ def jacobian_rows(tape, target: Tensor, sources) -> list:
     zeros where the target does not reach it). An operation whose rule cannot batch
     makes ``vectorized_map`` fall back to one backward pass per row, said once."""
     tshape = target.shape
-    n = int(np.prod(tshape, dtype=np.int64))
+    n = math.prod(tshape)
     widest = max([n, _widest_recorded(target), *(int(np.size(s._value)) for s in sources)])
     chunk = max(1, min(n, JACOBIAN_CHUNK_ELEMENTS // max(widest, 1)))
     out: list[list] = [[] for _ in sources]

@@ -38,6 +38,7 @@ EMPTY: dict = {}
 _recording = state.recording
 _forward = state.forward  # active forward accumulators (empty: forward mode is off)
 _observing = state.observing  # observers (core/observe.py; empty: nobody is watching)
+_batching = state.batching  # the vectorized_map calls running batched (empty: none)
 _new_tensor = object.__new__
 _sequence = itertools.count(1)  # recording order: the backward pass's topological order
 
@@ -58,6 +59,10 @@ def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
     inputs, record it. For variadic entries ``inputs`` is the sequence of tensors.
     ``frames``: how many Python frames lie between the user's expression and this call
     (1 for the operators), for the temporary-reuse check of ``fast.reusable_buffer``."""
+    if _batching:  # inside vectorized_map: a batched input goes to the entry's batching
+        for x in inputs:  # rule at once (raising NotBatchable below costs ~2 us an entry)
+            if x.__class__ is Batched:
+                return state.apply_batched(op, inputs, params)
     # Python numbers stay Python numbers: numpy treats them as weak scalars, so float32
     # tensors stay float32, and scalar arithmetic stays fast. A list or tuple is looked
     # into only here, off the path tensors and numbers take (see _sequence_value).

@@ -14,6 +14,7 @@ np.float64(6.0)
 """
 from __future__ import annotations
 
+import math
 from heapq import heapify, heappop, heappush
 from operator import attrgetter
 
@@ -233,8 +234,8 @@ class GradientTape:
                     gx = (rule := op.vjps[i]) and rule(m, g, ans, *args, **params)
                 if gx is None:
                     continue
-                if gx.shape != args[i].shape or full is not None:
-                    gx = unbroadcast(m, gx, args[i].shape, full)
+                if gx.shape != (shape := node.values[i].shape) or full is not None:
+                    gx = unbroadcast(m, gx, shape, full)  # (the raw value's shape: no property)
                 if flowed is not None:
                     flowed(node, i, parent, g, gx)
                 _add_to_parent(grads, frontier, parent, gx, recorded, speed)
@@ -293,7 +294,7 @@ class GradientTape:
                                                 unconnected_gradients)))
         _check_sources(flat_sources)
         tshape = target.shape
-        n = int(np.prod(tshape, dtype=np.int64))
+        n = math.prod(tshape)
         rows = [[] for _ in flat_sources]
         if n == 0:
             # No entries: the jacobian is empty, of shape target + source (as TensorFlow),

@@ -72,9 +72,14 @@ class Tensor:
         """The value as numpy (a numpy scalar for shape ``()``)."""
         return self._value
 
+    # (read off the numpy value: np.shape and friends cost ~1 us through numpy's function
+    # dispatch, and the backward pass reads shapes at every edge)
     @property
     def shape(self) -> tuple:
-        return np.shape(self._value)
+        try:
+            return self._value.shape
+        except AttributeError:  # (a value that is no numpy object)
+            return np.shape(self._value)
 
     @property
     def dtype(self):
@@ -82,11 +87,17 @@ class Tensor:
 
     @property
     def ndim(self) -> int:
-        return np.ndim(self._value)
+        try:
+            return self._value.ndim
+        except AttributeError:
+            return np.ndim(self._value)
 
     @property
     def size(self) -> int:
-        return int(np.size(self._value))
+        try:
+            return self._value.size
+        except AttributeError:
+            return int(np.size(self._value))
 
     def __len__(self) -> int:
         if self.ndim == 0:
@@ -139,7 +150,7 @@ class Batched:
 
     @property
     def shape(self) -> tuple:
-        return np.shape(self._tensor._value)[1:]
+        return self._tensor.shape[1:]
 
     @property
     def dtype(self):
@@ -147,7 +158,7 @@ class Batched:
 
     @property
     def ndim(self) -> int:
-        return np.ndim(self._tensor._value) - 1
+        return self._tensor.ndim - 1
 
     @property
     def size(self) -> int:
