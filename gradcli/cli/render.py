@@ -27,18 +27,11 @@ from __future__ import annotations
 
 import sys
 
-from ..io.jsonvalue import json_number as json_number
 from ..io.report import Page, check_verdict as check_verdict
-from ..io.text import (array_text as array_text, flat_text as flat_text,
-                       json_array as json_array, number_text as number_text,
-                       number_texts as number_texts)
+from ..io.text import (array_text as array_text, json_array as json_array,
+                       number_text as number_text, number_texts as number_texts)
 from ..io.writers import json as json_writer, page as page_writer, plain as plain_writer
 from ..io.writers.human import console as console, emit as emit
-
-
-def print_json(obj, file=None) -> None:
-    """One JSON object on one line (the JSON writer, io/writers/json.py)."""
-    json_writer.write_json(obj, file)
 
 
 def show(page: Page, out=None) -> None:

@@ -85,23 +85,22 @@ def plain_text(page) -> str | None:
     width = plain_width()
     if width is None:
         return None
-    lines: list = []
+    chunks: list = []
     for block in page.blocks:
         if isinstance(block, Verbatim):
-            lines.append(block.text[:-1] if block.text.endswith("\n") else None)
-            if lines[-1] is None:
-                return None
-        elif isinstance(block, Line):
+            chunks.append(block.text)
+            continue
+        if isinstance(block, Line):
             text = "".join(part[0] if isinstance(part, tuple) else part for part in block.parts)
             if not block.wrap or not _literal(text):
                 return None
-            lines += _plain_lines(text, width)
+            lines = _plain_lines(text, width)
         else:
-            table = _plain_table(block, width)
-            if table is None:
+            lines = _plain_table(block, width)
+            if lines is None:
                 return None
-            lines += table
-    return "".join(line + "\n" for line in lines)
+        chunks += [line + "\n" for line in lines]
+    return "".join(chunks)
 
 
 def _plain_table(block: Table, width: int) -> list | None:
