@@ -91,8 +91,7 @@ def run_mode(mode: str, s: Settings) -> None:
         render.plain_writer.write(outcome.report(), s.precision)
         render.print_check_failures({"": check})
     else:
-        render.print_human(outcome, s.precision, check=check, symbolic=symbolic,
-                           target=model.target_name)
+        render.show(outcome.page(s.precision, check, symbolic, model.target_name))
     print_explanation(s, explanation)
     write_graph(s)
     # Only a mismatch fails: "nothing to check" is said, not failed (docs/check.md).
@@ -127,8 +126,9 @@ def compare(s: Settings) -> None:
             jacobian.print_plain(s.precision)
         render.print_check_failures(checks)
     else:
-        render.print_compare_human(results, s.precision, checks=checks if s.check else None,
-                                   symbolics=symbolics if s.symbolic else None)
+        from ..run.modes import compare_page
+        render.show(compare_page(results, s.precision, checks if s.check else None,
+                                 symbolics if s.symbolic else None))
         if jacobian is not None:
             jacobian.print_human(s.precision)
     # Only a mismatch fails (as for one mode): "nothing to check" is said, not failed.
@@ -191,4 +191,4 @@ def functions(s: Settings) -> None:
     if s.json_out:
         render.json_writer.write(table.report())
     else:
-        render.print_functions_human(table.entries, table.constants)
+        render.show(table.page())

@@ -29,28 +29,6 @@ def _work(s: Settings):
     return model, outcome
 
 
-def print_human(outcome, precision: int | None, check: dict | None = None,
-                target: str | None = None) -> None:
-    from ..run.directional import API_CALL
-    from .render import emit, shape_text, array_text, console, print_check
-    out = console()  # literal text only: nothing the user typed is interpreted
-    emit(out, ("jvp", "bold"), "  ", (API_CALL, "dim"))
-    label = f"value of {target}" if target else "value"
-    emit(out, f"{label}: ", (array_text(outcome.value, precision), "bold"),
-          "  ", (f"shape {shape_text(outcome.value)}", "dim"))
-    emit(out, "along: " + _direction(outcome, precision))
-    emit(out, "jvp (directional derivative): ", (array_text(outcome.jvp, precision), "bold"),
-          "  ", (f"shape {shape_text(outcome.jvp)}", "dim"))
-    if check is not None:
-        print_check(out, check, precision)
-
-
-def _direction(outcome, precision: int | None) -> str:
-    from .render import array_text
-    return ", ".join(f"{name} = {array_text(t, precision)}"
-                     for name, t in outcome.tangents.items())
-
-
 def run_jvp(s: Settings) -> None:
     """The ``jvp`` command."""
     from . import render
@@ -63,7 +41,7 @@ def run_jvp(s: Settings) -> None:
     elif s.plain:
         render.plain_writer.write(outcome.report(), s.precision)
     else:
-        print_human(outcome, s.precision, check=check, target=model.target_name)
+        render.show(outcome.page(s.precision, check, model.target_name))
     print_explanation(s, s.explanation)  # (--explain: run/explain.py)
     finish(check, s.plain)
 
@@ -108,18 +86,13 @@ def run_compare(s: Settings) -> None:
             render.plain_writer.write(jvp.report(), s.precision, labelled=True)
         render.print_check_failures({**checks, "jvp": jvp_check})
     else:
-        render.print_compare_human(results, s.precision, checks=checks if s.check else None,
-                                   symbolics=symbolics if s.symbolic else None)
-        out = render.console()
-        if isinstance(jvp, str):
-            render.emit(out, "jvp (forward mode): ", ("error:", "red"), f" {jvp}")
-        else:
-            render.emit(out, "jvp (forward mode, tf.autodiff.ForwardAccumulator) along "
-                         f"{_direction(jvp, s.precision)}: value "
-                         f"{render.array_text(jvp.value, s.precision)}, directional "
-                         "derivative ", (render.array_text(jvp.jvp, s.precision), "bold"))
-            if jvp_check is not None:
-                render.print_check(out, jvp_check, s.precision, title="jvp cross-check")
+        from ..io.report import Page
+        from ..run.modes import compare_page
+        page = compare_page(results, s.precision, checks if s.check else None,
+                            symbolics if s.symbolic else None)
+        page.extend(Page().error("jvp (forward mode): ", jvp) if isinstance(jvp, str)
+                    else jvp.page(s.precision, jvp_check, compared=True))
+        render.show(page)
     verdicts = [render.check_verdict(c) for c in (*checks.values(), jvp_check) if c]
     if "mismatch" in verdicts:
         raise typer.Exit(1)

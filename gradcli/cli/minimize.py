@@ -85,8 +85,6 @@ OPTIONS += [  # each loss and gradient one map-reduce over partitions (cli/scale
              "--full-batch).")], None),
 ]
 
-_SPARKS = "▁▂▃▄▅▆▇█"
-
 
 def _progress(total: int, per_epoch: int | None = None, capped: bool = False):
     """A progress line on standard error (a terminal only): epoch (training on data rows,
@@ -125,23 +123,6 @@ def _progress(total: int, per_epoch: int | None = None, capped: bool = False):
             sys.stderr.write("\r" + " " * state["width"] + "\r")
             sys.stderr.flush()
     return on_step, done
-
-
-def sparkline(losses, width: int = 60) -> str:
-    """The loss history as one line of block characters (log scale when every loss is
-    positive; the last point at the right), non-finite values as spaces."""
-    values = [float(v) for v in losses]
-    if len(values) > width:  # keep the shape: the value at evenly spaced steps
-        values = [values[round(i * (len(values) - 1) / (width - 1))] for i in range(width)]
-    finite = [v for v in values if math.isfinite(v)]
-    if not finite:
-        return ""
-    log = all(v > 0 for v in finite)
-    scaled = [math.log10(v) if log and math.isfinite(v) else v for v in values]
-    lo, hi = min(s for s in scaled if math.isfinite(s)), max(s for s in scaled if math.isfinite(s))
-    span = hi - lo or 1.0
-    return "".join(_SPARKS[min(7, int((s - lo) / span * 7.999))] if math.isfinite(s) else " "
-                   for s in scaled)
 
 
 def save_variables(directory: str, values: dict) -> list[str]:
@@ -243,7 +224,7 @@ def run(s: Settings) -> None:
     if fell_back:
         notes.append(_FALLBACK_NOTE)
     if s.plain and s.optimizer is None:   # bare numbers on stdout: the choice said here
-        notes.append(f"the optimizer was {_optimizer_text(result, s)}")
+        notes.append(f"the optimizer was {result.optimizer_text(default=True)}")
     if notes:
         sys.stderr.write("".join(f"note: {note}\n" for note in notes))
     lr = s.lr if s.lr is not None else DEFAULT_LR[result.optimizer]
@@ -253,7 +234,7 @@ def run(s: Settings) -> None:
     elif s.plain:
         render.plain_writer.write(result.report(lr), s.precision)
     else:
-        _print_human(result, s, lr, saved)
+        render.show(result.page(s.precision, lr, s.optimizer is None, s.at, saved, s.plot))
     if result.failed:
         sys.stderr.write(_failure_message(result) + "\n")
         raise typer.Exit(1)
@@ -278,17 +259,6 @@ def _optimizer(s: Settings) -> str:
     check_settings(optimizer, lr=s.lr, tol=s.tol, momentum=s.momentum, steps=s.steps,
                    max_steps=s.max_steps)
     return optimizer
-
-
-#: How the default optimizer is named in the output.
-_DEFAULT_TEXT = {"lbfgs": "lbfgs (the default: L-BFGS-B through scipy)",
-                 "gd": "gd (the default without scipy: gradient descent with a "
-                       "backtracking line search)",
-                 "adam": "adam (the default for training with --batch-size or --epochs)"}
-
-
-def _optimizer_text(result, s: Settings) -> str:
-    return _DEFAULT_TEXT[result.optimizer] if s.optimizer is None else result.optimizer
 
 
 def _failure_message(result) -> str:
@@ -377,57 +347,6 @@ def _check_data_options(s: Settings, optimizer: str) -> None:
                        max_steps=s.max_steps)
     if s.at.strip() == "-" and s.program.strip() == "-":
         raise InputError("the program and --at cannot both be read from standard input")
-
-
-def _print_human(result, s: Settings, lr, saved: list) -> None:
-    """Lines of rich ``Text`` (never markup: a name or a path prints as written)."""
-    import numpy as np
-    from rich.table import Table
-    from rich.text import Text
-
-    from . import render
-    out = render.console()
-    n = render.number_text
-    settings = _optimizer_text(result, s) + (f", lr {n(lr, None)}" if lr is not None else "")
-    done = result.converged or result.training or result.reason == "interrupted"
-    style = "green" if result.converged else "red" if result.failed or not done else "yellow"
-    status = result.reason if done or result.failed else f"not converged ({result.reason})"
-    gradient = f"|grad| {n(result.grad_norm, 3)}, tol {n(result.tol, None)}"
-    out.print(Text.assemble(("minimize", "bold"), "  ", (settings, "dim")))
-    out.print(Text.assemble((status, style), f" after {result.steps} steps ",
-                            (f"({n(result.elapsed, 2)} s)", "dim"), f"  {gradient}"))
-    if result.point_step != result.steps:
-        out.print(Text(f"the point below is that of step {result.point_step}, the lowest "
-                       "loss seen"))
-    if result.data is not None:
-        data = result.data
-        what = f"{data['rows']:,} rows, " + (
-            "full batch" if data["batch_size"] == data["rows"] else
-            f"batches of {data['batch_size']:,}" + (
-                f" (shuffled, seed {data['seed']})" if data["shuffle"] else " (data order)"))
-        if data["epochs"] is not None:
-            what += f", {data['epochs']:,} epoch{'s' if data['epochs'] != 1 else ''}"
-        out.print(Text.assemble("data: ", what, (f"  ({s.at})", "dim")))
-    out.print(Text.assemble("loss: ", (n(result.loss, s.precision), "bold"),
-                            (" (mean over all rows)" if result.data is not None else "",
-                             "dim")))
-    table = Table(show_edge=False, header_style="bold")
-    table.add_column("variable")
-    table.add_column("value")
-    table.add_column("shape", style="dim")
-    for name, value in result.values.items():
-        table.add_row(Text(name), Text(render.array_text(value, s.precision)),
-                      Text(str(np.shape(value))))
-    out.print(table)
-    line = sparkline([h[1] for h in result.history])
-    if line and len(result.history) > 1:
-        scale = ", log scale" if all(h[1] > 0 for h in result.history) else ""
-        out.print(Text.assemble("loss curve: ", line, "  ",
-                                (f"(step 0 to {result.history[-1][0]}{scale})", "dim")))
-    for path, name in zip(saved, result.values):
-        out.print(Text.assemble(f"saved {name}: {path}  ", (f"(--var {name}=@{path})", "dim")))
-    if s.plot:
-        out.print(Text(f"loss curve saved: {s.plot}"))
 
 
 #: minimize's --plain prints the loss and the variables, not a value and gradients.

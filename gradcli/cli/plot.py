@@ -128,8 +128,7 @@ def run(s: Settings) -> None:
             text = guarded(lambda: terminal_plot(result.names[0], result.axes[0],
                                                   result.table, result.points, s.program,
                                                   s.width, s.height, labels=result.labels))
-        sys.stdout.write(text + "\n")
-        _print_points(result.points, s.precision, grid)
+        render.show(result.page(s.precision, text))
 
 
 def _size(width, height) -> tuple[int, int]:
@@ -221,21 +220,6 @@ def _power_of_ten(arrays) -> int:
         if finite.size:
             big = max(big, float(finite.max()))
     return int(np.floor(np.log10(big))) if big >= 1e100 else 0
-
-
-def _print_points(points, precision, grid=False) -> None:
-    if not points:
-        return
-    from rich.table import Table
-    from rich.text import Text
-
-    from . import render
-    table = Table(title="marked points", show_edge=False, header_style="bold")
-    for column in ("kind", "x", "y", "f") if grid else ("kind", "x", "f"):
-        table.add_column(column)
-    for kind, *numbers in points:
-        table.add_row(Text(kind), *(Text(render.number_text(v, precision)) for v in numbers))
-    render.console().print(table)
 
 
 def save_image(path, name, xs, table, points, title, labels=None) -> None:

@@ -12,6 +12,11 @@ a run type (io is below run in the layers):
   ``notes`` (said on standard error by the plain writer), ``mode`` (the label of
   compare's lines) and ``table`` (a result that is a table of samples, plot's: its
   header and its columns, which ``writers.csvtext.write_table`` writes; None: none).
+- :class:`Page`: one point's human page, what ``page()`` of a result type says it shows:
+  :class:`Line` (text parts, each with a style named by meaning: :data:`MEANINGS`),
+  :class:`Table` (headers and rows), :class:`Verbatim` (text already laid out), built
+  with ``Page``'s ``line``, ``table``, ``value``, ``notes`` and ``check`` (the check
+  table); ``writers.page`` lays it out.
 - :class:`RowKind` (a result type's constant part for ``--at``: its columns' prefix, the
   norm the human summary gives, a word per row) and :class:`RowLayout` (what every row of
   one run holds: the value or not, the outputs' names, their shapes, the notes, the JSON
@@ -94,3 +99,155 @@ class Rowwise:
     def shown(self, value, raw: list) -> tuple:
         """What the rows show, from what vectorized_map returned: (outputs, words)."""
         return raw, None
+
+
+# ---------------------------------------------------------------------------------------
+# The human page of one result (io/writers/page.py writes it)
+# ---------------------------------------------------------------------------------------
+#: The styles a page names, by meaning; the human writer gives each its look.
+MEANINGS = ("heading", "emphasis", "aside", "good", "bad", "error", "caution", "kink",
+            "overflow")
+#: A check status's meaning (its cell in the check table).
+STATUS_MEANING = {"ok": "good", "mismatch": "bad", "skipped": "caution",
+                  "non-differentiable": "kink", "overflow": "overflow"}
+
+
+class Line:
+    """A line of text: ``parts``, each a string or ``(string, meaning)``, all taken
+    literally. ``wrap``: wrapped at spaces, a hanging indent under an indented line (the
+    writer's ``emit``); False: the terminal library's own wrapping."""
+    __slots__ = ("parts", "wrap")
+
+    def __init__(self, parts: tuple, wrap: bool = True):
+        self.parts, self.wrap = parts, wrap
+
+
+class Table:
+    """A table: ``headers`` and ``rows`` (each cell a string, ``(string, meaning)`` or a
+    list of those, one cell), a ``title``, ``rules`` between rows, a ``frame``, ``prose``
+    (words that may fold on a wide terminal). ``fitted``: columns at least as wide as
+    their longest word, else one field per line (the writer's ``show_table``); False: the
+    terminal library's own layout, ``aside`` naming the columns shown dimmed."""
+    __slots__ = ("headers", "rows", "title", "rules", "frame", "prose", "fitted", "aside")
+
+    def __init__(self, headers: list, rows: list, title: str | None = None, *,
+                 rules: bool = False, frame: bool = False, prose: bool = False,
+                 fitted: bool = True, aside: tuple = ()):
+        self.headers, self.rows, self.title = headers, rows, title
+        self.rules, self.frame, self.prose = rules, frame, prose
+        self.fitted, self.aside = fitted, aside
+
+
+class Verbatim:
+    """Text written to the output as it is (lines already laid out, a terminal plot)."""
+    __slots__ = ("text",)
+
+    def __init__(self, text: str):
+        self.text = text
+
+
+class Page:
+    """One result's human page: its blocks in order (:class:`Line`, :class:`Table`,
+    :class:`Verbatim`), made by the result's ``page()`` with these builders; the human
+    writer (io/writers/page.py) lays them out."""
+    __slots__ = ("blocks",)
+
+    def __init__(self, blocks=()):
+        self.blocks = list(blocks)
+
+    def line(self, *parts, wrap: bool = True) -> "Page":
+        self.blocks.append(Line(parts, wrap))
+        return self
+
+    def table(self, headers: list, rows: list, title: str | None = None, **how) -> "Page":
+        self.blocks.append(Table(headers, rows, title, **how))
+        return self
+
+    def verbatim(self, text: str) -> "Page":
+        self.blocks.append(Verbatim(text))
+        return self
+
+    def extend(self, other: "Page") -> "Page":
+        self.blocks += other.blocks
+        return self
+
+    def error(self, what: str, message: str) -> "Page":
+        """``WHAT error: MESSAGE`` (one row of compare that could not be computed)."""
+        return self.line(what, ("error:", "error"), " " + message)
+
+    def value(self, label: str, value, precision: int | None) -> "Page":
+        """``LABEL: VALUE  shape S``, or an array's lines indented under ``LABEL (shape S):``."""
+        from .text import array_text
+        text = array_text(value, precision)
+        shape = f"shape {shape_text(value)}"
+        if "\n" not in text:
+            return self.line(f"{label}: ", (text, "emphasis"), "  ", (shape, "aside"))
+        self.line(f"{label} ({shape}):")
+        for line in text.split("\n"):
+            self.line("  " + line)
+        return self
+
+    def notes(self, notes) -> "Page":
+        for note in notes:
+            self.line(("note:", "caution"), " " + note)
+        return self
+
+    def check(self, check: dict, precision: int | None, tapes: dict | None = None,
+              title: str = "cross-check") -> "Page":
+        """The check table (the tape's gradient, in its own dtype when ``tapes`` gives it,
+        beside sympy's and the finite differences'; errors with 2 significant digits)
+        and its verdict."""
+        rows = []
+        for entry in check["gradients"]:
+            status, reason = entry["status"], entry.get("reason")
+            tape = (tapes or {}).get(entry["name"], entry.get("tape"))
+            rows.append([entry["name"], _cell(tape, precision),
+                         _cell(entry.get("symbolic"), precision),
+                         _cell(entry.get("numeric"), precision),
+                         _error(entry.get("abs_error")), _error(entry.get("rel_error")),
+                         [(status, STATUS_MEANING.get(status)), f" ({reason})" if reason
+                          else ""]])
+        self.table(["name", "tape", "symbolic", "finite diff", "abs err", "rel err",
+                    "status"], rows, title)
+        verdict = check_verdict(check)
+        return self.line("check: ", {"passed": ("passed", "good"), "mismatch": (
+            "MISMATCH", "bad")}.get(verdict, (verdict, "caution")),
+            f" ({check['reason']})" if check.get("reason") else "")
+
+
+def check_verdict(check: dict) -> str:
+    """The check's verdict: "passed", "mismatch" or "nothing to check" (a check object
+    without one: from its ``passed``)."""
+    return check.get("verdict") or ("passed" if check["passed"] else "mismatch")
+
+
+def shape_text(value) -> str:
+    import numpy as np
+    return "" if value is None else str(tuple(np.shape(value)))
+
+
+def _cell(value, precision) -> str:
+    """A number of the check table: "-" for none; JSON's nested lists (with "nan"/"inf"
+    strings numpy reads) as an array."""
+    import numpy as np
+
+    from .text import array_text
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    if isinstance(value, list):
+        value = np.asarray(value, dtype=float)
+    return array_text(value, precision)
+
+
+def _error(value) -> str:
+    """An error of the check table, with 2 significant digits: its size is what matters."""
+    import numpy as np
+
+    from .text import array_text
+    if value is None:
+        return "-"
+    if isinstance(value, str):
+        return value
+    return array_text(np.asarray(value, dtype=float), 2)

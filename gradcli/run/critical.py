@@ -32,7 +32,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError, ModeError
-from ..io.report import Numbers, Report
+from ..io.report import Numbers, Page, Report
 
 MAX_VARIABLES = 6
 MAX_STEPS = 60
@@ -73,6 +73,31 @@ class Critical:
         lines = [("point", [Numbers([*p.at.values(), p.value], summarise=False), p.verdict])
                  for p in self.points]
         return Report("critical", fields, lines)
+
+    def page(self, precision: int | None) -> Page:
+        """The human page: the box, a line per point (where, f, the verdict and the
+        eigenvalues), then what sympy found."""
+        from ..io.text import number_text
+
+        def num(v):
+            return number_text(v, precision)
+        box = ", ".join(f"{n} in [{num(lo)}, {num(hi)}]" for n, (lo, hi) in self.box.items())
+        count = len(self.points)
+        lines = [f"{count} critical point{'s' if count != 1 else ''} in {box} "
+                 "(Newton's method on the gradient, the tape's Hessian):"]
+        for p in self.points:
+            at = ", ".join(f"{n}={num(v)}" for n, v in p.at.items())
+            eig = ", ".join(num(e) for e in p.eigenvalues)
+            lines.append(f"  {at}: f={num(p.value)}  {p.verdict} (eigenvalues {eig})")
+        if self.exact is None:
+            lines.append(f"sympy: {self.exact_note or 'not asked'}; whether the list is "
+                         "complete is not known")
+        else:
+            n = len(self.exact)
+            lines.append(f"sympy: {n} exact solution{'s' if n != 1 else ''} of grad f = 0 "
+                         f"in the box; the list above is "
+                         f"{'complete' if self.complete else 'NOT the same set'}")
+        return Page().verbatim("".join(line + "\n" for line in lines))
 
 
 def split_ranges(arg) -> tuple[dict, list]:

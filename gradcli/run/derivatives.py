@@ -29,7 +29,7 @@ import numpy as np
 from .. import engine as gc
 from ..errors import InputError, LimitError, ModeError, UnknownNameError, did_you_mean
 from ..io.points import element_labels
-from ..io.report import Numbers, Report, RowKind, RowLayout, Rowwise
+from ..io.report import Numbers, Page, Report, RowKind, RowLayout, Rowwise
 from ..lang import limits
 
 #: The verdicts of ``hessian``, one token each (``undefined``: the gradient or Hessian is
@@ -213,6 +213,33 @@ class JacobianResult(Rowwise):
             (f"jacobian {j['name']}", j["jacobian"]) for j in fields["jacobians"]]
         return Report("jacobian", fields, lines, source_notes(self.sources))
 
+    def page(self, precision: int | None, check: dict | None = None,
+             target: str | None = None, compared: bool = False) -> Page:
+        """The human page: what is computed, the sources, the value, a Jacobian per
+        source, the check; ``compared``: compare's row (tf.GradientTape.jacobian beside
+        the four APIs: no value)."""
+        from ..io.text import array_text
+        if compared:
+            page = Page().line(("jacobian", "heading"), "  ", (
+                "tf.GradientTape.jacobian(target, sources): each element of the target, "
+                "not their sum", "aside"))
+        else:
+            page = Page().line(("jacobian", "heading"), "  ", (
+                f"d {target or 'target'} / d source: shape target.shape + source.shape "
+                f"({self.computed_by} mode)", "aside"))
+        if self.sources is not None:
+            page.line((self.sources.sentence, "aside"))
+        if not compared:
+            page.value(f"value of {target}" if target else "value", self.value, precision)
+        rows = []
+        for j in self.jacobians:
+            shown = array_text(j.jacobian, precision)
+            rows.append([j.name, shown if j.connected else [shown, (" (not connected)",
+                                                                    "aside")],
+                         (str(j.shape), "aside")])
+        page.table(["source", "jacobian", "shape"], rows)
+        return page if check is None else page.check(check, precision)
+
     def mapped(self) -> tuple:
         return self.value, [j.jacobian for j in self.jacobians]
 
@@ -356,6 +383,92 @@ class HessianResult(Rowwise):
                  + [("hessian", Numbers(row, False)) for row in self.hessian]
                  + [("eigenvalues", Numbers(eigenvalues, False)), ("verdict", self.verdict)])
         return Report("hessian", fields, lines, source_notes(self.sources))
+
+    #: The most columns the page shows the Hessian as a labelled table (numpy's layout
+    #: beyond).
+    TABLE_COLUMNS = 8
+
+    def page(self, precision: int | None, check: dict | None = None,
+             target: str | None = None) -> Page:
+        """The human page: the sources, the value, the gradient and the Hessian, the
+        eigenvalues, the verdict in words, a warning when it is not symmetric, the
+        check."""
+        from ..io.text import array_text, number_text
+        n = len(self.labels)
+        table = n <= self.TABLE_COLUMNS
+        page = Page().line(("hessian", "heading"), "  ", (
+            f"d2 {target or 'target'} / d source^2 over {', '.join(self.names)} "
+            f"({n} element{'s' if n != 1 else ''}; nested reverse mode)", "aside"))
+        if self.sources is not None:
+            page.line((self.sources.sentence, "aside"))
+        page.value(f"value of {target}" if target else "value", self.value, precision)
+        headers = ["element", "gradient"]
+        if table:
+            headers += [f"H[:, {label}]" if n == 1 else label for label in self.labels]
+        rows = []
+        for i, label in enumerate(self.labels):
+            row = [label, number_text(self.gradient[i], precision)]
+            if table:
+                row += [number_text(v, precision) for v in self.hessian[i]]
+            rows.append(row)
+        page.table(headers, rows)
+        if not table:
+            page.line("Hessian (rows and columns in the order above):")
+            for line in array_text(self.hessian, precision).split("\n"):
+                page.line("  " + line)
+        if self.eigenvalues is not None:
+            page.line("eigenvalues: ", array_text(self.eigenvalues, precision))
+            page.line("  ", (self._tolerance_words(), "aside"))
+        page.line("verdict: ", (self.verdict, "emphasis"), ": " + self._verdict_words())
+        if not self.symmetric:
+            page.line(("warning:", "bad"),
+                      f" the Hessian is not symmetric: max |H - H^T| = "
+                      f"{number_text(self.asymmetry, 3)}, beyond round-off "
+                      f"({number_text(self.asymmetry_tolerance, 3)}): a derivative "
+                      "rule is wrong; the eigenvalues are those of (H + H^T) / 2")
+        return page if check is None else page.check(check, precision)
+
+    def _verdict_words(self) -> str:
+        """The verdict in words, with the tolerance that decided it (never "tolerance 0":
+        a zero tolerance is a zero Hessian, where only an exact 0 counts)."""
+        from ..io.text import number_text
+        if self.verdict == "undefined":
+            return ("the gradient or the Hessian is not finite here (nan or inf): no "
+                    "second-derivative test applies")
+        kind = definiteness(self.eigenvalues, self.zero_tolerance)
+        gradient = self._gradient_words()
+        if self.verdict == "not-critical":
+            return (f"not a critical point ({gradient}), so no minimum, maximum or saddle "
+                    f"claim is made; the Hessian here is {kind}")
+        zero = (f", with a zero eigenvalue (|eigenvalue| <= "
+                f"{number_text(self.zero_tolerance, 3)})" if self.zero_tolerance > 0 else "")
+        words = {"minimum": "a local minimum (the Hessian is positive definite)",
+                 "maximum": "a local maximum (the Hessian is negative definite)",
+                 "saddle": "a saddle point (the Hessian has eigenvalues of both signs)",
+                 "degenerate": f"a critical point where the test says nothing: the Hessian "
+                               f"is {kind}{zero}; higher derivatives decide"}
+        return f"{words[self.verdict]}; critical point: {gradient}"
+
+    def _gradient_words(self) -> str:
+        from ..io.text import number_text
+        norm = f"max |gradient| = {number_text(self.gradient_norm, 3)}"
+        if self.gradient_tolerance > 0:
+            return (f"{norm} {'<=' if self.critical else '>'} tolerance "
+                    f"{number_text(self.gradient_tolerance, 3)}")
+        # (a zero tolerance: the Hessian is 0, so rounding cannot explain any gradient)
+        if self.critical:
+            return "the gradient is exactly 0 (with a zero Hessian only an exact 0 counts)"
+        return f"{norm}, and with a zero Hessian only an exact 0 counts"
+
+    def _tolerance_words(self) -> str:
+        """The zero test and the condition number (see :func:`classify`)."""
+        from ..io.text import number_text
+        condition = f"condition number {number_text(self.condition_number, 3)}"
+        if self.zero_tolerance > 0:
+            return (f"{condition}; an eigenvalue counts as 0 when |eigenvalue| <= "
+                    f"{number_text(self.zero_tolerance, 3)} (n (4 eps max |eigenvalue| + "
+                    "max |H - H^T|): how far rounding can move one)")
+        return f"{condition} (the Hessian is 0)"
 
     def mapped(self) -> tuple:
         return self.value, [self.gradient, self.hessian, self.point]

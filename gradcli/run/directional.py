@@ -15,7 +15,7 @@ from __future__ import annotations
 import numpy as np
 
 from ..errors import InputError, UnknownNameError, did_you_mean
-from ..io.report import Numbers, Report, RowKind, RowLayout, Rowwise
+from ..io.report import Numbers, Page, Report, RowKind, RowLayout, Rowwise, shape_text
 
 API_CALL = "tf.autodiff.ForwardAccumulator(primals, tangents): acc.jvp(target)"
 
@@ -39,6 +39,34 @@ class JvpOutcome(Rowwise):
         if check is not None:
             fields["check"] = check
         return Report("jvp", fields, [("value", fields["value"]), ("jvp", fields["jvp"])])
+
+    def page(self, precision: int | None, check: dict | None = None,
+             target: str | None = None, compared: bool = False) -> Page:
+        """The human page: the value, the direction, the directional derivative, the
+        check; ``compared``: compare's jvp row (one line, the check titled for it)."""
+        from ..io.text import array_text
+        if compared:
+            page = Page().line(
+                "jvp (forward mode, tf.autodiff.ForwardAccumulator) along "
+                f"{self.direction(precision)}: value {array_text(self.value, precision)}, "
+                "directional derivative ", (array_text(self.jvp, precision), "emphasis"))
+            return page if check is None else page.check(check, precision,
+                                                         title="jvp cross-check")
+        label = f"value of {target}" if target else "value"
+        page = Page().line(("jvp", "heading"), "  ", (API_CALL, "aside"))
+        page.line(f"{label}: ", (array_text(self.value, precision), "emphasis"), "  ",
+                  (f"shape {shape_text(self.value)}", "aside"))
+        page.line("along: " + self.direction(precision))
+        page.line("jvp (directional derivative): ", (array_text(self.jvp, precision),
+                                                     "emphasis"),
+                  "  ", (f"shape {shape_text(self.jvp)}", "aside"))
+        return page if check is None else page.check(check, precision)
+
+    def direction(self, precision: int | None) -> str:
+        """The tangents: ``x = 1.0, y = 0.5``."""
+        from ..io.text import array_text
+        return ", ".join(f"{name} = {array_text(t, precision)}"
+                         for name, t in self.tangents.items())
 
     def mapped(self) -> tuple:
         return self.value, [self.jvp]

@@ -54,7 +54,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError, ModeError, did_you_mean
-from ..io.report import Numbers, Report
+from ..io.report import Numbers, Page, Report
 
 #: How many random points each formula is checked at.
 POINTS = 8
@@ -117,6 +117,43 @@ class Derivative:
         return [text] if self.value is None else \
             [text, "=", Numbers(np.asarray(self.value), summarise=False)]
 
+    def label(self, of: str = "") -> str:
+        """``d/dx``, ``d^2/dxdy``, ``d^3/dx^2dy`` (of ``f[i]`` for a Jacobian's row, of
+        ``of`` when given: ``dy/dx``)."""
+        counts: dict = {}
+        for name in self.wrt:
+            counts[name] = counts.get(name, 0) + 1
+        below = "".join(f"d{n}" + (f"^{k}" if k > 1 else "") for n, k in counts.items())
+        top = "d" if len(self.wrt) == 1 else f"d^{len(self.wrt)}"
+        if self.element is not None:
+            of = "f[" + ",".join(map(str, self.element)) + "]"
+        return f"{top}{of}/{below}"
+
+    def human_lines(self, at: str, precision: int | None, latex: bool, raw: bool,
+                    of: str = "") -> list:
+        """Its two lines of the human page: the formula (and its value at ``at``), then
+        how it was verified and which form was kept."""
+        from ..io.text import number_text
+        text = self.latex if latex else self.formula
+        value = "" if self.value is None else f"    = {number_text(self.value, precision)} at {at}"
+        if not self.printable:
+            verified = self.note
+        elif self.disagreement:
+            verified = f"DISAGREES with the tape: {self.disagreement}"
+        elif not self.points:
+            verified = ("not verified: no point found where the program and its derivatives "
+                        "are finite")
+        else:
+            verified = (f"agrees with the tape at {self.points} points, max rel err "
+                        f"{number_text(self.max_rel_err, 2)}")
+        if raw:
+            form = "raw (not simplified)"
+        elif not self.simplified:
+            form = f"{self.form}: simplification ran out of time, the shortest form that finished"
+        else:
+            form = f"{self.form} form, {self.operations} operation{'' if self.operations == 1 else 's'}"
+        return [f"{self.label(of)} = {text}{value}", f"    {verified}; {form}"]
+
 
 @dataclass
 class Formulas:
@@ -147,6 +184,19 @@ class Formulas:
                  for line in d.steps.lines()]
         lines += [("formula", d.line(latex)) for d in self.derivatives]
         return Report(mode, fields, lines)
+
+    def page(self, precision: int | None, latex: bool = False, raw: bool = False,
+             of: str = "") -> Page:
+        """The human page: each derivation's steps where it has them (``diff --steps``),
+        then each formula (``latex``: its LaTeX; labelled d``of``/dx) with its value at
+        the point and its verification line."""
+        from ..io.text import number_text
+        at = ", ".join(f"{n}={number_text(v, precision)}" for n, v in self.point.items())
+        lines = [line for d in self.derivatives if d.steps is not None
+                 for line in d.steps.human_lines()]
+        lines += [line for d in self.derivatives
+                  for line in d.human_lines(at, precision, latex, raw, of)]
+        return Page().verbatim("".join(line + "\n" for line in lines))
 
 
 # ---------------------------------------------------------------------------------------

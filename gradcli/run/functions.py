@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from ..io.report import Report
+from ..io.report import Page, Report
 
 
 @dataclass
@@ -22,6 +22,23 @@ class FunctionTable:
         return Report("functions", {
             "functions": [_entry(op) for op in self.entries],
             "constants": {k: json_number(v) for k, v in self.constants.items()}}, [])
+
+    def page(self) -> Page:
+        """The human page: the table, every text as written in it, then the constants
+        and the operators."""
+        rows = []
+        for op in self.entries:
+            args = ", ".join(list(op.inputs) + [f"{k}={v!r}" for k, v in op.params])
+            if op.variadic:
+                args = "[x, ...]" + args[2:]
+            rows.append([op.name, ", ".join(op.aliases), args, op.derivative, op.domain,
+                         op.doc])
+        return Page().table(
+            ["name", "aliases", "arguments", "derivative", "domain", "description"], rows,
+            "gradcli functions", prose=True).line(
+            "constants: " + ", ".join(f"{k} = {v!r}" for k, v in self.constants.items())).line(
+            "operators: + - * / ** (also ^) @, unary -, comparisons < <= > >= == != "
+            "(where conditions), indexing x[i], x[1:3], x[:, 0]")
 
 
 def function_table() -> FunctionTable:

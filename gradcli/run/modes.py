@@ -20,7 +20,7 @@ from .. import engine as gc
 from ..engine.core.api import NO_VARIABLES
 from ..engine.core.tensor import Batched
 from ..errors import InputError, ModeError, UnknownNameError, did_you_mean
-from ..io.report import Numbers, Report, RowLayout, Rowwise
+from ..io.report import Numbers, Page, Report, RowLayout, Rowwise
 
 MODES = ("tape", "grad", "implicit", "value-grad")
 NO_TRAINABLE_VARIABLES = (NO_VARIABLES + " (declare one with --var NAME=VALUE, or Variable(...) "
@@ -94,6 +94,59 @@ class Outcome(Rowwise):
         if check is not None:
             fields["check"] = check
         return Report(self.mode, fields, lines, self.notes)
+
+    def page(self, precision: int | None, check: dict | None = None,
+             symbolic: dict | None = None, target: str | None = None) -> Page:
+        """The human page: the API, the value, the gradients (with --symbolic their
+        derivatives), the notes, the check."""
+        from ..io.text import array_text
+        from ..io.report import shape_text
+        page = Page().line((self.mode, "heading"), "  ", (API_CALLS[self.mode], "aside"))
+        if self.has_value:
+            page.value(f"value of {target}" if target else "value", self.value, precision)
+        pairs = self.mode in ("implicit", "value-grad")
+        headers = ["variable" if pairs else "source" if self.mode == "tape" else "argument",
+                   "gradient", "shape"]
+        if symbolic is not None:
+            headers.append("symbolic derivative")
+        rows = []
+        for g in self.gradients:
+            row = [g.name, array_text(g.gradient, precision) if g.gradient is not None
+                   else ("None (not connected)", "aside"), (shape_text(g.gradient), "aside")]
+            if symbolic is not None:
+                row.append(str(symbolic.get(g.name) or ""))
+            rows.append(row)
+        if rows:
+            if pairs:
+                page.line("(gradient, variable) pairs:")
+            page.table(headers, rows)
+        page.notes(self.notes)
+        if check is not None:
+            page.check(check, precision, tapes={g.name: g.gradient for g in self.gradients})
+        return page
+
+    def order_page(self, order: int, precision: int | None, check: dict | None = None,
+                   symbolic: dict | None = None) -> Page:
+        """``grad --order N``'s human page: each argument's N-th derivative (with
+        --symbolic its formula), the notes, the check."""
+        from ..io.text import array_text
+        page = Page().line((f"grad --order {order}", "heading"), "  ", (
+            f"the pure partial derivatives of order {order}: gradients_function nested "
+            f"{order} times", "aside"))
+        headers = ["argument", f"d^{order} / d argument^{order}" if order > 1 else "gradient"]
+        if symbolic is not None:
+            headers.append("symbolic derivative")
+        rows = []
+        for g in self.gradients:
+            row = [g.name, array_text(g.gradient, precision) if g.gradient is not None
+                   else ("None (not connected)", "aside")]
+            if symbolic is not None:
+                row.append(str(symbolic.get(g.name) or ""))
+            rows.append(row)
+        if rows:
+            page.table(headers, rows)
+        page.notes(self.notes)
+        return page if check is None else page.check(check, precision)
 
     # --at: the value and the gradients, a row each
     def mapped(self) -> tuple:
@@ -284,3 +337,39 @@ def _note_non_scalar(out: Outcome, value) -> None:
     if value is not None and np.ndim(value) > 0:
         out.notes.append(f"the target is not a scalar (shape {tuple(np.shape(value))}): "
                          "gradients are of its sum")
+
+
+def compare_page(results: dict, precision: int | None, checks: dict | None = None,
+                 symbolics: dict | None = None) -> Page:
+    """compare's human page: the four modes side by side (``results``: mode -> Outcome,
+    or the message of a mode that refused); with --check each mode's cross-check below."""
+    from ..io.text import array_text
+    rows = []
+    for mode, result in results.items():
+        if isinstance(result, str):
+            rows.append([mode, API_NAMES[mode], "-", [("error:", "error"), " " + result]])
+            continue
+        value = (array_text(result.value, precision) if result.has_value
+                 else ("not returned", "aside"))
+        symbolic = (symbolics or {}).get(mode)
+        lines = []
+        for g in result.gradients:
+            text = array_text(g.gradient, precision)
+            lines.append(f"{g.name}:" + ("\n" if "\n" in text else " ") + text)
+            if symbolic is not None:
+                lines.append(f"  symbolic: {symbolic.get(g.name) or '-'}")
+        rows.append([mode, API_NAMES[mode], value, "\n".join(lines) or ("(none)", "aside")])
+    page = Page().table(["mode", "TensorFlow API", "value", "gradients (in the API's order)"],
+                        rows, "the four gradient APIs on one program", rules=True, frame=True)
+    page.line(("tape: w.r.t. what the tape watched (trainable variables read, --watch); "
+               "grad: w.r.t. the arguments, variables are constants; implicit: w.r.t. the "
+               "trainable variables read; value-grad: the same, plus the value.", "aside"))
+    notes: dict = {}
+    for mode, result in results.items():
+        for note in ([] if isinstance(result, str) else result.notes):
+            notes.setdefault(note, []).append(mode)
+    page.notes([f"({', '.join(modes)}) {note}" for note, modes in notes.items()])
+    for mode, check in (checks or {}).items():
+        page.check(check, precision, title=f"cross-check of {mode}",
+                   tapes={g.name: g.gradient for g in results[mode].gradients})
+    return page

@@ -51,7 +51,7 @@ import numpy as np
 
 from .. import engine as gc
 from ..engine.core.api import NO_VARIABLES
-from ..io.report import Numbers, Report
+from ..io.report import Numbers, Page, Report
 from ..errors import ChunkTooLarge, GradcliError, InputError, LimitError, ModeError
 
 __all__ = ["OPTIMIZERS", "LINE_SEARCH", "SGD", "Adam", "Result", "minimize", "DEFAULT_LR",
@@ -189,6 +189,63 @@ class Result:
         lines += [(n, Numbers(v, summarise=False)) for n, v in self.values.items()]
         return Report("minimize", fields, lines)
 
+    #: How the default optimizer is named in the output.
+    DEFAULT_TEXT = {"lbfgs": "lbfgs (the default: L-BFGS-B through scipy)",
+                    "gd": "gd (the default without scipy: gradient descent with a "
+                          "backtracking line search)",
+                    "adam": "adam (the default for training with --batch-size or --epochs)"}
+
+    def optimizer_text(self, default: bool) -> str:
+        """The optimizer that ran, and why when it was the ``default``'s choice."""
+        return self.DEFAULT_TEXT[self.optimizer] if default else self.optimizer
+
+    def page(self, precision: int | None, lr, default: bool = False, at: str | None = None,
+             saved: list = (), plot: str | None = None) -> Page:
+        """The human page: the optimizer (``default``: chosen, not given) and its ``lr``,
+        how the run ended, the data rows (``at``: their source), the loss, each
+        variable, the loss curve, the files ``saved`` (one per variable) and the
+        ``plot`` of the loss written."""
+        from ..io.text import array_text, number_text as n
+        settings = self.optimizer_text(default) + (f", lr {n(lr, None)}" if lr is not None
+                                                   else "")
+        done = self.converged or self.training or self.reason == "interrupted"
+        meaning = ("good" if self.converged else "error" if self.failed or not done
+                   else "caution")
+        status = self.reason if done or self.failed else f"not converged ({self.reason})"
+        gradient = f"|grad| {n(self.grad_norm, 3)}, tol {n(self.tol, None)}"
+        page = Page().line(("minimize", "heading"), "  ", (settings, "aside"), wrap=False)
+        page.line((status, meaning), f" after {self.steps} steps ",
+                  (f"({n(self.elapsed, 2)} s)", "aside"), f"  {gradient}", wrap=False)
+        if self.point_step != self.steps:
+            page.line(f"the point below is that of step {self.point_step}, the lowest loss "
+                      "seen", wrap=False)
+        if self.data is not None:
+            data = self.data
+            what = f"{data['rows']:,} rows, " + (
+                "full batch" if data["batch_size"] == data["rows"] else
+                f"batches of {data['batch_size']:,}" + (
+                    f" (shuffled, seed {data['seed']})" if data["shuffle"] else " (data order)"))
+            if data["epochs"] is not None:
+                what += f", {data['epochs']:,} epoch{'s' if data['epochs'] != 1 else ''}"
+            page.line("data: ", what, (f"  ({at})", "aside"), wrap=False)
+        page.line("loss: ", (n(self.loss, precision), "emphasis"),
+                  (" (mean over all rows)" if self.data is not None else "", "aside"),
+                  wrap=False)
+        page.table(["variable", "value", "shape"],
+                   [[name, array_text(value, precision), str(np.shape(value))]
+                    for name, value in self.values.items()], fitted=False, aside=("shape",))
+        line = sparkline([h[1] for h in self.history])
+        if line and len(self.history) > 1:
+            scale = ", log scale" if all(h[1] > 0 for h in self.history) else ""
+            page.line("loss curve: ", line, "  ",
+                      (f"(step 0 to {self.history[-1][0]}{scale})", "aside"), wrap=False)
+        for path, name in zip(saved, self.values):
+            page.line(f"saved {name}: {path}  ", (f"(--var {name}=@{path})", "aside"),
+                      wrap=False)
+        if plot:
+            page.line(f"loss curve saved: {plot}", wrap=False)
+        return page
+
     def _history(self) -> dict:
         """The JSON of the history, and of the data rows when trained on them."""
         from ..io.jsonvalue import json_number
@@ -208,6 +265,26 @@ class Result:
                                grad_norm=json_number(norm))
                           for i, (step, loss, norm) in enumerate(self.history)]
         return out
+
+
+_SPARKS = "▁▂▃▄▅▆▇█"
+
+
+def sparkline(losses, width: int = 60) -> str:
+    """The loss history as one line of block characters (log scale when every loss is
+    positive; the last point at the right), non-finite values as spaces."""
+    values = [float(v) for v in losses]
+    if len(values) > width:  # keep the shape: the value at evenly spaced steps
+        values = [values[round(i * (len(values) - 1) / (width - 1))] for i in range(width)]
+    finite = [v for v in values if math.isfinite(v)]
+    if not finite:
+        return ""
+    log = all(v > 0 for v in finite)
+    scaled = [math.log10(v) if log and math.isfinite(v) else v for v in values]
+    lo, hi = min(s for s in scaled if math.isfinite(s)), max(s for s in scaled if math.isfinite(s))
+    span = hi - lo or 1.0
+    return "".join(_SPARKS[min(7, int((s - lo) / span * 7.999))] if math.isfinite(s) else " "
+                   for s in scaled)
 
 
 class _Interrupt:

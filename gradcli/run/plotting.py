@@ -29,7 +29,7 @@ import numpy as np
 
 from .. import engine as gc
 from ..errors import ChunkTooLarge, GradcliError, InputError, LimitError
-from ..io.report import Numbers, Report
+from ..io.report import Numbers, Page, Report
 
 __all__ = ["critical_points", "parse_range", "marked_points", "sample", "sample_grid",
            "sample_mode", "check_size", "plot_program", "find_ranges", "column_names", "Plot",
@@ -567,6 +567,17 @@ class Plot:
         if self.notes:
             fields["notes"] = self.notes
         return Report("plot", fields, [], self.notes, table=(header, columns))
+
+    def page(self, precision: int | None, picture: str) -> Page:
+        """The human page: the ``picture`` drawn in the terminal, then the marked points."""
+        from ..io.text import number_text
+        page = Page().verbatim(picture + "\n")
+        if self.points:
+            grid = len(self.names) == 2
+            page.table(["kind", "x", "y", "f"] if grid else ["kind", "x", "f"],
+                       [[kind, *(number_text(v, precision) for v in numbers)]
+                        for kind, *numbers in self.points], "marked points", fitted=False)
+        return page
 
 
 def plot_program(program_text: str, *, var=(), frozen=(), arg=(), points: int | None = None,

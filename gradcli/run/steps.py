@@ -104,6 +104,27 @@ class Derivation:
                                  "max_rel_err": self.max_rel_err,
                                  "agrees": self.disagreement is None}}
 
+    def human_lines(self) -> list:
+        """Its human page: numbered steps with their rules, the final line and how it
+        compares with the verified formula."""
+        from ..io.text import number_text
+        x = self.wrt
+        out = [f"Steps of d/d{x}:"]
+        for number, st in enumerate(self.steps, start=1):
+            where = f" (in {st.within} = ...)" if st.within else ""
+            out.append(f"  {number}. d/d{x} {st.expression} = {st.derivative}")
+            out.append(f"       {st.rule}{where}: {st.law}")
+        out.append(f"  so d/d{x} = {self.result}")
+        if self.disagreement:
+            out.append(f"  DISAGREES with the verified formula: {self.disagreement}")
+        elif self.max_rel_err is not None:
+            out.append(f"  equals the verified formula for d/d{x} (below) at its "
+                       f"{self.points} points, max rel err {number_text(self.max_rel_err, 2)}")
+        else:
+            out.append(f"  not compared: the formula for d/d{x} (below) has no checked "
+                       "gradcli form")
+        return out
+
     def lines(self) -> list:
         """Its plain lines: ``d/dx EXPRESSION = DERIVATIVE`` per step, then ``= RESULT``."""
         x = self.wrt

@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from ..errors import InputError
-from ..io.report import Report
+from ..io.report import Page, Report
 from . import formulas
 
 TOLERANCE = 1e-9
@@ -58,6 +58,23 @@ class Taylor:
                   "coefficients": self.coefficients, "verified": verified}
         return Report("taylor", fields,
                       [("polynomial", self.latex if latex else self.polynomial)])
+
+    def page(self, precision: int | None, latex: bool = False) -> Page:
+        """The human page: the polynomial, and how its coefficients compare with sympy's
+        series."""
+        from ..io.text import number_text
+        at = ", ".join(f"{n}={number_text(v, precision)}" for n, v in self.at.items())
+        lines = [f"Taylor polynomial of order {self.order} at {at}:",
+                 f"  {self.latex if latex else self.polynomial}"]
+        if self.disagreement:
+            lines.append(f"  DISAGREES with sympy's series: {self.disagreement}")
+        elif self.note:
+            lines.append(f"  {self.note}")
+        else:
+            lines.append(f"  coefficients from the tape (forward mode); all "
+                         f"{len(self.coefficients)} agree with sympy's series, max rel "
+                         f"err {number_text(self.max_rel_err, 2)}")
+        return Page().verbatim("".join(line + "\n" for line in lines))
 
 
 def parse_point(texts: list[str]) -> dict:

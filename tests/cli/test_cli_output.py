@@ -24,7 +24,7 @@ from hypothesis import strategies as st
 from gradcli.cli import render
 from gradcli.io.writers import json as json_writer, plain as plain_writer
 from gradcli.io.jsonvalue import json_value
-from gradcli.run.modes import MODES, Gradient, Outcome
+from gradcli.run.modes import MODES, Gradient, Outcome, compare_page
 
 EXAMPLES = int(os.environ.get("GRADCLI_PROPERTY_EXAMPLES", "60"))
 SETTINGS = settings(max_examples=EXAMPLES, deadline=None,
@@ -211,8 +211,7 @@ def test_json_output_reads_back_to_the_values_and_carries_the_notes(outcome):
        precision=PRECISIONS, width=WIDTHS)
 def test_compare_table_prints_every_number_and_message_as_it_is(results, precision, width):
     buffer = io.StringIO()
-    render.print_compare_human(results, precision,
-                               out=render.console(file=buffer, width=width))
+    render.show(compare_page(results, precision), out=render.console(file=buffer, width=width))
     text = buffer.getvalue()
     outcomes_ = [r for r in results.values() if not isinstance(r, str)]
     expected = [x for o in outcomes_ for v in shown_values(o) for x in canonical(v, precision)]
@@ -291,10 +290,11 @@ def test_json_of_a_large_array_is_linear_and_complete():
 def test_functions_table_keeps_brackets():
     from gradcli.engine.core.recording import CONSTANTS
     from gradcli.engine.core.table import ORDER, REGISTRY
+    from gradcli.run.functions import FunctionTable
     for width in (40, 80, 200):
         buffer = io.StringIO()
-        render.print_functions_human([REGISTRY[n] for n in ORDER], CONSTANTS,
-                                     out=render.console(file=buffer, width=width))
+        render.show(FunctionTable([REGISTRY[n] for n in ORDER], CONSTANTS).page(),
+                    out=render.console(file=buffer, width=width))
         text = buffer.getvalue()
         assert "x[i]" in text and "[x, ...]" in " ".join(text.split()), width
 

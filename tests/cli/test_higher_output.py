@@ -3,8 +3,8 @@ that it reads back to the computed value, and every name, label, formula and not
 written (issue 9, "Rich markup eats output" and "Numbers are cut").
 
 As in tests/cli/test_cli_output.py: random results (nan, inf, -0.0, huge and tiny numbers,
-float32 and float64) with names full of square brackets go through the render functions
-of gradcli/cli/higher.py in-process at widths 40, 80 and 200; the printed numbers are
+float32 and float64) with names full of square brackets go through their pages (``page()``
+of the result types, written by io/writers/page.py) in-process at widths 40, 80 and 200; the printed numbers are
 parsed back and compared with the values. The real commands run at the same widths with
 bracketed values and non-finite results, checked against their own ``--json`` and
 against values worked out by hand.
@@ -27,6 +27,7 @@ from typer.testing import CliRunner
 
 from gradcli.cli import higher, render
 from gradcli.cli.app import app
+from gradcli.io.report import Page
 from gradcli.run.derivatives import HessianResult, Jacobian, JacobianResult, classify, labels
 from gradcli.run.modes import Gradient, Outcome
 
@@ -35,6 +36,10 @@ TAGS = ("[bold", "[/bold", "[dim", "[/dim", "[red", "[/red", "[yellow", "[/yello
 
 
 def rendered(print_fn, *args, width: int, **kwargs) -> str:
+    """What ``print_fn(*args, out=...)`` prints on a console of ``width`` columns (a
+    page: what the page writer prints of it)."""
+    if isinstance(print_fn, Page):
+        print_fn, args = render.show, (print_fn, *args)
     buffer = io.StringIO()
     print_fn(*args, out=render.console(file=buffer, width=width), **kwargs)
     return buffer.getvalue()
@@ -84,7 +89,7 @@ def jacobian_results(draw):
        target=st.one_of(st.none(), MARKUP))
 def test_jacobian_human_output_prints_every_number_and_name_as_it_is(result, precision,
                                                                      width, target):
-    text = rendered(higher._print_jacobian, result, precision, None, target, width=width)
+    text = rendered(result.page(precision, None, target), width=width)
     values = [result.value] + [j.jacobian for j in result.jacobians]
     assert_numbers(text, [x for v in values for x in canonical(v, precision)])
     assert_literal(text, [j.name for j in result.jacobians] + [target or "target"])
@@ -138,7 +143,7 @@ def hessian_results(draw):
        target=st.one_of(st.none(), MARKUP))
 def test_hessian_human_output_prints_every_number_and_label_as_it_is(result, precision,
                                                                      width, target):
-    text = rendered(higher._print_hessian, result, precision, None, target, width=width)
+    text = rendered(result.page(precision, None, target), width=width)
     values = [result.value, result.gradient, result.hessian]
     if result.eigenvalues is not None:
         values.append(result.eigenvalues)
@@ -165,7 +170,7 @@ def test_grad_order_human_output_prints_every_number_and_text_as_it_is(
                  for name in names]
     outcome = Outcome("grad", None, gradients, notes)
     texts = {name: formula for name in names} if formula else None
-    text = rendered(higher._print_order, outcome, order, precision, None, texts, width=width)
+    text = rendered(outcome.order_page(order, precision, None, texts), width=width)
     assert_numbers(text, [x for g in gradients for x in canonical(g.gradient, precision)])
     assert_literal(text, names + [f"note: {note}" for note in notes]
                    + ([formula] if formula else []))
@@ -250,12 +255,12 @@ def test_grad_order_command_prints_infinities_and_notes_literally(width):
 
 def test_hessian_verdict_and_warning_are_text_not_markup():
     # a wrong rule (d/dy of x*y says 0): the warning's words and numbers print as written
-    text = rendered(higher._print_hessian, HessianResult(
+    text = rendered(HessianResult(
         value=np.float64(6.0), names=["x", "y"], shapes=[(), ()], labels=["x", "y"],
         gradient=np.array([3.0, 2.0]), hessian=np.array([[0.0, 1.0], [0.0, 0.0]]),
         dtype="float64", point=np.array([2.0, 3.0]),
-        **classify(np.array([3.0, 2.0]), np.array([[0.0, 1.0], [0.0, 0.0]]))),
-        None, None, "y[0]", width=80)
+        **classify(np.array([3.0, 2.0]), np.array([[0.0, 1.0], [0.0, 0.0]]))).page(
+        None, None, "y[0]"), width=80)
     assert "warning: the Hessian is not symmetric: max |H - H^T| = 1" in flat(text)
     assert "verdict: not-critical: not a critical point" in flat(text)
     assert "value of y[0]: 6.0" in text

@@ -1,8 +1,9 @@
-"""The human output of the simplest results without rich (issue 14): the fallback's text
-is rich's text, byte for byte, and it is used only where rich would print plain text.
+"""The human page of the simplest results without rich (issue 14): the fallback's text
+(io/writers/page.py's plain_text) is rich's text, byte for byte, and it is used only
+where rich would print plain text.
 
-The independent truth is rich itself: the same outcome printed through a rich console
-(render.console, as every other human output) on a file of the same width.
+The independent truth is rich itself: the same page printed through a rich console
+(io/writers/human.py's console, as every other human output) on a file of the same width.
 """
 from __future__ import annotations
 
@@ -16,7 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from gradcli.cli import render
+from gradcli.io.writers import page as page_writer
+from gradcli.io.writers.human import console
 from gradcli.run.modes import Gradient, Outcome
 
 EXAMPLES = int(os.environ.get("GRADCLI_PROPERTY_EXAMPLES", "60"))
@@ -48,12 +50,16 @@ def clean_env(monkeypatch):
 
 def both(outcome, precision, target, width, monkeypatch) -> tuple[str | None, str]:
     """(the fallback's text or None, rich's text) on a non-terminal of ``width`` columns."""
+    return both_pages(outcome.page(precision, target=target), width, monkeypatch)
+
+
+def both_pages(page, width, monkeypatch) -> tuple[str | None, str]:
+    """:func:`both` for any result's page."""
     monkeypatch.setenv("COLUMNS", str(width))
     monkeypatch.setattr(sys, "stdout", _File())
-    plain = render._plain_human(outcome, precision, target)
+    plain = page_writer.plain_text(page)
     rich_file = _File()
-    render.print_human(outcome, precision, target=target,
-                       out=render.console(file=rich_file))
+    page_writer.write(page, out=console(file=rich_file))
     return plain, rich_file.getvalue()
 
 
@@ -110,8 +116,7 @@ def test_scalar_results_take_the_fallback_with_rich_s_text(clean_env, width, mod
 
 
 @pytest.mark.parametrize("outcome", [
-    Outcome("grad", None, [Gradient("x", np.array([1.0, 2.0]))]),      # an array
-    Outcome("value-grad", np.array([1.0]), [Gradient("x", np.asarray(1.0))]),
+    Outcome("grad", None, [Gradient("x", np.ones((2, 2)))]),           # an array's lines
     Outcome("grad", None, [Gradient("\u00e9t\u00e9", np.asarray(1.0))]),  # not ASCII
     Outcome("grad", None, [Gradient("x  y", np.asarray(1.0))]),       # two spaces in a cell
     Outcome("grad", None, [Gradient("x" * 80, np.asarray(1.0))]),     # wider than 80
@@ -121,10 +126,51 @@ def test_anything_else_is_left_to_rich(clean_env, outcome):
     assert plain is None and rich_text
 
 
+def test_an_array_on_one_line_takes_the_fallback_with_rich_s_text(clean_env):
+    outcome = Outcome("value-grad", np.array([1.0, -2.5]), [Gradient("x", np.arange(3.0))])
+    plain, rich_text = both(outcome, None, None, 80, clean_env)
+    assert plain == rich_text and "\u2502 [0.0, 1.0, 2.0] \u2502 (3,)" in plain
+    outcome.value = np.ones((2, 2))  # a value's lines under its label
+    plain, rich_text = both(outcome, None, None, 80, clean_env)
+    assert plain == rich_text and "  [[1.0, 1.0],\n   [1.0, 1.0]]\n" in plain
+
+
 def test_the_value_of_a_named_target_is_labelled_as_rich_does(clean_env):
     outcome = Outcome("tape", np.asarray(31.0), [Gradient("w1", np.asarray(5.0))])
     plain, rich_text = both(outcome, None, "loss", 80, clean_env)
     assert plain == rich_text and "value of loss: 31.0  shape ()\n" in plain
+
+
+def _pages():
+    """The pages of the other single-point results the fallback can take: scalar
+    Hessians, Jacobians, jvp, grad --order (computed, with their sentences)."""
+    from gradcli.lang import Declarations, build, parse_program
+    from gradcli.run.derivatives import hessian, jacobian, order_outcome
+    from gradcli.run.directional import parse_tangents, run_jvp
+    from gradcli.run.modes import ModeOptions
+
+    def model(text, **declared):
+        return build(parse_program(text), Declarations.from_options(**declared))
+    rosenbrock = model("(1-x)^2 + 100*(y-x^2)^2", arg=["x=1", "y=1"])
+    seed = model("w1*x1 + w2*x2", var=["w1=2", "w2=3"], arg=["x1=5", "x2=7"])
+    saddle = model("x^2 - y^2", arg=["x=0", "y=0"])
+    product = model("x^2 * y", arg=["x=3", "y=2"])
+    return [hessian(rosenbrock).page(None), hessian(seed).page(3, target="s"),
+            hessian(saddle).page(None), jacobian(product).page(None),
+            jacobian(seed).page(None, target="s"),
+            run_jvp(product, parse_tangents(product, ["x=1", "y=0.5"])).page(None),
+            order_outcome(product, ModeOptions(), 2).order_page(2, None),
+            order_outcome(product, ModeOptions(), 3).order_page(3, 4)]
+
+
+@pytest.mark.parametrize("width", [30, 60, 80, 120, 200])
+def test_other_results_pages_take_the_fallback_with_rich_s_text(clean_env, width):
+    taken = 0
+    for page in _pages():
+        plain, rich_text = both_pages(page, width, clean_env)
+        assert plain is None or plain == rich_text
+        taken += plain is not None
+    assert taken or width < 80  # (at 80 columns they all fit)
 
 
 # ---------------------------------------------------------------------------------------
@@ -146,8 +192,8 @@ def test_the_fallback_is_used_exactly_where_rich_writes_plain_text(clean_env, en
         clean_env.setenv(name, value)
     out = _File(tty=tty, encoding=encoding)
     clean_env.setattr(sys, "stdout", out)
-    width = render._plain_width()
-    rich = render.console(file=out)
+    width = page_writer.plain_width()
+    rich = console(file=out)
     plain_for_rich = (not rich.is_terminal
                       and rich.encoding.startswith("utf") and not rich.legacy_windows)
     assert (width is not None) == plain_for_rich
@@ -166,8 +212,8 @@ def run(mode: str, *extra: str, env: dict | None = None, importtime: bool = Fals
                           env={**base, **(env or {})})
 
 
-RICH_ONLY = ("import sys; from gradcli.cli import render; "
-             "render._plain_human = lambda *args: None; from gradcli.cli.app import main; "
+RICH_ONLY = ("import sys; from gradcli.io.writers import page; "
+             "page.plain_text = lambda *args: None; from gradcli.cli.app import main; "
              "sys.argv = ['gradcli', *sys.argv[1:]]; main()")
 
 

@@ -372,3 +372,97 @@ def test_the_commands_print_through_the_writer_objects(argv, writer, mode, monke
     else:
         out.write("".join(line + "\n" for line in plain_writer.lines(seen[0], None)))
     assert result.stdout == out.getvalue()
+
+
+# ---------------------------------------------------------------------------------------
+# The human page: every command's result says what its page shows (``page()``), and the
+# one page writer (io/writers/page.py) lays it out; cli/ only chooses the writer
+# ---------------------------------------------------------------------------------------
+HUMAN = [
+    ["grad", "x^2*y", "--arg", "x=3", "--arg", "y=2", "--check", "--symbolic"],
+    ["value-grad", "w*x", "--var", "w=2", "--arg", "x=[1, 2]"],
+    ["compare", "[x*y, sin(x)]", "--arg", "x=1", "--arg", "y=2"],
+    ["compare", "x^2*y", "--arg", "x=3", "--arg", "y=2", "--tangent", "x=1", "--check"],
+    ["functions"],
+    ["jacobian", "[x*y, sin(x)]", "--arg", "x=1", "--arg", "y=2", "--check"],
+    ["hessian", "x^2 - y^2", "--arg", "x=0", "--arg", "y=0"],
+    ["grad", "x^3", "--arg", "x=2", "--order", "2"],
+    ["jvp", "x^2*y", "--arg", "x=3", "--arg", "y=2", "--tangent", "x=1"],
+    ["diff", "x^2*y", "--arg", "x=1", "--arg", "y=2"],
+    ["diff", "sin(x^2)", "--steps"],
+    ["diff", "exp(x)", "--taylor", "x=0"],
+    ["idiff", "x^2 + y^2 = 1", "--dep", "y", "--wrt", "x"],
+    ["critical", "x^3 - 3*x", "--arg", "x=-3:3"],
+    ["plot", "x^3 - 3*x", "--arg", "x=-2:2", "--width", "40", "--height", "8"],
+    ["minimize", "(x-3)^2", "--var", "x=0", "--optimizer", "sgd", "--steps", "2"],
+]
+
+
+@pytest.mark.parametrize("argv", HUMAN, ids=" ".join)
+def test_every_human_page_is_written_by_the_page_writer(argv, monkeypatch):
+    # all of standard output is what the page writer wrote of the pages it was given
+    import contextlib
+
+    from typer.testing import CliRunner
+
+    from gradcli.cli.app import app
+    from gradcli.io.report import Page
+    from gradcli.io.writers import page as page_writer
+    real, pages, written = page_writer.write, [], []
+
+    def recorded(page, out=None):
+        assert isinstance(page, Page) and page.blocks
+        pages.append(page)
+        buffer = io.StringIO()
+        with contextlib.redirect_stdout(buffer):
+            real(page, out)
+        written.append(buffer.getvalue())
+        print(written[-1], end="")
+    monkeypatch.setattr(page_writer, "write", recorded)
+    result = CliRunner().invoke(app, argv)
+    assert result.exit_code == 0, result.output
+    assert pages and result.stdout == "".join(written)
+
+
+def _cli_modules():
+    import pathlib
+
+    import gradcli.cli
+    return sorted(pathlib.Path(gradcli.cli.__file__).parent.glob("*.py"))
+
+
+def test_no_command_module_lays_out_output_itself():
+    # cli/ imports no rich module but the progress bars (rich.progress, on standard error),
+    # takes no layout piece of the human writer, and builds no table or styled text
+    import ast
+    layout = {"show_table", "styled", "Table", "Text", "add_row", "add_column",
+              "print_value_lines", "print_notes"}
+    found = []
+    for path in _cli_modules():
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.Import):
+                modules = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom):
+                modules = [node.module or ""]
+                if (node.module or "").endswith("writers.human"):
+                    found += [f"{path.name}: {alias.name}" for alias in node.names
+                              if alias.name not in ("console", "emit", "HumanWriter")]
+                found += [f"{path.name}: {alias.name}" for alias in node.names
+                          if alias.name in layout]
+            elif isinstance(node, (ast.Attribute, ast.Name)):
+                name = node.attr if isinstance(node, ast.Attribute) else node.id
+                if name in layout:
+                    found.append(f"{path.name}: {name}")
+                continue
+            else:
+                continue
+            found += [f"{path.name}: import {m}" for m in modules
+                      if (m == "rich" or m.startswith("rich.")) and m != "rich.progress"]
+    assert not found
+    assert len(_cli_modules()) > 10  # (the search looked where the modules are)
+
+
+def test_every_meaning_a_page_names_has_a_look():
+    from gradcli.io.report import MEANINGS, STATUS_MEANING
+    from gradcli.io.writers.page import STYLES
+    assert set(STYLES) == set(MEANINGS) >= set(STATUS_MEANING.values())

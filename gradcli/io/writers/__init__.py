@@ -2,8 +2,9 @@
 
 - ``json.py`` (``--json`` of one point: a result's ``Report`` as one JSON object) and
   ``jsonl.py`` (``--at``: a line per row); ``plain.py`` (``--plain``: one point's lines, and
-  ``PlainWriter`` for ``--at``); ``csvtext.py``, ``npz.py``, ``jsonarray.py`` (``--at``
-  only). They read the neutral descriptions of io/report.py, never a run type.
+  ``PlainWriter`` for ``--at``); ``page.py`` (the human page of one point: a result's
+  ``Page``); ``csvtext.py``, ``npz.py``, ``jsonarray.py`` (``--at`` only). They read the
+  neutral descriptions of io/report.py, never a run type.
 - ``WRITERS`` maps an ``--at`` format (``--json``/.jsonl, ``--plain``/.txt, ``--csv``/.csv,
   .npz) to its writer, on one interface (``base.Writer``); the human table is the CLI's
   (cli/batch.py ``HumanWriter``, on the same interface).

@@ -6,6 +6,7 @@
 - A table (:func:`show_table`) gets columns at least as wide as the longest number in
   them, or, when even that does not fit the terminal, the same rows one field per line
   (:func:`_vertical`).
+- io/writers/page.py lays out a result's human page (io/report.py's ``Page``) with these.
 - ``HumanWriter``: ``--at``'s human output on the writers' interface (base.Writer): the
   first rows as a table and a summary of all of them.
 
@@ -78,10 +79,6 @@ def emit(out, *parts) -> None:
             out.print(styled(" " * hang) + piece if i else piece, soft_wrap=True, crop=False)
 
 
-def shape_text(value) -> str:
-    return "" if value is None else str(tuple(np.shape(value)))
-
-
 def show_table(out, headers: list, rows: list, *, title: str | None = None,
           lines: bool = False, edge: bool = False, prose: bool = False) -> None:
     """A table whose columns are at least as wide as their longest word (so no number is
@@ -138,22 +135,6 @@ def _vertical(out, headers: list, rows: list, title: str | None) -> None:
                     emit(out, "    " + line)
             else:
                 emit(out, f"  {header}: ", cell)
-
-
-def print_value_lines(out, label: str, value, precision: int | None) -> None:
-    text = array_text(value, precision)
-    shape = f"shape {shape_text(value)}"
-    if "\n" in text:
-        emit(out, f"{label} ({shape}):")
-        for line in text.split("\n"):
-            emit(out, "  " + line)
-    else:
-        emit(out, f"{label}: ", (text, "bold"), "  ", (shape, "dim"))
-
-
-def print_notes(out, notes) -> None:
-    for note in notes:
-        emit(out, ("note:", "yellow"), " " + note)
 
 
 class HumanWriter(Writer):
