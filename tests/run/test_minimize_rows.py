@@ -5,8 +5,6 @@ one per epoch) replayed in the test."""
 import itertools
 import json
 import os
-import subprocess
-import sys
 import warnings
 
 import numpy as np
