@@ -8,7 +8,6 @@ import sys
 import numpy as np
 import pytest
 import sympy
-
 from cli_process import run_here
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
