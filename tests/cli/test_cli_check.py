@@ -1,8 +1,9 @@
 """Issue 4: ``--check`` and ``--symbolic`` through the command line, as a user runs them.
 
-Every test runs the installed ``gradcli`` console script (or ``python -m gradcli``) in a
-subprocess and reads its exit code, standard output and the ``check`` object of ``--json``
-(schema: the docstring of ``gradcli.check.compare``).
+Every test runs the console script's ``main()`` (in this process, cli_process.run_here;
+the tests with a swapped rule in a subprocess of their own) and reads its exit code,
+standard output and the ``check`` object of ``--json`` (schema: the docstring of
+``gradcli.check.compare``).
 
 - a corpus of programs that together call every function of the table passes ``--check``
   in ``tape``, ``grad`` and ``value-grad`` (and ``implicit`` for declarations made in the
@@ -21,12 +22,10 @@ subprocess and reads its exit code, standard output and the ``check`` object of 
 from __future__ import annotations
 
 import json
-import os
 import subprocess
 import sys
 import textwrap
 import time
-from concurrent.futures import ThreadPoolExecutor
 
 import more_cases
 import numpy as np
@@ -34,14 +33,16 @@ import pytest
 
 from gradcli.engine.core.table import ORDER
 
-from cli_process import COMMAND
+from cli_process import COMMAND, run_here
 
 TIMEOUT = 120
 
 
-def run(*args, timeout=TIMEOUT):
-    return subprocess.run(COMMAND + [str(a) for a in args], capture_output=True, text=True,
-                          timeout=timeout, check=False)
+def run(*args):
+    """The command in this process (cli_process.run_here: the same exit code and output,
+    without a new interpreter's start and sympy's import for each --check); the tests with
+    a swapped rule start their own process, so that the swap cannot outlive them."""
+    return run_here(*args)
 
 
 def checked(result) -> dict:
@@ -156,12 +157,12 @@ CORPUS_CASES = corpus_cases()
 
 @pytest.fixture(scope="module")
 def corpus_results():
-    """Every corpus command, run concurrently once for the module."""
-    def one(args):
-        return run(*args, "--check", "--json", "--check-timeout", "20")
-    with ThreadPoolExecutor(max_workers=max(2, os.cpu_count() or 2)) as pool:
-        results = list(pool.map(one, [args for _, args in CORPUS_CASES]))
-    return {ident: result for (ident, _), result in zip(CORPUS_CASES, results)}
+    """Every corpus command, run once for the module, in this process (what is tested is
+    the check's verdict: a new process per command cost its start and sympy's import,
+    ~0.9 s of CPU each, more than most checks here). sympy gets 60 s: on a loaded
+    machine (average 23 on 2 cores) the statistics program's took longer than 20."""
+    return {ident: run_here(*args, "--check", "--json", "--check-timeout", "60")
+            for ident, args in CORPUS_CASES}
 
 
 def test_the_corpus_calls_every_function_of_the_table():
@@ -248,7 +249,7 @@ def test_hundred_deep_sin_chain_is_skipped_and_finite_differences_decide():
     program = "sin(" * 100 + "w" + ")" * 100
     start = time.monotonic()
     result = run("value-grad", program, "--var", "w=0.5", "--check", "--json",
-                 "--check-timeout", "5", timeout=60)
+                 "--check-timeout", "5")
     elapsed = time.monotonic() - start
     out = checked(result)
     assert elapsed < 20, f"took {elapsed:.1f}s"

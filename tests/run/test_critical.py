@@ -13,7 +13,7 @@ import math
 import numpy as np
 import pytest
 
-from cli_process import run
+from cli_process import run_here as run
 from gradcli.run.critical import critical
 
 

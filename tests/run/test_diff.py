@@ -13,7 +13,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from cli_process import run
+from cli_process import run_here as run
 from gradcli.engine.core.table import ORDER, REGISTRY
 from gradcli.lang import Declarations, build, parse_program
 from gradcli.run import formulas

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 import sympy as sp
 
-from cli_process import run
+from cli_process import run_here as run
 from gradcli.errors import InputError
 from gradcli.run.idiff import MAX_ORDER, idiff
 from test_diff import formula_at

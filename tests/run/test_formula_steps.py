@@ -8,7 +8,7 @@ import json
 import numpy as np
 import pytest
 
-from cli_process import run
+from cli_process import run_here as run
 from gradcli.engine.core.table import ORDER, REGISTRY
 from gradcli.errors import InputError
 from gradcli.lang import parse_expression

@@ -10,6 +10,7 @@ import time
 
 import numpy as np
 import pytest
+from cli_process import run_here
 
 from gradcli.engine import Variable
 from gradcli.run.optimize import minimize
@@ -18,10 +19,10 @@ ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__)
 ROSENBROCK = "(1 - x)^2 + 100*(y - x^2)^2"
 
 
-def gradcli(*args, env=None, **kwargs):
-    full_env = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))
-    return subprocess.run([sys.executable, "-m", "gradcli", *args], capture_output=True,
-                          text=True, env=full_env, cwd=ROOT, timeout=120, **kwargs)
+def gradcli(*args, env=None):
+    """The command in this process (cli_process.run_here); the tests of Ctrl-C and of
+    the imports start their own processes."""
+    return run_here(*args, env=env, cwd=ROOT)
 
 
 def rosenbrock_variables():

@@ -5,12 +5,11 @@ one per epoch) replayed in the test."""
 import itertools
 import json
 import os
-import subprocess
-import sys
 import warnings
 
 import numpy as np
 import pytest
+from cli_process import run_here
 
 from gradcli.lang.evaluate import build
 from gradcli.lang.parser import parse_program
@@ -23,10 +22,10 @@ MODEL = ["--var", "w=0", "--var", "b=0", "--arg", "x", "--arg", "y"]
 N = 200
 
 
-def gradcli(*args, **kwargs):
-    env = dict(os.environ, PYTHONPATH=ROOT)
-    return subprocess.run([sys.executable, "-m", "gradcli", *args], capture_output=True,
-                          text=True, env=env, cwd=ROOT, timeout=120, **kwargs)
+def gradcli(*args):
+    """The command in this process (cli_process.run_here): what minimize computes and
+    prints is tested here, not the process."""
+    return run_here(*args, cwd=ROOT)
 
 
 def make_data():

@@ -8,14 +8,15 @@ import sys
 import numpy as np
 import pytest
 import sympy
+from cli_process import run_here
 
 ROOT = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
 
 
 def gradcli(*args, env=None):
-    full_env = dict(os.environ, PYTHONPATH=ROOT, **(env or {}))
-    return subprocess.run([sys.executable, "-m", "gradcli", *args], capture_output=True,
-                          text=True, env=full_env, cwd=ROOT, timeout=120)
+    """The command run in this process (what it computes and prints is tested here; the
+    tests of which modules a process imports start their own)."""
+    return run_here(*args, env=env, cwd=ROOT)
 
 
 def csv_table(text):
