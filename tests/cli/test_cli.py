@@ -365,14 +365,15 @@ def test_a_closed_pipe_ends_quietly_with_141():
 @pytest.mark.slow
 @pytest.mark.parametrize("module", ["numpy", "typer", "rich.table"])
 def test_ctrl_c_during_the_imports_exits_130_without_traceback(module):
-    # a KeyboardInterrupt raised exactly where the import of `module` starts (an array
-    # gradient: a scalar one is printed without rich when the output is not a terminal)
+    # a KeyboardInterrupt raised exactly where the import of `module` starts (a matrix
+    # gradient: scalars and vectors are printed without rich when the output is not a
+    # terminal, io/writers/page.py)
     code = ("import sys\n"
             "class Interrupt:\n"
             "    def find_spec(self, name, *args):\n"
             f"        if name == {module!r}: raise KeyboardInterrupt\n"
             "sys.meta_path.insert(0, Interrupt())\n"
-            "sys.argv = ['gradcli', 'grad', 'x^2', '--arg', 'x=[1, 2]']\n"
+            "sys.argv = ['gradcli', 'grad', 'x^2', '--arg', 'x=[[1, 2], [3, 4]]']\n"
             "from gradcli.cli.app import main\n"
             "main()\n")
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True,
