@@ -77,12 +77,13 @@ def render_console(stderr: bool = False):
 
 def _print_check(out, report: dict, precision) -> None:
     from . import render
+    page = render.Page()
     for entry in report["rows"]:
-        render.print_check(out, entry, precision, title=f"cross-check of row {entry['row']}")
+        page.check(entry, precision, title=f"cross-check of row {entry['row']}")
     checked = ", ".join(str(e["row"]) for e in report["rows"]) or "none"
-    render.emit(out, f"check at {len(report['rows'])} sampled row"
-                      f"{'s' if len(report['rows']) != 1 else ''} ({checked}): "
-                      f"{report['verdict']}")
+    page.line(f"check at {len(report['rows'])} sampled row"
+              f"{'s' if len(report['rows']) != 1 else ''} ({checked}): {report['verdict']}")
+    render.show(page, out)
 
 
 def _print_check_failures(report: dict) -> None:

@@ -27,28 +27,16 @@ from __future__ import annotations
 
 import sys
 
-from ..io.report import Page, check_verdict as check_verdict
+from ..io.report import Page as Page, check_verdict as check_verdict
 from ..io.text import (array_text as array_text, json_array as json_array,
                        number_text as number_text, number_texts as number_texts)
 from ..io.writers import json as json_writer, page as page_writer, plain as plain_writer
-from ..io.writers.human import console as console, emit as emit
+from ..io.writers.human import console as console
 
 
 def show(page: Page, out=None) -> None:
     """A result's human page (io/writers/page.py); ``out``: a console (tests)."""
     page_writer.write(page, out)
-
-
-def print_human(outcome, precision: int | None, *, check: dict | None = None,
-                symbolic: dict | None = None, target: str | None = None, out=None) -> None:
-    """The human page of one mode's outcome (run.modes.Outcome.page)."""
-    show(outcome.page(precision, check, symbolic, target), out)
-
-
-def print_check(out, check: dict, precision: int | None, tapes: dict | None = None,
-                title: str = "cross-check") -> None:
-    """A check table and its verdict (io/report.py's ``Page.check``) on ``out``."""
-    show(Page().check(check, precision, tapes, title), out)
 
 
 def print_check_failures(checks: dict) -> None:

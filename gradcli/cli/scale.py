@@ -522,7 +522,7 @@ def _reduce(runner, job: Job, source, model, s, progress) -> None:
     elif s.plain:
         render.plain_writer.write(outcome.report(), s.precision)
     else:
-        render.print_human(outcome, s.precision, target=model.target_name)
+        render.show(outcome.page(s.precision, target=model.target_name))
 
 
 def _combine_done(a: Done, b: Done) -> Done:

@@ -115,8 +115,8 @@ def shown_values(outcome: Outcome):
 
 def human(outcome, precision, width, **kwargs) -> str:
     buffer = io.StringIO()
-    render.print_human(outcome, precision, out=render.console(file=buffer, width=width),
-                       **kwargs)
+    render.show(outcome.page(precision, **kwargs),
+                render.console(file=buffer, width=width))
     return buffer.getvalue()
 
 
