@@ -242,11 +242,16 @@ QUIET = {
 }
 
 
+def cores() -> int:
+    """The cores this process may run on (its affinity where the system says it)."""
+    return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
+               else os.cpu_count() or 1)
+
+
 def _local_workers(spec: str) -> int | None:
     """The workers of ``local`` (one per core) or ``local:N``; None for an address."""
     if spec == "local":
-        return max(1, len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity")
-                   else os.cpu_count() or 1)
+        return cores()
     if spec.startswith("local:"):
         text = spec[6:]
         if not (text.isdigit() and text.isascii()) or not 1 <= int(text) <= 1024:

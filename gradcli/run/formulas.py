@@ -55,6 +55,7 @@ import numpy as np
 
 from ..errors import InputError, ModeError, did_you_mean
 from ..io.report import Numbers, Page, Report
+from .distributed import cores
 
 #: How many random points each formula is checked at.
 POINTS = 8
@@ -430,12 +431,6 @@ def _simplify(sp, job: dict, emit) -> None:
             emit(items[taken], (makers[form](job["raw"][int(index)]),))
         except Exception:  # noqa: BLE001 - a form sympy cannot make is not a candidate
             emit(items[taken], None)
-
-
-def cores() -> int:
-    import os
-    return len(os.sched_getaffinity(0)) if hasattr(os, "sched_getaffinity") \
-        else os.cpu_count() or 1
 
 
 def sympy_derivatives(program, model, point: dict, names: list[str], constants: list[str],
