@@ -1075,15 +1075,6 @@ def job_target(job: dict, target=None):
     return translated.target[()].xreplace(values), translated
 
 
-def run_job(job: dict, keys: list[str], timeout: float) -> dict:
-    """Run ``job["compute"](sympy, job, emit)`` in the worker process, killed after
-    ``timeout`` seconds: ``{key: what was emitted for it}``, and for a key nothing was
-    emitted for in time a ``SymbolicGradient`` whose ``skipped`` says why. sympy must
-    be imported before the call (the worker is forked with it). For computations other
-    than the gradient check's (``gradcli diff``'s formulas)."""
-    return run_worker(job, list(keys), timeout)
-
-
 def _seconds(timeout: float) -> str:
     return f"{timeout:g}s"
 

@@ -115,7 +115,7 @@ def taylor(text: str, at_texts: list[str], order: int | None, *, var=(), frozen=
     import sympy as sp
 
     from ..check import notation
-    from ..check.symbolic import run_job
+    from ..check.symbolic import run_worker
     from ..engine.core.table import lookup
     order = 3 if order is None else order
     if not 0 <= order <= MAX_ORDER:
@@ -151,7 +151,7 @@ def taylor(text: str, at_texts: list[str], order: int | None, *, var=(), frozen=
            "point": {**values, **{n: model.source(n).numpy() for n in constants}},
            "names": names, "constants": constants, "at": at, "order": order,
            "lookup": lookup}
-    got = run_job(job, ["series"], timeout)["series"]
+    got = run_worker(job, ["series"], timeout)["series"]
     exact = got[0] if isinstance(got, tuple) else None
     if exact is None:
         result.note = ("not checked: sympy's series failed: "
