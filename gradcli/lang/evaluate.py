@@ -21,6 +21,7 @@ so a tape sees the read.
 """
 from __future__ import annotations
 
+import functools
 import inspect
 import math
 import sys
@@ -615,15 +616,11 @@ def _run(plan_steps: list, nodes: list, regs: list, env: dict, source: str) -> N
         raise _at(ShapeError(f"cannot evaluate this: {detail}"), nodes[i], source) from None
 
 
-_STATE: list = []
-
-
+@functools.cache
 def _engine_state():
     """``engine.core.state``, imported once (an import statement costs a few us a run)."""
-    if not _STATE:
-        from ..engine.core import state
-        _STATE.append(state)
-    return _STATE[0]
+    from ..engine.core import state
+    return state
 
 
 def _at(err: GradcliError, node, source: str) -> GradcliError:
