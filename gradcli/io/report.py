@@ -243,11 +243,4 @@ def _cell(value, precision) -> str:
 
 def _error(value) -> str:
     """An error of the check table, with 2 significant digits: its size is what matters."""
-    import numpy as np
-
-    from .text import array_text
-    if value is None:
-        return "-"
-    if isinstance(value, str):
-        return value
-    return array_text(np.asarray(value, dtype=float), 2)
+    return _cell(value, 2)
