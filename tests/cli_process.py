@@ -40,31 +40,28 @@ def run_here(*args, stdin=None, env=None, cwd=None):
     the process itself (signals, closed streams, start-up imports) is ``run``'s to test."""
     import contextlib
     import io
+    from unittest import mock
 
     from gradcli.cli.app import main
 
     def stream(text=""):
         return io.TextIOWrapper(io.BytesIO(text.encode()), encoding="utf-8", newline="")
 
+    argv = ["gradcli", *[str(a) for a in args]]
     out, err = stream(), stream()
     code = 0
-    saved_env = dict(os.environ)
-    os.environ.update(env or {})
     with contextlib.ExitStack() as stack:
         if cwd is not None:
             stack.enter_context(contextlib.chdir(cwd))
-        stack.callback(lambda: (os.environ.clear(), os.environ.update(saved_env)))
-        saved = sys.argv, sys.stdin, sys.stdout, sys.stderr
-        stack.callback(lambda: setattr(sys, "argv", saved[0]) or setattr(sys, "stdin", saved[1])
-                       or setattr(sys, "stdout", saved[2]) or setattr(sys, "stderr", saved[3]))
-        sys.argv = ["gradcli", *[str(a) for a in args]]
-        sys.stdin, sys.stdout, sys.stderr = stream(stdin or ""), out, err
+        stack.enter_context(mock.patch.dict(os.environ, env or {}))
+        for name, value in (("argv", argv), ("stdin", stream(stdin or "")), ("stdout", out),
+                            ("stderr", err)):
+            stack.enter_context(mock.patch.object(sys, name, value))
         try:
             main()
         except SystemExit as stop:
             code = stop.code if isinstance(stop.code, int) else (0 if stop.code is None else 1)
         out.flush()
         err.flush()
-    return subprocess.CompletedProcess(["gradcli", *[str(a) for a in args]], code,
-                                       out.buffer.getvalue().decode(),
+    return subprocess.CompletedProcess(argv, code, out.buffer.getvalue().decode(),
                                        err.buffer.getvalue().decode())
