@@ -71,6 +71,52 @@ def test_himmelblau_all_nine_critical_points():
         assert np.max(np.abs(himmelblau_gradient(p.at["x"], p.at["y"]))) < 1e-10
 
 
+def test_himmelblau_exactly_nine_and_the_numeric_list_is_complete():
+    """sympy's set (the Groebner path: solve does not finish) is the nine points where
+    the gradient written out in numpy vanishes, and the same set as Newton's."""
+    result = critical("(x^2+y-11)^2 + (x+y^2-7)^2", arg=["x=-5:5", "y=-5:5"],
+                      solve_timeout=SOLVE)
+    assert len(result.exact) == 9 and result.complete is True
+    assert {"x": 3.0, "y": 2.0} in result.exact
+    for p in result.exact:
+        assert np.max(np.abs(himmelblau_gradient(p["x"], p["y"]))) < 1e-9
+
+
+@pytest.mark.parametrize("f", ["x^3 - 3*x + y^3 - 3*y", "x^4 + y^4 - 4*x*y",
+                               "x^2 - y^2 + x*y^2", "(x - 1/3)^2*(y + 2) + y^2",
+                               "x^2 + 0.5*y^2 - x*y + 0.25*x", "x^2 + y^2 + 1"])
+def test_the_groebner_path_finds_what_solve_finds(f):
+    """On polynomials sympy's solve handles, the Groebner path gives its real solutions
+    when the basis is in shape position, else None (solve is then used: the first two)."""
+    import sympy as sp
+
+    from gradcli.run.critical import polynomial_solutions, solved
+    x, y = sp.symbols("x y")
+    expr = sp.parse_expr(f.replace("^", "**"))  # (the test's own text, not a user's)
+    gradient = [sp.diff(expr, x), sp.diff(expr, y)]
+    exact = polynomial_solutions(sp, gradient, [x, y])
+    if f in ("x^3 - 3*x + y^3 - 3*y", "(x - 1/3)^2*(y + 2) + y^2"):  # x^2 - 1, y^2 - 1
+        assert exact is None
+        return
+    exact = sorted(exact)
+    truth = sorted(solved(sp, [sp.nsimplify(g, rational=True) for g in gradient], [x, y]))
+    assert len(exact) == len(truth)
+    for got, want in zip(exact, truth):
+        assert got == pytest.approx(want, abs=1e-12)
+
+
+def test_what_the_groebner_path_leaves_to_solve():
+    """Not polynomial, or not isolated points (a circle of minima): None, and solve says."""
+    import sympy as sp
+
+    from gradcli.run.critical import polynomial_solutions
+    x, y = sp.symbols("x y")
+    for expr in (sp.sin(x) * sp.cos(y), (x**2 + y**2 - 1)**2):
+        assert polynomial_solutions(sp, [sp.diff(expr, x), sp.diff(expr, y)], [x, y]) is None
+    circle = critical("(x^2+y^2-1)^2", arg=["x=-2:2", "y=-2:2"], solve_timeout=SOLVE)
+    assert circle.complete is None and "not isolated" in circle.exact_note
+
+
 @pytest.mark.slow
 def test_the_command():
     out = run("critical", "x^3 - 3*x", "--arg", "x=-3:3", "--json",
