@@ -203,6 +203,35 @@ class Formulas:
 # ---------------------------------------------------------------------------------------
 # 1. The variables
 # ---------------------------------------------------------------------------------------
+class Form:
+    """One form of a derivative: its name (raw, expand, factor, simplify), sympy's
+    expression, its operation count (sympy's ``count_ops``; the worker that made the form
+    counts it) and, printed when first asked for and kept, its text in gradcli's
+    notation (None: gradcli has no name for something in it) and its LaTeX."""
+
+    def __init__(self, name: str, expression, operations: int | None = None):
+        from ..check import notation
+        self.name, self.expression = name, expression
+        self.operations = (notation.operation_count(expression) if operations is None
+                           else operations)
+        self._text = self._latex = None
+
+    def text(self) -> str | None:
+        from ..check import notation
+        if self._text is None:
+            try:
+                self._text = notation.to_gradcli(self.expression)
+            except notation.Unprintable:
+                self._text = False
+        return self._text or None
+
+    def latex(self) -> str:
+        from ..check import notation
+        if self._latex is None:
+            self._latex = notation.to_latex(self.expression)
+        return self._latex
+
+
 def free_names(program, declared) -> list[str]:
     """Names the program reads before assigning them, in order of first reading, that
     are neither declared, nor constants, nor functions."""
@@ -428,14 +457,15 @@ def _simplify(sp, job: dict, emit) -> None:
             return
         index, form = items[taken].split(":")
         try:
-            emit(items[taken], (makers[form](job["raw"][int(index)]),))
+            made = makers[form](job["raw"][int(index)])
+            emit(items[taken], (made, int(sp.count_ops(made))))
         except Exception:  # noqa: BLE001 - a form sympy cannot make is not a candidate
             emit(items[taken], None)
 
 
 def sympy_derivatives(program, model, point: dict, names: list[str], constants: list[str],
                       wanted: list, budget: float, raw: bool, meanwhile=None) -> tuple:
-    """Per wanted partial: [(form, expression), ...], the raw one first, then the forms
+    """Per wanted partial: its :class:`Form` list, the raw one first, then the forms
     the budget allowed, and what ``meanwhile()`` returned (see
     :func:`raw_and_simplified`). Raises InputError when sympy cannot differentiate the
     program."""
@@ -450,7 +480,7 @@ def raw_and_simplified(job: dict, count: int, budget: float, raw: bool,
                        command: str, meanwhile=None) -> tuple:
     """Run ``job`` (a worker computation emitting ``(expression,)`` for keys "0" to
     ``count - 1``, or the reason it cannot), then simplify what it gave within
-    ``budget`` seconds: per key, [(form, expression), ...], the raw one first; and the
+    ``budget`` seconds: per key, a :class:`Form` list, the raw one first; and the
     value of ``meanwhile()`` (None without it), which runs here while the workers
     simplify. The forms are shared out among a worker per core (each takes the next form
     not yet taken, cheap forms first); each worker has the budget from its start."""
@@ -470,21 +500,23 @@ def raw_and_simplified(job: dict, count: int, budget: float, raw: bool,
         if not _is_expression(results[key]):
             reason = getattr(results[key], "skipped", None) or results[key]
             raise InputError(f"{command}: sympy cannot differentiate this program: {reason}")
-    forms = [[("raw", results[key][0])] for key in keys]
+    forms = [[Form("raw", results[key][0])] for key in keys]
     if raw or budget <= 0:
         return forms, meanwhile() if meanwhile else None
     items = simplify_items(count)
-    shared = {"compute": _simplify, "raw": [f[0][1] for f in forms],
+    shared = {"compute": _simplify, "raw": [f[0].expression for f in forms],
               "next": start_method().Value("i", 0)}
     with contextlib.ExitStack() as stack:
         workers = [stack.enter_context(Worker(shared))
                    for _ in range(max(1, min(MAX_SIMPLIFIERS, cores(), len(items))))]
         done = meanwhile() if meanwhile else None
+        for form in forms:  # (this process waits meanwhile: the raw forms printed now)
+            form[0].text(), form[0].latex()
         for worker in workers:
             for key, value in worker.results(items, budget).items():
                 if _is_expression(value):
-                    index, form = key.split(":")
-                    forms[int(index)].append((form, value[0]))
+                    index, name = key.split(":")
+                    forms[int(index)].append(Form(name, *value))
     return forms, done
 
 
@@ -500,18 +532,12 @@ FORMS_ORDER = {"simplify": 0, "factor": 1, "expand": 2, "raw": 3}  # ties: simpl
 
 
 def candidates(forms: list):
-    """The printable forms as (operations, form, expression, text), shortest first
-    (ties: simplify first), each printed when it is asked for: a long form is not
-    printed when a shorter one is kept (factor's common denominator of a 10-term
-    derivative takes 0.07 s to print)."""
-    from ..check import notation
-    counted = sorted(((notation.operation_count(expr), form, expr) for form, expr in forms),
-                     key=lambda c: (c[0], FORMS_ORDER[c[1]]))
-    for ops, form, expr in counted:
-        try:
-            yield ops, form, expr, notation.to_gradcli(expr)
-        except notation.Unprintable:
-            continue
+    """The printable forms, shortest first (ties: simplify first), each printed when it is
+    asked for: a long form is not printed when a shorter one is kept (factor's common
+    denominator of a 10-term derivative takes 0.07 s to print)."""
+    for form in sorted(forms, key=lambda f: (f.operations, FORMS_ORDER[f.name])):
+        if form.text() is not None:
+            yield form
 
 
 def formula_model(text: str, names: list[str]):
@@ -604,27 +630,24 @@ def settle(derivative: Derivative, forms: list, rows: list, variables: list[str]
     derivative.simplified = raw or len(forms) == 1 + len(FORMS)
     derivative.points = len(rows)
     first = None
-    for ops, form, expr, text in candidates(forms):
+    for form in candidates(forms):
         try:
-            error, worst = _check(text, variables, rows, index)
+            error, worst = _check(form.text(), variables, rows, index)
         except Exception as err:  # noqa: BLE001 - the printer's mistake, said as such
             error, worst = math.inf, f"gradcli cannot read the printed formula back: {err}"
-        if first is None:
-            first = (ops, form, expr, text, error, worst)
+        if first is None or error <= TOLERANCE:
+            first = (form, error, worst)
         if error <= TOLERANCE:
-            first = (ops, form, expr, text, error, worst)
             break
     if first is None:  # (no form is printable: the raw one is said in sympy's notation)
-        form, expr = forms[0]
-        derivative.form, derivative.expression = form, expr
-        derivative.operations = notation.operation_count(expr)
-        derivative.formula, derivative.printable = notation.sympy_text(expr), False
+        form = forms[0]
+        derivative.formula = notation.sympy_text(form.expression)
+        derivative.printable = False
         derivative.note = (f"printed in sympy's notation: gradcli has no name for "
-                           f"{unprintable(expr)}; not checked against the tape")
+                           f"{unprintable(form.expression)}; not checked against the tape")
     else:
-        ops, form, expr, text, error, worst = first
-        derivative.form, derivative.operations, derivative.expression = form, ops, expr
-        derivative.formula = text
+        form, error, worst = first
+        derivative.formula = form.text()
         derivative.max_rel_err = error if rows else None
         if error > TOLERANCE:
             if isinstance(worst, str):
@@ -634,7 +657,8 @@ def settle(derivative: Derivative, forms: list, rows: list, variables: list[str]
                 where = ", ".join(f"{n}={v!r}" for n, v in at.items())
                 derivative.disagreement = (f"the formula gives {formula!r}, the tape "
                                            f"{tape!r} at {where}")
-    derivative.latex = notation.to_latex(derivative.expression)
+    derivative.form, derivative.operations = form.name, form.operations
+    derivative.expression, derivative.latex = form.expression, form.latex()
 
 
 # ---------------------------------------------------------------------------------------

@@ -185,11 +185,11 @@ def test_a_formula_that_disagrees_with_the_tape_is_reported(monkeypatch):
 
 def test_what_gradcli_cannot_spell_is_said_not_hidden():
     from gradcli.check import notation
-    from gradcli.run.formulas import Derivative, settle
+    from gradcli.run.formulas import Derivative, Form, settle
     with pytest.raises(notation.Unprintable):
         notation.to_gradcli(sp.gamma(x))
     d = Derivative(wrt=("x",))
-    settle(d, [("raw", sp.gamma(x))], [], ["x"], 0, raw=True)
+    settle(d, [Form("raw", sp.gamma(x))], [], ["x"], 0, raw=True)
     assert not d.printable and "sympy's notation" in d.note and d.formula == "gamma(x)"
 
 
@@ -211,9 +211,11 @@ def test_the_forms_shared_out_among_workers_are_sympys_forms_of_each_derivative(
                                                    lambda: "ran")
     assert meanwhile == "ran"
     for expr, made in zip(exprs, forms):
-        assert made[0] == ("raw", expr)
-        assert dict(made) == {"raw": expr, "expand": sp.expand(expr),
-                              "factor": sp.factor(expr), "simplify": sp.simplify(expr)}
+        assert (made[0].name, made[0].expression) == ("raw", expr)
+        assert {f.name: f.expression for f in made} == {
+            "raw": expr, "expand": sp.expand(expr), "factor": sp.factor(expr),
+            "simplify": sp.simplify(expr)}
+        assert [f.operations for f in made] == [sp.count_ops(f.expression) for f in made]
 
 
 # ---------------------------------------------------------------------------------------
