@@ -21,10 +21,11 @@ from __future__ import annotations
 import itertools
 import re
 from functools import lru_cache
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 
 import numpy as np
 
+from ..engine.core.observe import ROW
 from ..io.jsonvalue import json_value as json_array
 from .nonfinite import operand_of
 
@@ -102,23 +103,47 @@ class Ids(dict):
         number = dict.get(self, key)
         return default if number is None else f"n{number}"
 
-    def row(self, rows: list, node) -> tuple:
+    def row(self, rows: Rows, node) -> tuple:
         """The row of ``rows`` (as ``recorded`` gives them) that recorded ``node``."""
         return rows[dict.__getitem__(self, id(node)) - 1]
 
 
-def recorded(recorder) -> tuple[list, Ids]:
+class Rows:
+    """Some rows of a recorder's flat list (``operations``: ``(op, out, inputs, where)``;
+    ``taken``: ``(node, adjoint)``, ``width`` 2), by their positions: a row's tuple is
+    made when it is read (a run has many more rows than are shown, and each one touched
+    costs, cold in the caches)."""
+    __slots__ = ("flat", "positions", "width")
+
+    def __init__(self, flat: list, positions: list, width: int = ROW):
+        self.flat, self.positions, self.width = flat, positions, width
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        k = self.width * self.positions[i]
+        return tuple(self.flat[k:k + self.width])
+
+    def __iter__(self):
+        return map(self.__getitem__, range(len(self)))
+
+
+def recorded(recorder) -> tuple[Rows, Ids]:
     """The operations a tape recorded, in order, as the recorder's rows ``(op, out,
     inputs, where)``, and their ids by node (``Ids``)."""
-    rows = [row for row in recorder.operations
-            if (node := row[1]._node) is not None and node.op is row[0]]
-    return rows, numbered(rows)
+    ops = recorder.operations
+    nodes = list(map(attrgetter("_node"), ops[1::ROW]))  # (the outs and nodes only)
+    positions = [k for k, op, node in zip(itertools.count(), ops[::ROW], nodes)
+                 if node is not None and node.op is op]
+    return Rows(ops, positions), numbered(map(nodes.__getitem__, positions))
 
 
-def numbered(rows: list) -> Ids:
-    """The ids of the nodes of ``rows`` (recorder rows whose outputs have nodes)."""
-    return Ids(zip(map(id, map(attrgetter("_node"), map(itemgetter(1), rows))),
-                   itertools.count(1)))  # (in C: a run has many)
+def numbered(nodes) -> Ids:
+    """The ids of ``nodes``, in order."""
+    return Ids(zip(map(id, nodes), itertools.count(1)))  # (in C: a run has many)
 
 
 def value_text(value) -> str:
@@ -138,11 +163,11 @@ def explain(recorder, model, outcome, show_all: bool = False) -> dict:
         return explain_jvp(recorder, model, outcome, show_all)
     where = Where(model.program.source)
     rows, ids = recorded(recorder)
-    # (node, adjoint) of the nodes a tape of the run recorded (in C: a run has many)
-    taken = list(itertools.compress(zip(recorder.taken, recorder.adjoints),
-                                    map(ids.__contains__, map(id, recorder.taken))))
+    taken = recorder.taken  # node, adjoint, node, ...: the pairs of the recorded nodes
+    pairs = Rows(taken, list(itertools.compress(itertools.count(), map(
+        ids.__contains__, map(id, taken[::2])))), width=2)
     obj: dict = {}
-    for key, listed in (("forward", rows), ("backward", taken)):
+    for key, listed in (("forward", rows), ("backward", pairs)):
         shown, elided = (listed, 0) if show_all else _elided(listed)
         obj[key] = [_forward_entry(row, ids, where) if key == "forward" else
                     _backward_entry(row, ids.row(rows, row[0]), ids, where) for row in shown]
@@ -159,9 +184,9 @@ def explain_jvp(recorder, model, outcome, show_all: bool = False) -> dict:
     mode applies to the inputs' tangents); ``direction``: each name's tangent given."""
     where = Where(model.program.source)
     accumulator = recorder.accumulator  # (None: no operation carried a tangent)
-    rows = [row for row in recorder.operations if accumulator is not None
+    rows = [row for row in recorder.rows() if accumulator is not None
             and row[1]._node is not None and accumulator.jvp(row[1]) is not None]
-    ids = numbered(rows)
+    ids = numbered(row[1]._node for row in rows)
     shown, elided = (rows, 0) if show_all else _elided(rows)
     obj: dict = {"forward": []}
     for row in shown:
@@ -188,7 +213,8 @@ def _backward_entry(taken, row, ids: dict, where: Where) -> dict:
     op, out, _, node_where = row
     text, span = where.of(node_where)
     return {"id": ids[id(node)], "op": op.name, "text": text, "span": span,
-            "value": value_json(out._value), "adjoint": value_json(adjoint),
+            "value": value_json(out._value),
+            "adjoint": value_json(getattr(adjoint, "_value", adjoint)),
             "rule": rule_text(op)}
 
 
@@ -232,7 +258,7 @@ def _sources(recorder, model, outcome, where: Where) -> list:
 def _why_none(recorder, model, outcome, name: str, where: Where) -> str:
     """Why a source got no gradient: not read; the tape did not watch it; or read only by
     operations with no gradient (a comparison, an integer cast, stop_gradient)."""
-    readers = [(op, node_where) for op, out, inputs, node_where in recorder.operations
+    readers = [(op, node_where) for op, out, inputs, node_where in recorder.rows()
                if node_where is not None and _reads(node_where, name)]
     if not readers and not _reads(model.program, name):
         return "not read by the program"

@@ -77,7 +77,8 @@ class _Moved(Observer):
     def __init__(self, k: int, delta):
         self.k, self.delta, self.count = k, delta, 0
 
-    def forward(self, op, out, inputs) -> None:
+    def forward(self, row) -> None:
+        out = row[1]
         if self.count == self.k:
             out._value = out._value + self.delta
         self.count += 1
@@ -85,7 +86,7 @@ class _Moved(Observer):
 
 def _recorded_positions(recorder) -> list[int]:
     """Where explain's nodes n1, n2, ... are among all the operations run."""
-    return [i for i, (op, out, _, _) in enumerate(recorder.operations)
+    return [i for i, (op, out, _, _) in enumerate(recorder.rows())
             if out._node is not None and out._node.op is op]
 
 
@@ -231,7 +232,7 @@ def _jvp_run(model, direction: dict):
 
 def _with_tangents(recorder) -> list:
     """The operations that carried a tangent, as explain_jvp lists them (n1, n2, ...)."""
-    return [i for i, (op, out, _, _) in enumerate(recorder.operations)
+    return [i for i, (op, out, _, _) in enumerate(recorder.rows())
             if out._node is not None and recorder.accumulator.jvp(out) is not None]
 
 
@@ -255,7 +256,8 @@ def test_jvp_tangents_equal_finite_differences_along_the_direction(name, monkeyp
             moved = {k: np.asarray(v) + sign * h * direction[k] for k, v in point.items()}
             again, _ = _jvp_run(model.bind(moved), direction)  # (the same operations:
             model.bind({})                                      # tangents' ones included)
-            return [np.asarray(again.operations[k][1]._value, dtype=float) for k in positions]
+            rows = again.rows()
+            return [np.asarray(rows[k][1]._value, dtype=float) for k in positions]
         up, down = values(1), values(-1)
         for entry, hi, lo in zip(obj["forward"], up, down):
             fd = (hi - lo) / (2 * h)
