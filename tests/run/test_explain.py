@@ -163,6 +163,23 @@ def test_sources_without_gradient_say_why():
                    "u": "not read by the program"}
 
 
+def test_each_operation_points_at_its_own_sub_expression():
+    """The evaluator tells an observer the node of each step that runs operations only
+    (a name read, an assignment, picking one output of several run none): every
+    operation still points at its own text (truth: the program, read by hand)."""
+    program = "s = a + transpose(a)\nm = eigh(s)[1][0]\ny = m * b\nsum(y * m)"
+    model = build(parse_program(program), Declarations.from_options(
+        arg=["a=[[2, 1], [0, 3]]", "b=[1, 2]"]))
+    with observing(Recorder()) as recorder:
+        model.function(*model.arg_values)
+    where = explain_module.Where(program)
+    assert [(op.name, where.of(node)[0]) for op, _, _, node in recorder.rows()] == [
+        ("transpose", "transpose(a)"), ("add", "a + transpose(a)"),
+        ("eigh", "eigh(s)"), ("getitem", "eigh(s)"), ("getitem", "eigh(s)"),  # (its outputs)
+        ("getitem", "eigh(s)[1][0]"), ("multiply", "m * b"), ("multiply", "y * m"),
+        ("sum", "sum(y * m)")]
+
+
 def test_rule_is_the_tables_maths():
     assert explain_module.rule_text(REGISTRY["sin"]) == "d sin(x) = cos(x)·dx"
     assert explain_module.rule_text(REGISTRY["multiply"]) == "d multiply(x, y) = y·dx + x·dy"
