@@ -26,6 +26,7 @@ from operator import attrgetter
 import numpy as np
 
 from ..engine.core.observe import ROW
+from ..io.jsonvalue import json_number
 from ..io.jsonvalue import json_value as json_array
 from .nonfinite import operand_of
 
@@ -35,6 +36,8 @@ FULL_ARRAY = 10  # arrays up to this many elements are given in full
 
 def value_json(value):
     """Scalars and small arrays in full; larger ones as their shape and a summary."""
+    if value.__class__ is np.float64:  # (the common case, without numpy's conversions)
+        return json_number(value)
     arr = np.asarray(value)
     if arr.size <= FULL_ARRAY or arr.dtype.kind not in "fiub":
         return json_array(value)
@@ -91,9 +94,9 @@ class Where:
 
 
 class Ids(dict):
-    """``id(node)`` -> the node's id in the lists, ``"n1"``, ``"n2"``, ... in the order run.
-    The numbers are kept and the names made when asked: a run has many more nodes than
-    are shown."""
+    """A node -> its id in the lists, ``"n1"``, ``"n2"``, ... in the order run. The numbers
+    are kept and the names made when asked: a run has many more nodes than are shown.
+    (Keyed by the nodes themselves, hashed by identity: no ``id()`` int made per node.)"""
     __slots__ = ()
 
     def __getitem__(self, key) -> str:
@@ -105,7 +108,7 @@ class Ids(dict):
 
     def row(self, rows: Rows, node) -> tuple:
         """The row of ``rows`` (as ``recorded`` gives them) that recorded ``node``."""
-        return rows[dict.__getitem__(self, id(node)) - 1]
+        return rows[dict.__getitem__(self, node) - 1]
 
 
 class Rows:
@@ -143,7 +146,7 @@ def recorded(recorder) -> tuple[Rows, Ids]:
 
 def numbered(nodes) -> Ids:
     """The ids of ``nodes``, in order."""
-    return Ids(zip(map(id, nodes), itertools.count(1)))  # (in C: a run has many)
+    return Ids(zip(nodes, itertools.count(1)))  # (in C: a run has many)
 
 
 def value_text(value) -> str:
@@ -165,7 +168,7 @@ def explain(recorder, model, outcome, show_all: bool = False) -> dict:
     rows, ids = recorded(recorder)
     taken = recorder.taken  # node, adjoint, node, ...: the pairs of the recorded nodes
     pairs = Rows(taken, list(itertools.compress(itertools.count(), map(
-        ids.__contains__, map(id, taken[::2])))), width=2)
+        ids.__contains__, taken[::2]))), width=2)
     obj: dict = {}
     for key, listed in (("forward", rows), ("backward", pairs)):
         shown, elided = (listed, 0) if show_all else _elided(listed)
@@ -204,7 +207,7 @@ def explain_jvp(recorder, model, outcome, show_all: bool = False) -> dict:
 def _forward_entry(row, ids: dict, where: Where) -> dict:
     op, out, inputs, node_where = row
     text, span = where.of(node_where)
-    return {"id": ids[id(out._node)], "op": op.name, "text": text, "span": span,
+    return {"id": ids[out._node], "op": op.name, "text": text, "span": span,
             "inputs": _inputs(inputs, ids, node_where, where), "value": value_json(out._value)}
 
 
@@ -212,7 +215,7 @@ def _backward_entry(taken, row, ids: dict, where: Where) -> dict:
     node, adjoint = taken
     op, out, _, node_where = row
     text, span = where.of(node_where)
-    return {"id": ids[id(node)], "op": op.name, "text": text, "span": span,
+    return {"id": ids[node], "op": op.name, "text": text, "span": span,
             "value": value_json(out._value),
             "adjoint": value_json(getattr(adjoint, "_value", adjoint)),
             "rule": rule_text(op)}
@@ -222,8 +225,8 @@ def _inputs(inputs, ids: dict, node_where, where: Where) -> list:
     out = []
     for i, x in enumerate(inputs):
         parent = getattr(x, "_node", None)
-        if parent is not None and id(parent) in ids:
-            out.append(ids[id(parent)])
+        if parent in ids:  # (None is no key)
+            out.append(ids[parent])
             continue
         sub = operand_of(node_where, i) if node_where is not None else None
         out.append(where.of(sub)[0] if sub is not None else short(x))
@@ -309,9 +312,8 @@ def explain_lines(obj: dict) -> list[str]:
 def _table(rows: list, elided: int) -> list[str]:
     if not rows:
         return ["  (none)"]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    out = ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1]
-           for r in rows]
+    widths = [max(map(len, column)) for column in zip(*rows)][:-1]  # (the last: as it is)
+    out = ["  " + "  ".join(map(str.ljust, r, widths)) + "  " + r[-1] for r in rows]
     if elided:  # (the first and the last halves around what was left out)
         half = len(out) // 2
         out.insert(half, f"  ... {elided} more (--explain-all shows every one)")
