@@ -15,7 +15,6 @@ from __future__ import annotations
 import re
 from contextlib import contextmanager
 from itertools import compress, count
-from operator import attrgetter
 
 import numpy as np
 
@@ -119,10 +118,11 @@ class KinkNotes(Observer):
     def read(self, recorder) -> None:
         """Test the operations an engine ``Recorder`` kept, after the run."""
         forward = recorder.accumulator is not None
-        ops = recorder.operations  # (flat: picked by the op alone, in C; a run has many)
-        for k in compress(count(), map(KINKS.__contains__, map(attrgetter("name"),
-                                                                 ops[::ROW]))):
-            self.check(*ops[ROW * k:ROW * (k + 1)], forward)
+        flat = recorder.operations
+        ops = flat[::ROW]  # (each row's op: picked by it alone, in C; a run has many)
+        kinky = {op for op in set(ops) if op.name in KINKS}
+        for k in compress(count(), map(kinky.__contains__, ops)) if kinky else ():
+            self.check(*flat[ROW * k:ROW * (k + 1)], forward)
 
     def check(self, op, out, inputs, where, forward: bool) -> None:
         """Test one operation, run on ``inputs`` for the tree node ``where`` (``forward``:
