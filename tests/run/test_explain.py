@@ -180,6 +180,27 @@ def test_each_operation_points_at_its_own_sub_expression():
         ("sum", "sum(y * m)")]
 
 
+@pytest.mark.parametrize("x, middle_kept", [("[0.1, 0.2, 0.3]", False), ("0.2", True)])
+def test_ends_keeps_the_first_and_last_array_adjoints_and_every_scalar_one(x, middle_kept):
+    """With ``ends`` (--explain) an array adjoint kept is one fast.py cannot reuse, so on
+    arrays only those of the first and the last ``ends`` nodes taken are kept; scalars
+    cost nothing kept, so all are. Truth: the positions, counted by hand (a chain of 12
+    sin then a sum: 13 nodes), and the values, those of a recorder keeping every one."""
+    program = "sum(" + "sin(" * 12 + "x" + ")" * 13
+    model = build(parse_program(program), Declarations.from_options(arg=[f"x={x}"]))
+    taken = {}
+    for ends in (None, 3):
+        with observing(Recorder(flows=False, ends=ends)) as recorder:
+            run_mode("grad", model)
+        taken[ends] = recorder.taken[1::2]  # (node, adjoint, node, ...)
+    assert len(taken[3]) == 13
+    for k, (every, kept) in enumerate(zip(taken[None], taken[3])):
+        if k < 3 or k >= 10 or middle_kept:
+            np.testing.assert_array_equal(kept, every)
+        else:
+            assert kept is None, k
+
+
 def test_rule_is_the_tables_maths():
     assert explain_module.rule_text(REGISTRY["sin"]) == "d sin(x) = cos(x)·dx"
     assert explain_module.rule_text(REGISTRY["multiply"]) == "d multiply(x, y) = y·dx + x·dy"

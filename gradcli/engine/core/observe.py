@@ -9,8 +9,8 @@ runs, so that every recorded operation can point into the program's text); the e
 only hands it back, in each operation's row.
 
 ``forward`` and ``reached`` take one argument each (a row, a pair), so that an observer
-that only keeps them can be a list's ``append``: a call in C, where a Python method costs about as much
-as a scalar operation (``Recorder``).
+that only keeps them can be a list's ``extend``: a call in C, where a Python method costs
+about as much as a scalar operation (``Recorder``).
 
 ``debug_nans()`` is the observer that stops at the first non-finite value, as
 ``jax.config.update("jax_debug_nans", True)`` and ``tf.debugging.enable_check_numerics``:
