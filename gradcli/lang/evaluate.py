@@ -246,8 +246,11 @@ class _Plan:
 
     A step is ``step(regs, env, used)``: ``regs`` the registers of this call, ``env`` the
     name bindings, ``used`` a one-element list counting the elements produced (the
-    per-evaluation budget). ``nodes[i]`` is the node of step ``i``, for error carets.
-    Operation inputs are register numbers (ints) or literal numbers (always floats).
+    per-evaluation budget). ``nodes[i]`` is the node of step ``i``, for error carets;
+    ``wheres[i]`` the same, or None for a step that runs no operation (what an engine
+    observer is told: a node read cold from memory at every step cost more than the
+    step's own work). Operation inputs are register numbers (ints) or literal numbers
+    (always floats).
     """
 
     def __init__(self, source: str, dtype: str) -> None:
@@ -256,6 +259,7 @@ class _Plan:
         self.dtype = dtype
         self.steps: list[Callable] = []
         self.nodes: list[Any] = []
+        self.wheres: list[Any] = []
         self.template: list[Any] = []   # registers with constants already in place
         self.resolved: dict[int, Any] = {}
         self.folded: dict[int, Any] = {}
@@ -271,9 +275,11 @@ class _Plan:
     def constant(self, value) -> Any:
         return self.tensor.constant(value, dtype=self.dtype)
 
-    def add(self, step: Callable, node) -> None:
+    def add(self, step: Callable, node, operations: bool = True) -> None:
+        """Add ``step`` for ``node``; ``operations``: whether it runs engine operations."""
         self.steps.append(step)
         self.nodes.append(node)
+        self.wheres.append(node if operations else None)
 
     def error(self, cls, message: str, node) -> GradcliError:
         pos = node.pos
@@ -359,7 +365,7 @@ class _Plan:
 
             def load(r, env, used, out=out, name=what):
                 r[out] = env[name]
-            self.add(load, node)
+            self.add(load, node, operations=False)
             return out
         if isinstance(node, Unary):
             if node.op == "+":
@@ -453,7 +459,7 @@ class _Plan:
 
         def step(r, env, used, out=out, k=index[0]):
             r[out] = r[source_reg][k]
-        self.add(step, node)
+        self.add(step, node, operations=False)
         rest = index[1:]
         if not rest:
             return out
@@ -578,8 +584,9 @@ def _check_sizes(op, values, variadic: bool = False, params=None) -> None:
     limits.check_elements(count, op.name)
 
 
-def _run(plan_steps: list, nodes: list, regs: list, env: dict, source: str) -> None:
+def _run(plan: _Plan, regs: list, env: dict) -> None:
     """Run compiled steps, turning every failure into a GradcliError at its node."""
+    nodes, wheres, source = plan.nodes, plan.wheres, plan.source
     used = [0]
     i = 0
     rows = limits.batch_rows()  # (--at: the elements counted are one row's)
@@ -591,9 +598,9 @@ def _run(plan_steps: list, nodes: list, regs: list, env: dict, source: str) -> N
         # inf and nan are values here, not warnings (numpy's "mean of empty slice" included).
         with np.errstate(all="ignore"), warnings.catch_warnings():
             warnings.simplefilter("ignore", RuntimeWarning)
-            for i, step in enumerate(plan_steps):
+            for i, step in enumerate(plan.steps):
                 if observer is not None:  # (a call per step would cost as much as a step)
-                    observer.where = nodes[i]
+                    observer.where = wheres[i]
                 step(regs, env, used)
                 if used[0] > budget:
                     what = (f"the evaluation made more than "
@@ -740,7 +747,7 @@ def build(program: Program, declarations=None, *, dtype: str = "float64",
             def store(r, env, used, reg=reg, name=name):
                 value = r[reg]
                 env[name] = value
-            plan.add(store, statement)
+            plan.add(store, statement, operations=False)
             defined[name] = defined.get(name, "assigned")
             holds[name] = _alias_of(statement.value, holds)
             result_reg = None
@@ -821,7 +828,7 @@ def _declare(statement: Assign, model: Model, plan: _Plan) -> None:
 
     def bind(r, env, used, name=name, store=store):
         env[name] = store[name]
-    plan.add(bind, statement)
+    plan.add(bind, statement, operations=False)
 
 
 def _compile_once(expr, resolve: Callable, source: str, dtype: str,
@@ -834,7 +841,7 @@ def _compile_once(expr, resolve: Callable, source: str, dtype: str,
 
     def run(env: dict):
         regs = list(plan.template)
-        _run(plan.steps, plan.nodes, regs, env, source)
+        _run(plan, regs, env)
         value = regs[reg]
         return value.numpy() if hasattr(value, "numpy") else np.float64(value)
     return run
@@ -871,7 +878,7 @@ def evaluate_constant(expr, source: str = "", dtype: str = "float64") -> np.ndar
 def _make_function(model: Model, plan: _Plan, result_reg: int | None):
     """The program as a Python function of its arguments (with a real signature, so the
     API's ``params=["x1"]`` can name them)."""
-    steps, nodes, template, source = plan.steps, plan.nodes, plan.template, plan.source
+    template = plan.template
     arg_names = list(model.arg_names)
     n_args = len(arg_names)
     constant = plan.tensor.constant
@@ -894,7 +901,7 @@ def _make_function(model: Model, plan: _Plan, result_reg: int | None):
             env[name] = value if isinstance(value, Tensor) else constant(value, dtype=dtype)
         regs = list(template)
         model.values = env
-        _run(steps, nodes, regs, env, source)
+        _run(plan, regs, env)
         result = env[target] if target is not None else regs[result_reg]
         return result
 

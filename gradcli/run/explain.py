@@ -21,10 +21,12 @@ from __future__ import annotations
 import itertools
 import re
 from functools import lru_cache
-from operator import attrgetter, itemgetter
+from operator import attrgetter
 
 import numpy as np
 
+from ..engine.core.observe import ROW
+from ..io.jsonvalue import json_number
 from ..io.jsonvalue import json_value as json_array
 from .nonfinite import operand_of
 
@@ -34,6 +36,8 @@ FULL_ARRAY = 10  # arrays up to this many elements are given in full
 
 def value_json(value):
     """Scalars and small arrays in full; larger ones as their shape and a summary."""
+    if value.__class__ is np.float64:  # (the common case, without numpy's conversions)
+        return json_number(value)
     arr = np.asarray(value)
     if arr.size <= FULL_ARRAY or arr.dtype.kind not in "fiub":
         return json_array(value)
@@ -90,9 +94,9 @@ class Where:
 
 
 class Ids(dict):
-    """``id(node)`` -> the node's id in the lists, ``"n1"``, ``"n2"``, ... in the order run.
-    The numbers are kept and the names made when asked: a run has many more nodes than
-    are shown."""
+    """A node -> its id in the lists, ``"n1"``, ``"n2"``, ... in the order run. The numbers
+    are kept and the names made when asked: a run has many more nodes than are shown.
+    (Keyed by the nodes themselves, hashed by identity: no ``id()`` int made per node.)"""
     __slots__ = ()
 
     def __getitem__(self, key) -> str:
@@ -102,23 +106,47 @@ class Ids(dict):
         number = dict.get(self, key)
         return default if number is None else f"n{number}"
 
-    def row(self, rows: list, node) -> tuple:
+    def row(self, rows: Rows, node) -> tuple:
         """The row of ``rows`` (as ``recorded`` gives them) that recorded ``node``."""
-        return rows[dict.__getitem__(self, id(node)) - 1]
+        return rows[dict.__getitem__(self, node) - 1]
 
 
-def recorded(recorder) -> tuple[list, Ids]:
+class Rows:
+    """Some rows of a recorder's flat list (``operations``: ``(op, out, inputs, where)``;
+    ``taken``: ``(node, adjoint)``, ``width`` 2), by their positions: a row's tuple is
+    made when it is read (a run has many more rows than are shown, and each one touched
+    costs, cold in the caches)."""
+    __slots__ = ("flat", "positions", "width")
+
+    def __init__(self, flat: list, positions: list, width: int = ROW):
+        self.flat, self.positions, self.width = flat, positions, width
+
+    def __len__(self) -> int:
+        return len(self.positions)
+
+    def __getitem__(self, i):
+        if isinstance(i, slice):
+            return [self[j] for j in range(*i.indices(len(self)))]
+        k = self.width * self.positions[i]
+        return tuple(self.flat[k:k + self.width])
+
+    def __iter__(self):
+        return map(self.__getitem__, range(len(self)))
+
+
+def recorded(recorder) -> tuple[Rows, Ids]:
     """The operations a tape recorded, in order, as the recorder's rows ``(op, out,
     inputs, where)``, and their ids by node (``Ids``)."""
-    rows = [row for row in recorder.operations
-            if (node := row[1]._node) is not None and node.op is row[0]]
-    return rows, numbered(rows)
+    ops = recorder.operations
+    nodes = list(map(attrgetter("_node"), ops[1::ROW]))  # (the outs and nodes only)
+    positions = [k for k, op, node in zip(itertools.count(), ops[::ROW], nodes)
+                 if node is not None and node.op is op]
+    return Rows(ops, positions), numbered(map(nodes.__getitem__, positions))
 
 
-def numbered(rows: list) -> Ids:
-    """The ids of the nodes of ``rows`` (recorder rows whose outputs have nodes)."""
-    return Ids(zip(map(id, map(attrgetter("_node"), map(itemgetter(1), rows))),
-                   itertools.count(1)))  # (in C: a run has many)
+def numbered(nodes) -> Ids:
+    """The ids of ``nodes``, in order."""
+    return Ids(zip(nodes, itertools.count(1)))  # (in C: a run has many)
 
 
 def value_text(value) -> str:
@@ -138,11 +166,11 @@ def explain(recorder, model, outcome, show_all: bool = False) -> dict:
         return explain_jvp(recorder, model, outcome, show_all)
     where = Where(model.program.source)
     rows, ids = recorded(recorder)
-    # (node, adjoint) of the nodes a tape of the run recorded (in C: a run has many)
-    taken = list(itertools.compress(zip(recorder.taken, recorder.adjoints),
-                                    map(ids.__contains__, map(id, recorder.taken))))
+    taken = recorder.taken  # node, adjoint, node, ...: the pairs of the recorded nodes
+    pairs = Rows(taken, list(itertools.compress(itertools.count(), map(
+        ids.__contains__, taken[::2]))), width=2)
     obj: dict = {}
-    for key, listed in (("forward", rows), ("backward", taken)):
+    for key, listed in (("forward", rows), ("backward", pairs)):
         shown, elided = (listed, 0) if show_all else _elided(listed)
         obj[key] = [_forward_entry(row, ids, where) if key == "forward" else
                     _backward_entry(row, ids.row(rows, row[0]), ids, where) for row in shown]
@@ -159,9 +187,9 @@ def explain_jvp(recorder, model, outcome, show_all: bool = False) -> dict:
     mode applies to the inputs' tangents); ``direction``: each name's tangent given."""
     where = Where(model.program.source)
     accumulator = recorder.accumulator  # (None: no operation carried a tangent)
-    rows = [row for row in recorder.operations if accumulator is not None
+    rows = [row for row in recorder.rows() if accumulator is not None
             and row[1]._node is not None and accumulator.jvp(row[1]) is not None]
-    ids = numbered(rows)
+    ids = numbered(row[1]._node for row in rows)
     shown, elided = (rows, 0) if show_all else _elided(rows)
     obj: dict = {"forward": []}
     for row in shown:
@@ -179,7 +207,7 @@ def explain_jvp(recorder, model, outcome, show_all: bool = False) -> dict:
 def _forward_entry(row, ids: dict, where: Where) -> dict:
     op, out, inputs, node_where = row
     text, span = where.of(node_where)
-    return {"id": ids[id(out._node)], "op": op.name, "text": text, "span": span,
+    return {"id": ids[out._node], "op": op.name, "text": text, "span": span,
             "inputs": _inputs(inputs, ids, node_where, where), "value": value_json(out._value)}
 
 
@@ -187,8 +215,9 @@ def _backward_entry(taken, row, ids: dict, where: Where) -> dict:
     node, adjoint = taken
     op, out, _, node_where = row
     text, span = where.of(node_where)
-    return {"id": ids[id(node)], "op": op.name, "text": text, "span": span,
-            "value": value_json(out._value), "adjoint": value_json(adjoint),
+    return {"id": ids[node], "op": op.name, "text": text, "span": span,
+            "value": value_json(out._value),
+            "adjoint": value_json(getattr(adjoint, "_value", adjoint)),
             "rule": rule_text(op)}
 
 
@@ -196,8 +225,8 @@ def _inputs(inputs, ids: dict, node_where, where: Where) -> list:
     out = []
     for i, x in enumerate(inputs):
         parent = getattr(x, "_node", None)
-        if parent is not None and id(parent) in ids:
-            out.append(ids[id(parent)])
+        if parent in ids:  # (None is no key)
+            out.append(ids[parent])
             continue
         sub = operand_of(node_where, i) if node_where is not None else None
         out.append(where.of(sub)[0] if sub is not None else short(x))
@@ -232,7 +261,7 @@ def _sources(recorder, model, outcome, where: Where) -> list:
 def _why_none(recorder, model, outcome, name: str, where: Where) -> str:
     """Why a source got no gradient: not read; the tape did not watch it; or read only by
     operations with no gradient (a comparison, an integer cast, stop_gradient)."""
-    readers = [(op, node_where) for op, out, inputs, node_where in recorder.operations
+    readers = [(op, node_where) for op, out, inputs, node_where in recorder.rows()
                if node_where is not None and _reads(node_where, name)]
     if not readers and not _reads(model.program, name):
         return "not read by the program"
@@ -283,9 +312,8 @@ def explain_lines(obj: dict) -> list[str]:
 def _table(rows: list, elided: int) -> list[str]:
     if not rows:
         return ["  (none)"]
-    widths = [max(len(r[i]) for r in rows) for i in range(len(rows[0]) - 1)]
-    out = ["  " + "  ".join(c.ljust(w) for c, w in zip(r, widths)) + "  " + r[-1]
-           for r in rows]
+    widths = [max(map(len, column)) for column in zip(*rows)][:-1]  # (the last: as it is)
+    out = ["  " + "  ".join(map(str.ljust, r, widths)) + "  " + r[-1] for r in rows]
     if elided:  # (the first and the last halves around what was left out)
         half = len(out) // 2
         out.insert(half, f"  ... {elided} more (--explain-all shows every one)")

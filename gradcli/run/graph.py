@@ -48,14 +48,14 @@ def build(recorder, model, outcome) -> Graph:
     flowed = {(id(node), index): gx for node, index, _, gx in recorder.flows}
     leaves: dict[int, str] = {}
     for op, out, inputs, node_where in rows:
-        name = ids[id(out._node)]
+        name = ids[out._node]
         text = where.of(node_where)[0]
         graph.nodes[name] = ("op", f"{name} {op.name}\n{text}\n= {value_text(out._value)}",
                              True)
         for i, x in enumerate(inputs):
             parent = getattr(x, "_node", None)
-            if parent is not None and id(parent) in ids:
-                source = ids[id(parent)]
+            if parent in ids:  # (None is no key)
+                source = ids[parent]
             else:
                 sub = operand_of(node_where, i) if node_where is not None else None
                 label = where.of(sub)[0] if sub is not None else short(x)
@@ -72,9 +72,9 @@ def build(recorder, model, outcome) -> Graph:
             graph.edges.append((source, name, None if gx is None else value_text(gx), True))
     _fade_unwatched(graph, leaves, rows, recorder)
     if recorder.taken:
-        graph.target = ids.get(id(recorder.taken[0]))
+        graph.target = ids.get(recorder.taken[0])
     elif rows:
-        graph.target = ids[id(rows[-1][1]._node)]
+        graph.target = ids[rows[-1][1]._node]
     shown = {graph.nodes[v][1] for v in leaves.values()}
     for g in outcome.gradients:
         if g.gradient is None and g.name not in shown:

@@ -14,13 +14,12 @@ from __future__ import annotations
 
 import re
 from contextlib import contextmanager
-from itertools import compress
-from operator import attrgetter, itemgetter
+from itertools import compress, count
 
 import numpy as np
 
 from ..engine.core import state
-from ..engine.core.observe import Observer, Recorder, observing
+from ..engine.core.observe import ROW, Observer, Recorder, observing
 from ..errors import GradcliError
 
 
@@ -113,16 +112,17 @@ class KinkNotes(Observer):
         return self.said + ([f"{more} more operations were differentiated at a kink"]
                             if more else [])
 
-    def forward(self, op, out, inputs) -> None:
-        self.check(op, out, inputs, self.where, bool(state.forward))
+    def forward(self, row) -> None:
+        self.check(*row, bool(state.forward))
 
     def read(self, recorder) -> None:
         """Test the operations an engine ``Recorder`` kept, after the run."""
         forward = recorder.accumulator is not None
-        rows = recorder.operations  # (the kink operations picked in C: a run has many)
-        for row in compress(rows, map(KINKS.__contains__, map(attrgetter("name"),
-                                                                map(itemgetter(0), rows)))):
-            self.check(*row, forward)
+        flat = recorder.operations
+        ops = flat[::ROW]  # (each row's op: picked by it alone, in C; a run has many)
+        kinky = {op for op in set(ops) if op.name in KINKS}
+        for k in compress(count(), map(kinky.__contains__, ops)) if kinky else ():
+            self.check(*flat[ROW * k:ROW * (k + 1)], forward)
 
     def check(self, op, out, inputs, where, forward: bool) -> None:
         """Test one operation, run on ``inputs`` for the tree node ``where`` (``forward``:

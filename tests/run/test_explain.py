@@ -77,7 +77,8 @@ class _Moved(Observer):
     def __init__(self, k: int, delta):
         self.k, self.delta, self.count = k, delta, 0
 
-    def forward(self, op, out, inputs) -> None:
+    def forward(self, row) -> None:
+        out = row[1]
         if self.count == self.k:
             out._value = out._value + self.delta
         self.count += 1
@@ -85,7 +86,7 @@ class _Moved(Observer):
 
 def _recorded_positions(recorder) -> list[int]:
     """Where explain's nodes n1, n2, ... are among all the operations run."""
-    return [i for i, (op, out, _, _) in enumerate(recorder.operations)
+    return [i for i, (op, out, _, _) in enumerate(recorder.rows())
             if out._node is not None and out._node.op is op]
 
 
@@ -162,6 +163,44 @@ def test_sources_without_gradient_say_why():
                    "u": "not read by the program"}
 
 
+def test_each_operation_points_at_its_own_sub_expression():
+    """The evaluator tells an observer the node of each step that runs operations only
+    (a name read, an assignment, picking one output of several run none): every
+    operation still points at its own text (truth: the program, read by hand)."""
+    program = "s = a + transpose(a)\nm = eigh(s)[1][0]\ny = m * b\nsum(y * m)"
+    model = build(parse_program(program), Declarations.from_options(
+        arg=["a=[[2, 1], [0, 3]]", "b=[1, 2]"]))
+    with observing(Recorder()) as recorder:
+        model.function(*model.arg_values)
+    where = explain_module.Where(program)
+    assert [(op.name, where.of(node)[0]) for op, _, _, node in recorder.rows()] == [
+        ("transpose", "transpose(a)"), ("add", "a + transpose(a)"),
+        ("eigh", "eigh(s)"), ("getitem", "eigh(s)"), ("getitem", "eigh(s)"),  # (its outputs)
+        ("getitem", "eigh(s)[1][0]"), ("multiply", "m * b"), ("multiply", "y * m"),
+        ("sum", "sum(y * m)")]
+
+
+@pytest.mark.parametrize("x, middle_kept", [("[0.1, 0.2, 0.3]", False), ("0.2", True)])
+def test_ends_keeps_the_first_and_last_array_adjoints_and_every_scalar_one(x, middle_kept):
+    """With ``ends`` (--explain) an array adjoint kept is one fast.py cannot reuse, so on
+    arrays only those of the first and the last ``ends`` nodes taken are kept; scalars
+    cost nothing kept, so all are. Truth: the positions, counted by hand (a chain of 12
+    sin then a sum: 13 nodes), and the values, those of a recorder keeping every one."""
+    program = "sum(" + "sin(" * 12 + "x" + ")" * 13
+    model = build(parse_program(program), Declarations.from_options(arg=[f"x={x}"]))
+    taken = {}
+    for ends in (None, 3):
+        with observing(Recorder(flows=False, ends=ends)) as recorder:
+            run_mode("grad", model)
+        taken[ends] = recorder.taken[1::2]  # (node, adjoint, node, ...)
+    assert len(taken[3]) == 13
+    for k, (every, kept) in enumerate(zip(taken[None], taken[3])):
+        if k < 3 or k >= 10 or middle_kept:
+            np.testing.assert_array_equal(kept, every)
+        else:
+            assert kept is None, k
+
+
 def test_rule_is_the_tables_maths():
     assert explain_module.rule_text(REGISTRY["sin"]) == "d sin(x) = cos(x)·dx"
     assert explain_module.rule_text(REGISTRY["multiply"]) == "d multiply(x, y) = y·dx + x·dy"
@@ -231,7 +270,7 @@ def _jvp_run(model, direction: dict):
 
 def _with_tangents(recorder) -> list:
     """The operations that carried a tangent, as explain_jvp lists them (n1, n2, ...)."""
-    return [i for i, (op, out, _, _) in enumerate(recorder.operations)
+    return [i for i, (op, out, _, _) in enumerate(recorder.rows())
             if out._node is not None and recorder.accumulator.jvp(out) is not None]
 
 
@@ -255,7 +294,8 @@ def test_jvp_tangents_equal_finite_differences_along_the_direction(name, monkeyp
             moved = {k: np.asarray(v) + sign * h * direction[k] for k, v in point.items()}
             again, _ = _jvp_run(model.bind(moved), direction)  # (the same operations:
             model.bind({})                                      # tangents' ones included)
-            return [np.asarray(again.operations[k][1]._value, dtype=float) for k in positions]
+            rows = again.rows()
+            return [np.asarray(rows[k][1]._value, dtype=float) for k in positions]
         up, down = values(1), values(-1)
         for entry, hi, lo in zip(obj["forward"], up, down):
             fd = (hi - lo) / (2 * h)

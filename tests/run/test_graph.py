@@ -41,7 +41,7 @@ def _recorded(program, decls, mode, options):
 
 def _tape_counts(recorder) -> tuple[int, int]:
     """Nodes and edges of the tape's graph, from its own Node records."""
-    target = recorder.taken[0]
+    target = recorder.taken[0]  # (taken: node, adjoint, node, ...)
     trace = target.tapes[0]
     seen, edges, stack = {id(target)}, 0, [target]
     while stack:

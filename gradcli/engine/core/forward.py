@@ -89,6 +89,8 @@ class ForwardAccumulator:
         # forward); tapes entered inside it do not (as in TensorFlow).
         self._outer_tapes = list(state.recording)
         _active.append(self)
+        if state.observing:  # (jvp --explain reads the tangents after the run)
+            state.observing[-1].accumulating(self)
         return self
 
     def __exit__(self, *exc) -> None:

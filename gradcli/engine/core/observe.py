@@ -6,7 +6,11 @@ operation, the backward pass one per call. An observer is installed for a ``with
 (``observing``); the innermost one is told. ``where`` is whatever the caller says is being
 evaluated right now (the language's evaluator sets it to the tree node of the step it
 runs, so that every recorded operation can point into the program's text); the engine
-never reads it.
+only hands it back, in each operation's row.
+
+``forward`` and ``reached`` take one argument each (a row, a pair), so that an observer
+that only keeps them can be a list's ``extend``: a call in C, where a Python method costs
+about as much as a scalar operation (``Recorder``).
 
 ``debug_nans()`` is the observer that stops at the first non-finite value, as
 ``jax.config.update("jax_debug_nans", True)`` and ``tf.debugging.enable_check_numerics``:
@@ -16,6 +20,7 @@ the input values.
 from __future__ import annotations
 
 from contextlib import contextmanager
+from operator import attrgetter
 
 import numpy as np
 
@@ -25,12 +30,14 @@ from . import state
 class Observer:
     """The base observer: sees every operation, does nothing. Subclasses override the hooks:
 
-    - ``forward(op, out, inputs)``: ``op`` ran on ``inputs`` (tensors or plain values) and
-      gave the tensor ``out`` (``out._node``: its recorded node, None when no tape
-      recorded it);
-    - ``reached(node, g)``: the backward pass takes ``node``, whose summed adjoint is ``g``;
+    - ``forward(row)``: ``row`` is ``(op, out, inputs, where)``: ``op`` ran on ``inputs``
+      (tensors or plain values) and gave the tensor ``out`` (``out._node``: its recorded
+      node, None when no tape recorded it), while the caller was evaluating ``where``;
+    - ``reached((node, g))``: the backward pass takes ``node``, whose summed adjoint is
+      ``g``; read once a pass (it may be a property that chooses);
     - ``flowed(node, index, parent, g, gx)``: ``node``'s rule for input ``index`` turned
-      the adjoint ``g`` into ``gx`` (summed to the input's shape), on its way to ``parent``.
+      the adjoint ``g`` into ``gx`` (summed to the input's shape), on its way to ``parent``;
+    - ``accumulating(accumulator)``: a ``ForwardAccumulator``'s block starts (forward mode).
 
     The backward hooks are None for an observer that does not watch them: the backward
     pass then calls nothing (each call costs about as much as a scalar operation's rule).
@@ -39,7 +46,10 @@ class Observer:
     reached = None
     flowed = None
 
-    def forward(self, op, out, inputs) -> None:
+    def forward(self, row) -> None:
+        """See the class."""
+
+    def accumulating(self, accumulator) -> None:
         """See the class."""
 
 
@@ -112,15 +122,16 @@ class DebugNans(Observer):
         self.zeroed: dict[int, object] = {}  # id(node) -> where of the `where` that zeroed it
         self.seen: dict[int, tuple] = {}  # id(where) -> (where, the last value computed there)
 
-    def forward(self, op, out, inputs) -> None:
+    def forward(self, row) -> None:
+        op, out, inputs, where = row
         node = out._node
         if node is not None:
-            self.origins[id(node)] = (node, self.where, values_of(inputs))
+            self.origins[id(node)] = (node, where, values_of(inputs))
         if not finite(out._value):
             raise NonFiniteError(op.name, "forward", values_of(inputs), out._value,
-                                 where=self.where, params=getattr(node, "params", None),
+                                 where=where, params=getattr(node, "params", None),
                                  seen=self.seen)
-        self.seen[id(self.where)] = (self.where, out._value)
+        self.seen[id(where)] = (where, out._value)
 
     def flowed(self, node, index, parent, g, gx) -> None:
         if finite(gx):
@@ -172,51 +183,85 @@ _accumulating = state.forward  # the active forward accumulators, outermost firs
 
 
 class Recorder(DebugNans):
-    """Keep what the computation did, for ``--explain`` and ``--graph``: every operation
-    with its output tensor, inputs and ``where`` (``operations``), the nodes the backward
-    pass took (``taken``) with the adjoint that reached each (``adjoints``), and with ``flows`` each
-    gradient a rule gave an input (``flows``: node, input index, parent node, gradient).
-    With ``stop_at_nan`` it is also ``DebugNans``. In forward mode, ``accumulator`` is the
+    """Keep what the computation did, for ``--explain`` and ``--graph``: every operation's
+    row ``(op, out, inputs, where)`` (``operations``), the nodes the backward pass took
+    with the adjoint that reached each (``taken``), and with ``flows`` each gradient a
+    rule gave an input (``flows``: node, input index, parent node, gradient). With
+    ``stop_at_nan`` it is also ``DebugNans``. In forward mode, ``accumulator`` is the
     outermost ``ForwardAccumulator`` (its ``jvp`` reads each operation's tangent after
     the run), else None.
 
-    It only keeps references: what they mean (texts, spans, ids) is worked out after the
-    run, for the nodes shown (run/explain.py). With ``ends``, only the adjoints of the
-    first and the last ``ends`` nodes taken are kept (the others are None): an adjoint
-    kept is an array the backward pass cannot reuse, which cost --explain more than the
-    rest of its recording together (a fresh array per node, on arrays of 1,000)."""
+    It only keeps references, and flat: ``operations`` holds each row's four entries one
+    after the other (``rows()``: as tuples), ``taken`` each node and its adjoint. Its
+    hooks are then its lists' ``extend`` (C calls), and a run keeps no tuple per
+    operation: on a long run of scalars, what is kept costs more than the calls (memory
+    the run cannot reuse, passes after it over objects cold in the caches). What the
+    references mean (texts, spans, ids) is worked out after the run, for the nodes shown
+    (run/explain.py).
+
+    Two cases take a Python hook. With ``stop_at_nan`` each row is also checked. With
+    ``ends``, on a run with arrays, only the adjoints of the first and the last ``ends``
+    nodes taken are kept (the others are None): an adjoint kept is an array the backward
+    pass cannot reuse, which cost --explain more than the rest of its recording together
+    (a fresh array per node, on arrays of 1,000); scalars are kept, costing nothing."""
 
     def __init__(self, stop_at_nan: bool = False, flows: bool = True,
                  ends: int | None = None):
         super().__init__()
         self.stop_at_nan, self.keep_flows, self.ends = stop_at_nan, flows, ends
-        self._kept = float("inf") if ends is None else 2 * ends
-        self.operations: list[tuple] = []  # (op, out, inputs, where)
-        self.taken: list = []              # nodes, in the order taken
-        self.adjoints: list = []           # the adjoint that reached each
-        self.flows: list[tuple] = []       # (node, index, parent, gradient)
+        self.operations: list = []    # op, out, inputs, where, op, out, ... (ROW a row)
+        self.taken: list = []         # node, the adjoint that reached it, node, ... in order
+        self.flows: list[tuple] = []  # (node, index, parent, gradient)
         self.accumulator = None
+        if not stop_at_nan:
+            self.forward = self.operations.extend
         if not (flows or stop_at_nan):
             self.flowed = None  # (the backward pass then makes no call per gradient)
 
-    def forward(self, op, out, inputs) -> None:
-        self.operations.append((op, out, inputs, self.where))
-        if _accumulating and self.accumulator is None:
-            self.accumulator = _accumulating[0]
-        if self.stop_at_nan:
-            DebugNans.forward(self, op, out, inputs)
+    def rows(self) -> list[tuple]:
+        """Every operation's row ``(op, out, inputs, where)``, in the order run."""
+        ops = self.operations
+        return list(zip(*(ops[i::ROW] for i in range(ROW))))
 
-    def reached(self, node, g) -> None:
+    def forward(self, row) -> None:  # (with stop_at_nan; else the list's extend)
+        self.operations.extend(row)
+        DebugNans.forward(self, row)
+
+    @property
+    def reached(self):
+        """The backward pass's hook, chosen once a pass: the list's extend, or with
+        ``ends`` on a run with arrays the hook that lets the middle adjoints go."""
+        if self.ends is None or not _holds_arrays(self.operations):
+            return self.taken.extend
+        return self._reached_keeping_ends
+
+    def _reached_keeping_ends(self, pair) -> None:
         # (no copy: holding a gradient keeps fast.py from writing into it, since its
         # in-place tricks count the references first)
-        self.taken.append(node)
-        adjoints = self.adjoints
-        adjoints.append(getattr(g, "_value", g))
-        if len(adjoints) > self._kept:  # one leaves the last ones kept
-            adjoints[-self.ends - 1] = None
+        taken = self.taken
+        taken.extend(pair)
+        if len(taken) > 4 * self.ends:  # (two entries a node) one leaves the last kept
+            taken[-2 * self.ends - 1] = None
 
     def flowed(self, node, index, parent, g, gx) -> None:
         if self.keep_flows:
             self.flows.append((node, index, parent, getattr(gx, "_value", gx)))
         if self.stop_at_nan:
             DebugNans.flowed(self, node, index, parent, g, gx)
+
+    def accumulating(self, accumulator) -> None:
+        if self.accumulator is None:  # (an inner one's tangents are the outermost's too)
+            self.accumulator = _accumulating[0]
+
+
+ROW = 4  # entries a row in Recorder.operations: op, out, inputs, where
+
+
+def _holds_arrays(operations: list) -> bool:
+    """Whether the run computes on arrays, judged from about 32 of its operations spread
+    over it and its last (a pass over all of a long run's rows, cold in the caches, costs
+    more than its recording): an array operation rarer than that only keeps its adjoint."""
+    step = ROW * (len(operations) // ROW // 32 or 1)
+    # (the last row's out too; a slice touches what it holds: only a sample is taken)
+    outs = operations[1::step] + operations[1 - ROW::ROW]
+    return np.ndarray in map(type, map(attrgetter("_value"), outs))

@@ -105,8 +105,9 @@ def apply(op: Op, inputs, params=EMPTY, frames: int = 0) -> Tensor:
         _record(op, out, inputs, values, params)
     if _forward:
         _propagate(op, out, inputs, values, params)
-    if _observing:
-        _observing[-1].forward(op, out, inputs)
+    if _observing:  # (one row, one call: a Recorder's hook is its list's extend, in C)
+        observer = _observing[-1]
+        observer.forward((op, out, inputs, observer.where))
     return out
 
 

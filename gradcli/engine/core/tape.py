@@ -218,7 +218,7 @@ class GradientTape:
             g = grads.get(key) if key in keep else grads.pop(key)
             args, ans = _rebuilt(node) if differentiable else (node.values, node.ans)
             if reached is not None:
-                reached(node, g)
+                reached((node, g))
             spent = release and node.tapes is trace.alone  # recorded by this tape alone: freed
             g, full = (fast.upstream(node, g, ans, args, trace, spent, key in keep)  # (full: g
                        if speed and g.__class__ is np.ndarray else (g, None))  # as a scalar)
