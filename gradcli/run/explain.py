@@ -139,6 +139,10 @@ def recorded(recorder) -> tuple[Rows, Ids]:
     inputs, where)``, and their ids by node (``Ids``)."""
     ops = recorder.operations
     nodes = list(map(attrgetter("_node"), ops[1::ROW]))  # (the outs and nodes only)
+    if None not in nodes and list(map(attrgetter("op"), nodes)) == ops[::ROW]:
+        # (every row recorded by its own op, as in a run of gradcli's modes: no Python
+        # loop over them; == compares the ops by identity first)
+        return Rows(ops, range(len(nodes))), numbered(nodes)
     positions = [k for k, op, node in zip(itertools.count(), ops[::ROW], nodes)
                  if node is not None and node.op is op]
     return Rows(ops, positions), numbered(map(nodes.__getitem__, positions))
