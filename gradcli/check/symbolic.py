@@ -1028,13 +1028,16 @@ class Worker:
             self.process.join(5.0)
         self.receiver.close()
 
-    def results(self, keys: list[str], timeout: float) -> dict:
+    def results(self, keys: list[str], timeout: float, since: float | None = None) -> dict:
         """``{key: what was emitted}``; a key nothing came for in ``timeout`` seconds
-        (from the worker's start, after its import of sympy) is a ``SymbolicGradient``
-        whose ``skipped`` says why."""
+        (from the worker's start, after its import of sympy; or from ``since``, a
+        ``time.monotonic()``, for a worker that is given more to do) is a
+        ``SymbolicGradient`` whose ``skipped`` says why."""
         results: dict = {}
         failure = self.failure
-        if not self.ready:
+        if since is not None:
+            self.deadline = since + timeout
+        elif not self.ready:
             self.deadline += timeout
         while failure is None and len(results) < len(keys):
             # (past the deadline, what the worker sent in time is still read)

@@ -49,6 +49,7 @@ from __future__ import annotations
 import contextlib
 import itertools
 import math
+import time
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -438,29 +439,54 @@ def simplified(sp, expr):
     return sp.Add(*[sp.simplify(term) for term in expr.args])
 
 
-def simplify_items(count: int) -> list[str]:
-    """The forms to make, cheap forms of every derivative first: ``"index:form"``."""
-    return [f"{i}:{form}" for form in FORMS for i in range(count)]
+def simplify_items(count: int, forms=FORMS) -> list[str]:
+    """The ``forms`` to make of each of ``count`` derivatives, cheap forms of every
+    derivative first: ``"index:form"``."""
+    return [f"{i}:{form}" for form in forms for i in range(count)]
+
+
+#: The forms sympy's simplify is not among: they need no more imports, so the worker that
+#: differentiated makes them while this process imports what simplify needs.
+PLAIN_FORMS = ("expand", "factor")
 
 
 def _simplify(sp, job: dict, emit) -> None:
-    """Worker: the next form not yet taken by a worker (``job["next"]``, a counter the
-    workers share), until none is left; each emitted as it is made."""
+    """Worker: from each queue of ``job["queues"]`` in turn (``(forms, counter)``, the
+    counter shared by the workers), the next form not yet taken, until every queue is
+    empty; each emitted as it is made."""
     makers = {"expand": sp.expand, "factor": sp.factor,
               "simplify": lambda e: simplified(sp, e)}
-    items = simplify_items(len(job["raw"]))
-    while True:
-        with job["next"].get_lock():
-            taken = job["next"].value
-            job["next"].value = taken + 1
-        if taken >= len(items):
-            return
-        index, form = items[taken].split(":")
-        try:
-            made = makers[form](job["raw"][int(index)])
-            emit(items[taken], (made, int(sp.count_ops(made))))
-        except Exception:  # noqa: BLE001 - a form sympy cannot make is not a candidate
-            emit(items[taken], None)
+    for forms, counter in job["queues"]:
+        items = simplify_items(len(job["raw"]), forms)
+        while True:
+            with counter.get_lock():
+                taken = counter.value
+                counter.value = taken + 1
+            if taken >= len(items):
+                break
+            index, form = items[taken].split(":")
+            try:
+                made = makers[form](job["raw"][int(index)])
+                emit(items[taken], (made, int(sp.count_ops(made))))
+            except Exception:  # noqa: BLE001 - a form sympy cannot make is not a candidate
+                emit(items[taken], None)
+
+
+def _derive_then_simplify(sp, job: dict, emit) -> None:
+    """Worker: the job's own computation (``job["derive"]``: the raw derivatives, keys "0"
+    to ``job["count"] - 1``), then the forms of ``job["queues"]`` (the plain forms),
+    while the parent imports what sympy's simplify needs and starts the workers that
+    make the rest."""
+    raw: dict = {}
+
+    def keep(key, value):
+        if _is_expression(value):
+            raw[int(key)] = value[0]
+        emit(key, value)
+    job["derive"](sp, job, keep)
+    if job["queues"] and len(raw) == job["count"]:
+        _simplify(sp, {"raw": [raw[i] for i in range(job["count"])],
+                       "queues": job["queues"]}, emit)
 
 
 def sympy_derivatives(program, model, point: dict, names: list[str], constants: list[str],
@@ -482,38 +508,48 @@ def raw_and_simplified(job: dict, count: int, budget: float, raw: bool,
     ``count - 1``, or the reason it cannot), then simplify what it gave within
     ``budget`` seconds: per key, a :class:`Form` list, the raw one first; and the
     value of ``meanwhile()`` (None without it), which runs here while the workers
-    simplify. The forms are shared out among a worker per core (each takes the next form
-    not yet taken, cheap forms first); each worker has the budget from its start."""
+    simplify. The forms are shared out: the worker that differentiated makes the plain
+    forms (expand, factor) while this process imports what simplify needs, then a worker
+    per core makes simplify's forms and helps with the plain ones left (each takes the
+    next form not yet taken); each has the budget from its start (the first: from the
+    others' start)."""
     import sympy  # noqa: F401 - before the worker is forked, as the check does
     # (sympy's first sum imports this: here once, not again in each worker, 0.3 s each)
     import sympy.tensor.tensor  # noqa: F401
 
     from ..check.symbolic import Worker, start_method
-    keys = [str(i) for i in range(count)]
-    with Worker(job) as worker:
-        if not raw and budget > 0:
-            # (sympy's simplify imports it, 0.3 s: here, while the worker differentiates,
-            # once for all the simplifying workers forked below)
-            import sympy.physics.units  # noqa: F401
-        results = worker.results(keys, DIFF_TIMEOUT)
-    for key in keys:
-        if not _is_expression(results[key]):
-            reason = getattr(results[key], "skipped", None) or results[key]
-            raise InputError(f"{command}: sympy cannot differentiate this program: {reason}")
-    forms = [[Form("raw", results[key][0])] for key in keys]
-    if raw or budget <= 0:
-        return forms, meanwhile() if meanwhile else None
-    items = simplify_items(count)
-    shared = {"compute": _simplify, "raw": [f[0].expression for f in forms],
-              "next": start_method().Value("i", 0)}
+    keys, items = [str(i) for i in range(count)], simplify_items(count)
+    simplifying = not raw and budget > 0
+    plain = (PLAIN_FORMS, start_method().Value("i", 0))
+    rest = (tuple(f for f in FORMS if f not in PLAIN_FORMS), start_method().Value("i", 0))
     with contextlib.ExitStack() as stack:
+        first = stack.enter_context(Worker({
+            **job, "compute": _derive_then_simplify, "derive": job["compute"],
+            "count": count, "queues": [plain] if simplifying else []}))
+        if simplifying:
+            # (sympy's simplify imports it, 0.3 s: here, while the worker differentiates
+            # and expands, once for all the simplifying workers forked below)
+            import sympy.physics.units  # noqa: F401
+        results = first.results(keys, DIFF_TIMEOUT)
+        for key in keys:
+            if not _is_expression(results[key]):
+                reason = getattr(results[key], "skipped", None) or results[key]
+                raise InputError(f"{command}: sympy cannot differentiate this program: "
+                                 f"{reason}")
+        forms = [[Form("raw", results[key][0])] for key in keys]
+        if not simplifying:
+            return forms, meanwhile() if meanwhile else None
+        shared = {"compute": _simplify, "raw": [f[0].expression for f in forms],
+                  "queues": [rest, plain]}
+        started = time.monotonic()  # (the first worker's budget: from here)
         workers = [stack.enter_context(Worker(shared))
                    for _ in range(max(1, min(MAX_SIMPLIFIERS, cores(), len(items))))]
         # (the raw forms are not printed meanwhile: on two cores that slows the workers
         # more than it saves here, 1.82 s against 1.73 s for a 10-term program)
         done = meanwhile() if meanwhile else None
-        for worker in workers:
-            for key, value in worker.results(items, budget).items():
+        for worker in [first] + workers:
+            got = worker.results(items, budget, since=started if worker is first else None)
+            for key, value in got.items():
                 if _is_expression(value):
                     index, name = key.split(":")
                     forms[int(index)].append(Form(name, *value))
