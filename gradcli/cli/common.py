@@ -108,7 +108,7 @@ def observed(s: Settings, model, compute) -> tuple:
     from ..run.kinks import watching
     explaining = s.explain or s.explain_all
     try:
-        with watching(model.program.source, explain=s.explain, explain_all=s.explain_all,
+        with watching(model, explain=s.explain, explain_all=s.explain_all,
                       graph=s.graph is not None, debug_nans=s.debug_nans) as (kinks, recorder):
             outcome = compute()
     except NonFiniteError as err:

@@ -95,7 +95,9 @@ class Model:
     - ``read_variables``: the variables the program may read (a superset of what a run
       reads: every variable whose name, or an alias ``a = w``, the program uses while it
       still holds the variable, and a variable returned as the target);
-    - ``target_name``: the target's name, or None when it is a bare last expression.
+    - ``target_name``: the target's name, or None when it is a bare last expression;
+    - ``calls``: the names of the table entries the program's steps run (a plain run
+      watches for kinks only when one of them has one: run/kinks.py).
 
     Loaded on first use (``load()``; the first access to the values below or the first
     call of ``function`` does it), so that every refusal the tree and the declarations
@@ -125,6 +127,7 @@ class Model:
         self.read_variables: list[str] = []
         self.values: dict[str, Any] = {}
         self.target_name: str | None = None
+        self.calls: frozenset = frozenset()
         self.function: Callable[..., Any] = _not_built
         self._variables: dict[str, Any] = {}
         self._constants: dict[str, Any] = {}
@@ -266,6 +269,7 @@ class _Plan:
         # pi, e, inf when declared: then not constants in static places (axis=, indices).
         self.shadowed: frozenset = frozenset()
         self.picked: set[int] = set()  # calls returning several tensors that are indexed
+        self.calls: set[str] = set()  # the table entries the steps run, by name
 
     # --- registers ----------------------------------------------------------------------
     def register(self, value=None) -> int:
@@ -431,6 +435,7 @@ class _Plan:
             raise self.error(ArgumentError, f"{op.name} returns {what}: pick one with an "
                                             f"index, e.g. {node.func}(...)[0]", node)
         params, out = resolved.params, self.register()
+        self.calls.add(op.name)
         multi = op.kind == "multi"
         api = self.ops.FUNCTIONS[op.name]
 
@@ -479,6 +484,7 @@ class _Plan:
 
     def _op_step(self, op, inputs: list, params: dict, node, variadic: bool = False) -> int:
         apply, out = self.ops.apply, self.register()
+        self.calls.add(op.name)
         check = _check_linalg_sizes if op.kind == "linalg" else _check_sizes
         regs_in = [i for i in inputs if isinstance(i, int)]
         # (only shape_extra's entries have one: not loaded, none of them is used; issue 14)
@@ -767,6 +773,7 @@ def build(program: Program, declarations=None, *, dtype: str = "float64",
         reads.add(holds[model.target_name])  # returning a variable reads it
     model.read_variables = [name for name in model.trainable if name in reads]
     model.function = _make_function(model, plan, result_reg)
+    model.calls = frozenset(plan.calls)
     return model
 
 

@@ -92,8 +92,8 @@ def test_a_plain_run_has_an_observer_only_when_the_program_calls_a_kink_function
     for program, kink in [("sin(x)*x + exp(x)", False), ("fabs(x) + x", False),
                           ("absolute(x - 1)", True), ("y = maximum (x, 1)\ny", True)]:
         model = build(parse_program(program), Declarations.from_options(arg=["x=1"]))
-        assert calls_a_kink(program) is kink, program
-        with watching(program) as (kinks, recorder):
+        assert calls_a_kink(model) is kink, program
+        with watching(model) as (kinks, recorder):
             seen.append(len(state.observing))
             run_mode("grad", model)
         assert recorder is None and state.observing == []
