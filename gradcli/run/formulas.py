@@ -20,9 +20,11 @@ The steps, each one a function below:
    step is dropped, as the tape's rules give 0 away from the step), then, within the
    simplification budget (``--simplify-timeout``, default 2 s), sympy's ``expand``,
    ``factor`` and ``simplify`` of each (``simplify`` of each term of a sum of more than
-   35 operations: see :func:`simplified`). The forms are shared out among a worker per
-   core (up to 4; each takes the next form not yet taken, cheap forms first), while
-   this process computes the tape at the check's points (step 5). The shortest form by
+   35 operations: see :func:`simplified`). The worker that differentiated makes the
+   plain forms (expand, factor) while this process imports what ``simplify`` needs;
+   then a worker per core (up to 4) makes ``simplify``'s forms and helps with the plain
+   ones left (each takes the next form not yet taken), while this process computes the
+   tape at the check's points (step 5). The shortest form by
    ``count_ops`` that gradcli can print is kept (the raw form competes too); when the
    budget runs out first, the shortest of the forms that finished, and the output says
    so.
