@@ -229,12 +229,15 @@ def _solve(sp, job: dict, emit) -> None:
 
 
 def polynomial_solutions(sp, gradient: list, symbols: list) -> list | None:
-    """Every real solution of a polynomial ``gradient = 0`` whose lex Groebner basis is
-    in shape position (``x_i - h_i(t)`` for each symbol but the last ``t``, and ``p(t)``:
-    the usual case of isolated solutions): the real roots of ``p``, exact (sympy's
-    ``real_roots``), each with its ``h_i`` evaluated to 30 digits. Himmelblau's cubics take
-    0.1 s this way, where ``solve`` does not finish in a minute. None when the gradient
-    is not polynomial or the basis is not in that shape (``solve`` is tried then)."""
+    """Every real solution of a polynomial ``gradient = 0`` with isolated solutions, from
+    its lex Groebner basis in shape position (``x_i - h_i(t)`` for each symbol but the
+    last ``t``, and ``p(t)``): the real roots of ``p``, exact (sympy's ``real_roots``),
+    each with its ``h_i`` evaluated to 30 digits. A basis not in that shape (solutions
+    that share a coordinate: ``x^2 - 1, y^2 - 1``) is computed again with a separating
+    linear form ``t = x_1 + 2 x_2 + ...`` as the last variable, which puts it in shape.
+    Himmelblau's cubics take 0.1 s this way, where ``solve`` does not finish in a minute.
+    None when the gradient is not polynomial or neither basis is in shape (solutions on
+    a curve, or repeated ones): ``solve`` is tried then."""
     if not all(g.is_polynomial(*symbols) for g in gradient):
         return None
     # (a float coefficient as the rational it reads: the basis is then computed exactly)
@@ -242,22 +245,40 @@ def polynomial_solutions(sp, gradient: list, symbols: list) -> list | None:
     basis = sp.groebner(gradient, *symbols, order="lex")
     if list(basis.exprs) == [1]:
         return []  # (no solution at all, complex ones included)
-    *firsts, last = basis.exprs
-    t = symbols[-1]
-    if len(firsts) != len(symbols) - 1 or not last.free_symbols <= {t}:
+    names = list(symbols)
+    shape = _in_shape(sp, basis.exprs, names)
+    if shape is None:
+        names.append(sp.Dummy("t"))
+        form = sum(k * x for k, x in enumerate(symbols, 1))
+        shape = _in_shape(sp, sp.groebner([*gradient, names[-1] - form], *names,
+                                          order="lex").exprs, names)
+        if shape is None:
+            return None
+    shapes, last = shape
+    t = names[-1]
+    real = []
+    for root in dict.fromkeys(sp.real_roots(sp.Poly(last, t))):
+        at = root.evalf(30)
+        values = [float(h.evalf(30, subs={t: at})) for h in shapes] + [float(at)]
+        real.append(values[:len(symbols)])  # (not the separating form's value)
+    return real
+
+
+def _in_shape(sp, basis, names: list) -> tuple | None:
+    """``([h_1, ...], p)`` of a lex basis ``x_i - h_i(t)``, ``p(t)`` (``t`` the last of
+    ``names``), else None."""
+    *firsts, last = basis
+    t = names[-1]
+    if len(firsts) != len(names) - 1 or not last.free_symbols <= {t}:
         return None
     shapes = []
-    for x, element in zip(symbols, firsts):
+    for x, element in zip(names, firsts):
         linear = sp.Poly(element, x)
         a, b = linear.all_coeffs() if linear.degree() == 1 else (None, None)
         if a is None or a.free_symbols or not (b / a).free_symbols <= {t}:
             return None
         shapes.append(-b / a)
-    real = []
-    for root in dict.fromkeys(sp.real_roots(sp.Poly(last, t))):
-        at = root.evalf(30)
-        real.append([float(h.evalf(30, subs={t: at})) for h in shapes] + [float(at)])
-    return real
+    return shapes, last
 
 
 def solved(sp, gradient: list, symbols: list) -> list:

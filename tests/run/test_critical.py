@@ -87,18 +87,14 @@ def test_himmelblau_exactly_nine_and_the_numeric_list_is_complete():
                                "x^2 + 0.5*y^2 - x*y + 0.25*x", "x^2 + y^2 + 1"])
 def test_the_groebner_path_finds_what_solve_finds(f):
     """On polynomials sympy's solve handles, the Groebner path gives its real solutions
-    when the basis is in shape position, else None (solve is then used: the first two)."""
+    (the first two through the separating form: x^2 - 1, y^2 - 1 is not in shape)."""
     import sympy as sp
 
     from gradcli.run.critical import polynomial_solutions, solved
     x, y = sp.symbols("x y")
     expr = sp.parse_expr(f.replace("^", "**"))  # (the test's own text, not a user's)
     gradient = [sp.diff(expr, x), sp.diff(expr, y)]
-    exact = polynomial_solutions(sp, gradient, [x, y])
-    if f in ("x^3 - 3*x + y^3 - 3*y", "(x - 1/3)^2*(y + 2) + y^2"):  # x^2 - 1, y^2 - 1
-        assert exact is None
-        return
-    exact = sorted(exact)
+    exact = sorted(polynomial_solutions(sp, gradient, [x, y]))
     truth = sorted(solved(sp, [sp.nsimplify(g, rational=True) for g in gradient], [x, y]))
     assert len(exact) == len(truth)
     for got, want in zip(exact, truth):
