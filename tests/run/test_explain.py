@@ -201,6 +201,61 @@ def test_ends_keeps_the_first_and_last_array_adjoints_and_every_scalar_one(x, mi
             assert kept is None, k
 
 
+def _library_run(nested: bool):
+    """sin(x), then cos of a constant (a row no tape records), then cos(y) (recorded,
+    seen by an inner observer when ``nested``), then exp: what the recorder saw."""
+    import gradcli as gc
+    x = gc.constant(0.5)
+    with observing(Recorder()) as recorder, gc.GradientTape() as tape:
+        tape.watch(x)
+        y = gc.sin(x)
+        gc.cos(gc.constant(2.0))
+        if nested:
+            with observing(Observer()):
+                z = gc.cos(y)
+        else:
+            z = gc.cos(y)
+        gc.exp(z)
+    return recorder
+
+
+@pytest.mark.parametrize("nested", [False, True])
+def test_ids_number_the_recorded_rows_in_the_order_run(nested):
+    """``recorded`` numbers the rows whose operation a tape recorded, n1, n2, ... in the
+    order run, skipping the others; when an inner observer saw some of the run the
+    recorder did not, its rows still get 1, 2, ... (truth: the rows, read one by one)."""
+    recorder = _library_run(nested)
+    assert recorder.alone is not nested
+    rows, ids = explain_module.recorded(recorder)
+    truth = [row for row in recorder.rows() if row[1]._node is not None]
+    assert [op.name for op, _, _, _ in truth] == (["sin", "exp"] if nested else
+                                                  ["sin", "cos", "exp"])
+    assert list(rows) == truth
+    assert [ids[out._node] for _, out, _, _ in truth] == [
+        f"n{k}" for k in range(1, len(truth) + 1)]
+    assert [ids.row(rows, out._node) for _, out, _, _ in truth] == truth
+    unrecorded = [out._node for _, out, _, _ in recorder.rows() if out._node is None]
+    assert len(unrecorded) == 1 and unrecorded[0] not in ids
+
+
+def test_ids_by_recording_order_equal_a_count_of_the_rows():
+    """A mode's run records every row: the ids come from the nodes' recording order
+    without a map of them; they equal the rows counted one by one."""
+    model = build(parse_program("y = sin(x) * w\nsum(y * y + cos(y))"),
+                  Declarations.from_options(var=["x=[0.5, 1.5]", "w=2"]))
+    with observing(Recorder()) as recorder:
+        run_mode("value-grad", model)
+    rows, ids = explain_module.recorded(recorder)
+    assert ids.numbers is None  # (the path taken: by recording order)
+    truth = recorder.rows()
+    assert len(rows) == len(truth) == 6
+    assert [ids[out._node] for _, out, _, _ in truth] == [f"n{k}" for k in range(1, 7)]
+    taken = recorder.taken[::2]
+    assert list(ids.positions(taken)) == list(range(len(taken)))
+    outside = _library_run(False).rows()[0][1]._node  # (recorded, but by another run)
+    assert list(ids.positions([truth[1][1]._node, outside, truth[5][1]._node])) == [0, 2]
+
+
 def test_rule_is_the_tables_maths():
     assert explain_module.rule_text(REGISTRY["sin"]) == "d sin(x) = cos(x)·dx"
     assert explain_module.rule_text(REGISTRY["multiply"]) == "d multiply(x, y) = y·dx + x·dy"

@@ -43,6 +43,7 @@ class Observer:
     pass then calls nothing (each call costs about as much as a scalar operation's rule).
     """
     where = None  # set by the caller (the evaluator): what is being evaluated now
+    alone = True  # after its block: whether no other observer was installed inside it
     reached = None
     flowed = None
 
@@ -56,12 +57,21 @@ class Observer:
 @contextmanager
 def observing(observer: Observer):
     """Install ``observer`` for the block. What an observer keeps a reference to stays as
-    it saw it: fast.py changes an array in place only when nobody else holds it."""
+    it saw it: fast.py changes an array in place only when nobody else holds it. After the
+    block, ``observer.alone`` says whether it saw every operation run in it (no other
+    observer was installed inside it)."""
+    global _installed
+    _installed += 1
+    mine = _installed
     state.observing.append(observer)
     try:
         yield observer
     finally:
         state.observing.remove(observer)
+        observer.alone = _installed == mine
+
+
+_installed = 0  # observers installed so far (``observing``)
 
 
 def values_of(inputs) -> list:
