@@ -116,18 +116,25 @@ class Ids:
             return node.seq - self.first + 1
         return None
 
+    def get(self, node, default=None):
+        """``node``'s id, or ``default`` (the one call per input and entry: ``number``
+        written out, as a call costs more than its work)."""
+        numbers = self.numbers
+        if numbers is None:
+            if node is None or not self.first <= node.seq < self.end:
+                return default
+            return f"n{node.seq - self.first + 1}"
+        number = numbers.get(node)
+        return default if number is None else f"n{number}"
+
     def __contains__(self, node) -> bool:
-        return self.number(node) is not None
+        return self.get(node) is not None
 
     def __getitem__(self, node) -> str:
-        number = self.number(node)
-        if number is None:
+        name = self.get(node)
+        if name is None:
             raise KeyError(node)
-        return f"n{number}"
-
-    def get(self, node, default=None):
-        number = self.number(node)
-        return default if number is None else f"n{number}"
+        return name
 
     def row(self, rows: Rows, node) -> tuple:
         """The row of ``rows`` (as ``recorded`` gives them) that recorded ``node``."""
@@ -158,10 +165,11 @@ class Rows:
         return len(self.positions)
 
     def __getitem__(self, i):
-        if isinstance(i, slice):
-            return [self[j] for j in range(*i.indices(len(self)))]
-        k = self.width * self.positions[i]
-        return tuple(self.flat[k:k + self.width])
+        flat, width = self.flat, self.width
+        if i.__class__ is slice:
+            return [tuple(flat[k:k + width]) for k in map(width.__mul__, self.positions[i])]
+        k = width * self.positions[i]
+        return tuple(flat[k:k + width])
 
     def __iter__(self):
         return map(self.__getitem__, range(len(self)))
@@ -266,12 +274,11 @@ def _backward_entry(taken, row, ids: Ids, where: Where) -> dict:
 def _inputs(inputs, ids: Ids, node_where, where: Where) -> list:
     out = []
     for i, x in enumerate(inputs):
-        parent = getattr(x, "_node", None)
-        if parent in ids:  # (None is no key)
-            out.append(ids[parent])
-            continue
-        sub = operand_of(node_where, i) if node_where is not None else None
-        out.append(where.of(sub)[0] if sub is not None else short(x))
+        name = ids.get(getattr(x, "_node", None))
+        if name is None:  # (not a recorded node: the text it was read from)
+            sub = operand_of(node_where, i) if node_where is not None else None
+            name = where.of(sub)[0] if sub is not None else short(x)
+        out.append(name)
     return out
 
 
