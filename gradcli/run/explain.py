@@ -195,6 +195,18 @@ def recorded(recorder) -> tuple[Rows, Ids]:
     return Rows(ops, positions), numbered(map(nodes.__getitem__, positions))
 
 
+def _taken_positions(recorder, ids: Ids) -> range | list:
+    """The positions of the pairs in ``recorder.taken`` (node, adjoint, node, ...) whose
+    node has an id. One backward pass takes its nodes in decreasing recording order (its
+    heap's order): numbered by that order, when the first and the last it took have ids,
+    all do, and no pass over a run's nodes (cold in the caches) is needed."""
+    taken = recorder.taken
+    if (ids.numbers is None and recorder.passes == 1 and taken
+            and taken[0].seq < ids.end and taken[-2].seq >= ids.first):
+        return range(len(taken) // 2)
+    return ids.positions(taken[::2])
+
+
 def numbered(nodes) -> Ids:
     """The ids of ``nodes``, in order."""
     return Ids(numbers=dict(zip(nodes, itertools.count(1))))  # (in C: a run has many)
@@ -217,8 +229,7 @@ def explain(recorder, model, outcome, show_all: bool = False) -> dict:
         return explain_jvp(recorder, model, outcome, show_all)
     where = Where(model.program.source)
     rows, ids = recorded(recorder)
-    taken = recorder.taken  # node, adjoint, node, ...: the pairs of the recorded nodes
-    pairs = Rows(taken, ids.positions(taken[::2]), width=2)
+    pairs = Rows(recorder.taken, _taken_positions(recorder, ids), width=2)
     obj: dict = {}
     for key, listed in (("forward", rows), ("backward", pairs)):
         shown, elided = (listed, 0) if show_all else _elided(listed)

@@ -150,10 +150,11 @@ def watching(model, *, explain: bool = False, explain_all: bool = False,
              graph: bool = False, debug_nans: bool = False):
     """Watch one run of the built program ``model`` with as little as the options ask for;
     gives ``(kinks, recorder)``. --explain, --explain-all, --graph or --debug-nans: an
-    engine ``Recorder``, whose operations the kink notes read after the run (it keeps
-    each gradient a rule gave for --graph and --debug-nans only, and with --explain alone
-    only the adjoints of the nodes shown); else a ``KinkNotes`` observer when the program
-    calls a function with a kink (recorder None); else no observer at all."""
+    engine ``Recorder`` (it keeps each gradient a rule gave for --graph and --debug-nans
+    only, and with --explain alone only the adjoints of the nodes shown), whose
+    operations the kink notes read after the run when the program calls a function with
+    a kink; else a ``KinkNotes`` observer when it calls one (recorder None); else no
+    observer at all."""
     kinks = KinkNotes(model.program.source)
     recorder = None
     if explain or explain_all or graph or debug_nans:
@@ -166,5 +167,5 @@ def watching(model, *, explain: bool = False, explain_all: bool = False,
         return
     with observing(observer):
         yield kinks, recorder
-    if recorder is not None:
+    if recorder is not None and calls_a_kink(model):
         kinks.read(recorder)

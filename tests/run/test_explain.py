@@ -256,6 +256,40 @@ def test_ids_by_recording_order_equal_a_count_of_the_rows():
     assert list(ids.positions([truth[1][1]._node, outside, truth[5][1]._node])) == [0, 2]
 
 
+def test_backward_pairs_shown_are_those_of_the_recorded_nodes():
+    """The backward list holds the nodes taken that have ids: all of them after one pass
+    over nodes recorded inside the block; not a node recorded before it; every pass's
+    when there are several (truth: the pairs, tested one by one)."""
+    import gradcli as gc
+
+    def pairs(recorder):
+        _, ids = explain_module.recorded(recorder)
+        positions = explain_module._taken_positions(recorder, ids)
+        return [recorder.taken[2 * k] for k in positions], ids
+
+    x = gc.constant(0.5)
+    with gc.GradientTape(persistent=True) as tape:
+        tape.watch(x)
+        y = gc.sin(x)  # (recorded before the recorder is installed)
+        with observing(Recorder()) as recorder:
+            z = gc.exp(y * 2)
+            tape.gradient(z, x)
+    assert recorder.passes == 1
+    shown, ids = pairs(recorder)
+    assert len(recorder.taken) == 6 and recorder.taken[4] is y._node  # (exp, multiply, sin)
+    assert shown == recorder.taken[0:4:2] and all(node in ids for node in shown)
+    assert y._node not in ids
+    with observing(Recorder()) as recorder:
+        with gc.GradientTape(persistent=True) as tape:
+            tape.watch(x)
+            z = gc.cos(gc.sin(x))
+        tape.gradient(z, x)
+        tape.gradient(z, x)
+    assert recorder.passes == 2
+    shown, ids = pairs(recorder)
+    assert shown == recorder.taken[::2] and len(shown) == 4
+
+
 def test_rule_is_the_tables_maths():
     assert explain_module.rule_text(REGISTRY["sin"]) == "d sin(x) = cos(x)·dx"
     assert explain_module.rule_text(REGISTRY["multiply"]) == "d multiply(x, y) = y·dx + x·dy"

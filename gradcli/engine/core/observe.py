@@ -223,6 +223,7 @@ class Recorder(DebugNans):
         self.taken: list = []         # node, the adjoint that reached it, node, ... in order
         self.flows: list[tuple] = []  # (node, index, parent, gradient)
         self.accumulator = None
+        self.passes = 0  # backward passes taken (``reached`` is read once at each start)
         if not stop_at_nan:
             self.forward = self.operations.extend
         if not (flows or stop_at_nan):
@@ -241,6 +242,7 @@ class Recorder(DebugNans):
     def reached(self):
         """The backward pass's hook, chosen once a pass: the list's extend, or with
         ``ends`` on a run with arrays the hook that lets the middle adjoints go."""
+        self.passes += 1
         if self.ends is None or not _holds_arrays(self.operations):
             return self.taken.extend
         return self._reached_keeping_ends
