@@ -42,9 +42,13 @@ def value_json(value):
     if arr.size <= FULL_ARRAY or arr.dtype.kind not in "fiub":
         return json_array(value)
     with np.errstate(all="ignore"):
-        flat = arr.astype(float)
-        return {"shape": list(arr.shape), "min": json_array(np.nanmin(flat)),
-                "max": json_array(np.nanmax(flat)), "mean": json_array(np.mean(flat))}
+        flat = arr.astype(float, copy=False)
+        low, high = flat.min(), flat.max()
+        if low != low or high != high:  # a nan: the range of the others (numpy's
+            others = flat[~np.isnan(flat)]  # nanmin would warn on standard error
+            low, high = (others.min(), others.max()) if others.size else (np.nan, np.nan)
+        return {"shape": list(arr.shape), "min": json_number(low),
+                "max": json_number(high), "mean": json_number(flat.mean())}
 
 
 @lru_cache(maxsize=None)  # (the table's entries live as long as the process)

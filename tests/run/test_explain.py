@@ -290,6 +290,24 @@ def test_backward_pairs_shown_are_those_of_the_recorded_nodes():
     assert shown == recorder.taken[::2] and len(shown) == 4
 
 
+def test_array_summaries_skip_nans_without_a_warning():
+    """An array's summary: the range of its numbers that are not nan, the mean of all
+    (nan when one is), and no warning on standard error when all are nan (--json output
+    stays clean). Truth: the numbers, by hand."""
+    import warnings
+    values = np.linspace(0.0, 1.0, 21)
+    values[[0, 20]] = np.nan
+    values[5] = -np.inf
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        assert explain_module.value_json(values) == {"shape": [21], "min": "-inf",
+                                                     "max": float(values[19]), "mean": "nan"}
+        assert explain_module.value_json(np.full((3, 5), np.nan)) == {
+            "shape": [3, 5], "min": "nan", "max": "nan", "mean": "nan"}
+        assert explain_module.value_json(np.arange(12, dtype=np.float32)) == {
+            "shape": [12], "min": 0.0, "max": 11.0, "mean": 5.5}
+
+
 def test_rule_is_the_tables_maths():
     assert explain_module.rule_text(REGISTRY["sin"]) == "d sin(x) = cos(x)·dx"
     assert explain_module.rule_text(REGISTRY["multiply"]) == "d multiply(x, y) = y·dx + x·dy"
