@@ -81,11 +81,26 @@ class Where:
 
     def __init__(self, source: str):
         self.source = source
-        # (where each line starts: after each newline, found by numpy, four times faster
-        # than splitting a long program into its lines)
-        newlines = np.flatnonzero(np.frombuffer(source.encode("utf-32-le", "surrogatepass"), np.uint32) == 10)
-        self.starts = [0, *(newlines + 1).tolist()]
+        self.count = source.count("\n") + 1  # lines
+        # Where lines start, found when asked, from whichever end is nearer: the nodes
+        # shown are the first and the last of a long program (a table of all its lines,
+        # made right after the run, cost more than the rest of a short description).
+        self.head = [0]  # lines 1, 2, ...
+        self.tail = [source.rfind("\n") + 1]  # the last line, the one before, ...
         self.known: dict[int, tuple] = {}  # id(tree node) -> (text, span)
+
+    def start(self, line: int) -> int:
+        """The offset of the first character of ``line`` (from 1)."""
+        source = self.source
+        if line - 1 <= self.count - line:
+            head = self.head
+            while len(head) < line:
+                head.append(source.index("\n", head[-1]) + 1)
+            return head[line - 1]
+        tail, back = self.tail, self.count - line
+        while len(tail) <= back:
+            tail.append(source.rfind("\n", 0, tail[-1] - 1) + 1)
+        return tail[back]
 
     def of(self, node) -> tuple:
         if node is None:
@@ -93,7 +108,7 @@ class Where:
         known = self.known.get(id(node))
         if known is None:
             pos = node.pos
-            start = self.starts[pos.line - 1] + pos.col
+            start = self.start(pos.line) + pos.col
             span = [start, start + pos.width]
             known = self.known[id(node)] = (self.source[start:span[1]], span)
         return known

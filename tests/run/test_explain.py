@@ -308,6 +308,24 @@ def test_array_summaries_skip_nans_without_a_warning():
             "shape": [12], "min": 0.0, "max": 11.0, "mean": 5.5}
 
 
+def test_where_finds_each_lines_start_from_either_end():
+    """Line starts are found when asked, from the nearer end, in any order (truth: the
+    lines' lengths summed, newlines counted)."""
+    import itertools
+    import random
+    rng = random.Random(1)
+    for _ in range(200):
+        lines = ["".join(rng.choice("ab \t") for _ in range(rng.randint(0, 5)))
+                 for _ in range(rng.randint(1, 13))]
+        source = "\n".join(lines)
+        before = list(itertools.accumulate(map(len, lines), initial=0))
+        where = explain_module.Where(source)
+        order = list(range(1, len(lines) + 1))
+        rng.shuffle(order)
+        for line in order:
+            assert where.start(line) == before[line - 1] + line - 1, (source, line)
+
+
 def test_rule_is_the_tables_maths():
     assert explain_module.rule_text(REGISTRY["sin"]) == "d sin(x) = cos(x)·dx"
     assert explain_module.rule_text(REGISTRY["multiply"]) == "d multiply(x, y) = y·dx + x·dy"
