@@ -1,9 +1,11 @@
 """The human page of the simplest results without rich (issue 14): the fallback's text
-(io/writers/page.py's plain_text) is rich's text, byte for byte, and it is used only
-where rich would print plain text.
+(io/writers/page.py's page_text) is rich's text, byte for byte: plain where rich would
+print plain text (a file, a pipe), with rich's SGR codes where it would print to a
+terminal with styles.
 
 The independent truth is rich itself: the same page printed through a rich console
-(io/writers/human.py's console, as every other human output) on a file of the same width.
+(io/writers/human.py's console, as every other human output) on a file of the same width
+that says it is a terminal or not, in the same environment.
 """
 from __future__ import annotations
 
@@ -53,14 +55,14 @@ def both(outcome, precision, target, width, monkeypatch) -> tuple[str | None, st
     return both_pages(outcome.page(precision, target=target), width, monkeypatch)
 
 
-def both_pages(page, width, monkeypatch) -> tuple[str | None, str]:
-    """:func:`both` for any result's page."""
+def both_pages(page, width, monkeypatch, tty: bool = False) -> tuple[str | None, str]:
+    """:func:`both` for any result's page (``tty``: on a terminal)."""
     monkeypatch.setenv("COLUMNS", str(width))
-    monkeypatch.setattr(sys, "stdout", _File())
-    plain = page_writer.plain_text(page)
-    rich_file = _File()
+    monkeypatch.setattr(sys, "stdout", _File(tty=tty))
+    fast = page_writer.page_text(page)
+    rich_file = _File(tty=tty)
     page_writer.write(page, out=console(file=rich_file))
-    return plain, rich_file.getvalue()
+    return fast, rich_file.getvalue()
 
 
 # names as the language writes them, and as anything may (brackets, spaces, non-ASCII)
@@ -97,6 +99,27 @@ def test_the_fallback_prints_what_rich_prints(clean_env, outcome, precision, tar
     assert plain is None or plain == rich_text
 
 
+TERMINALS = st.fixed_dictionaries({}, optional={
+    "TERM": st.sampled_from(["xterm", "xterm-256color", "screen-16color", "linux", ""]),
+    "COLORTERM": st.sampled_from(["truecolor", "24bit", ""]),
+    "NO_COLOR": st.sampled_from(["", "1"])})
+
+
+@pytest.mark.slow
+@settings(max_examples=EXAMPLES * 3, deadline=None,
+          suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(outcome=outcomes(), precision=st.one_of(st.none(), st.integers(1, 17)),
+       target=st.one_of(st.none(), names),
+       width=st.one_of(st.sampled_from([40, 80, 200]), st.integers(1, 120)), env=TERMINALS)
+def test_on_a_terminal_the_fallback_prints_what_rich_prints(clean_env, outcome, precision,
+                                                            target, width, env):
+    for name, value in env.items():
+        clean_env.setenv(name, value)
+    fast, rich_text = both_pages(outcome.page(precision, target=target), width, clean_env,
+                                 tty=True)
+    assert fast is None or fast == rich_text
+
+
 @pytest.mark.parametrize("width", [40, 80, 200])
 @pytest.mark.parametrize("mode", ["tape", "grad", "implicit", "value-grad"])
 @pytest.mark.parametrize("value, gradient, name", [
@@ -108,11 +131,14 @@ def test_scalar_results_take_the_fallback_with_rich_s_text(clean_env, width, mod
     outcome = Outcome(mode, np.asarray(value) if mode in ("tape", "value-grad") else None,
                       [Gradient(name, None if gradient is None else np.asarray(gradient)),
                        Gradient("b", np.asarray(2.0))], ["a note [bold]that[/] is long " * 3])
-    plain, rich_text = both(outcome, None, "y" if mode == "tape" else None, width, clean_env)
     shown = "None (not connected)" if gradient is None else repr(float(gradient))
     table = max(len(name), 8) + max(len(shown), 8) + len("shape") + 3 * 3 - 1
-    assert plain is not None or table > width  # (rich then shares the width out)
-    assert plain is None or plain == rich_text
+    for tty in (False, True):
+        fast, rich_text = both_pages(outcome.page(None, target="y" if mode == "tape" else None),
+                                     width, clean_env, tty=tty)
+        assert fast is not None or table > width  # (rich then shares the width out)
+        assert fast is None or fast == rich_text
+        assert tty == ("\x1b[" in rich_text)
 
 
 @pytest.mark.parametrize("outcome", [
@@ -165,12 +191,13 @@ def _pages():
 
 @pytest.mark.parametrize("width", [30, 60, 80, 120, 200])
 def test_other_results_pages_take_the_fallback_with_rich_s_text(clean_env, width):
-    taken = 0
-    for page in _pages():
-        plain, rich_text = both_pages(page, width, clean_env)
-        assert plain is None or plain == rich_text
-        taken += plain is not None
-    assert taken or width < 80  # (at 80 columns they all fit)
+    for tty in (False, True):
+        taken = 0
+        for page in _pages():
+            fast, rich_text = both_pages(page, width, clean_env, tty=tty)
+            assert fast is None or fast == rich_text
+            taken += fast is not None
+        assert taken or width < 80  # (at 80 columns they all fit)
 
 
 # ---------------------------------------------------------------------------------------
@@ -199,6 +226,39 @@ def test_the_fallback_is_used_exactly_where_rich_writes_plain_text(clean_env, en
     assert (width is not None) == plain_for_rich
     if width is not None:
         assert width == rich.width
+    # and the seed's page, which fits any width rich reports here, on a terminal too:
+    # without rich wherever rich writes plain text or styles it can, as rich writes it
+    page = Outcome("value-grad", np.asarray(31.0), [Gradient("w1", np.asarray(5.0))],
+                   ["a note"]).page(None)
+    fast = page_writer.page_text(page)
+    styled = rich.is_terminal and rich.color_system is not None
+    utf = rich.encoding.startswith("utf") and not rich.legacy_windows
+    if rich.width >= 40:
+        assert (fast is not None) == (utf and (plain_for_rich or styled))
+    if fast is not None:
+        printed = _File(tty=tty, encoding=encoding)
+        page_writer.write(page, out=console(file=printed))
+        assert fast == printed.getvalue()
+
+
+@pytest.mark.parametrize("system", ["standard", "256", "truecolor"])
+@pytest.mark.parametrize("no_color", ["", "1"])
+def test_terminal_codes_are_rich_s_for_every_style(clean_env, system, no_color):
+    """Truth: rich's own rendering of each style (its Style and a console with that
+    colour system, NO_COLOR dropping colours)."""
+    from rich.console import Console
+    from rich.style import Style
+    from rich.text import Text
+    clean_env.setenv("NO_COLOR", no_color)
+    codes = page_writer.terminal_codes()
+    for style in [*page_writer.STYLES.values(), "bold"]:
+        printed = _File(tty=True)
+        Console(file=printed, color_system=system, force_terminal=True).print(
+            Text("x", style=Style.parse(style)), end="")
+        code = codes[style]
+        assert printed.getvalue() == (f"\x1b[{code}mx\x1b[0m" if code else "x"), style
+    clean_env.setenv("TERM", "dumb")
+    assert page_writer.terminal_codes() is None
 
 
 # ---------------------------------------------------------------------------------------
@@ -213,7 +273,7 @@ def run(mode: str, *extra: str, env: dict | None = None, importtime: bool = Fals
 
 
 RICH_ONLY = ("import sys; from gradcli.io.writers import page; "
-             "page.plain_text = lambda *args: None; from gradcli.cli.app import main; "
+             "page.page_text = lambda *args: None; from gradcli.cli.app import main; "
              "sys.argv = ['gradcli', *sys.argv[1:]]; main()")
 
 
@@ -239,14 +299,12 @@ def test_a_forced_terminal_still_gets_rich_s_styles():
     assert "\x1b[1m31.0\x1b[0m" in done.stdout
 
 
-@pytest.mark.slow
-def test_a_real_terminal_still_gets_rich_s_styles():
-    pty = pytest.importorskip("pty")
+def _on_a_terminal(argv: list, env: dict) -> tuple[bytes, str]:
+    """What a process wrote on a pseudo-terminal (its standard output), and its
+    standard error."""
+    import pty
     leader, follower = pty.openpty()
-    base = {k: v for k, v in os.environ.items() if k not in RICH_ENV}
-    with subprocess.Popen([sys.executable, "-m", "gradcli", "value-grad", *SEED],
-                          stdout=follower, stderr=subprocess.PIPE,
-                          env={**base, "TERM": "xterm"}) as proc:
+    with subprocess.Popen(argv, stdout=follower, stderr=subprocess.PIPE, env=env) as proc:
         os.close(follower)
         chunks = []
         while True:
@@ -257,6 +315,22 @@ def test_a_real_terminal_still_gets_rich_s_styles():
             if not chunk:
                 break
             chunks.append(chunk)
-        assert proc.wait(timeout=120) == 0
+        err = proc.stderr.read().decode()
+        assert proc.wait(timeout=120) == 0, err
     os.close(leader)
-    assert b"\x1b[1m31.0\x1b[0m" in b"".join(chunks)
+    return b"".join(chunks), err
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("term", [{"TERM": "xterm"}, {"TERM": "xterm-256color", "NO_COLOR": "1"}])
+def test_a_real_terminal_gets_rich_s_styles_without_importing_rich(term):
+    pytest.importorskip("pty")  # (a Unix module)
+    env = {**{k: v for k, v in os.environ.items() if k not in RICH_ENV}, **term}
+    fast, err = _on_a_terminal([sys.executable, "-X", "importtime", "-m", "gradcli",
+                                "value-grad", *SEED], env)
+    imported = {line.rsplit("|", 1)[1].strip() for line in err.splitlines()
+                if line.startswith("import time:")}
+    assert not {m for m in imported if m == "rich" or m.startswith("rich.")}
+    with_rich, _ = _on_a_terminal([sys.executable, "-c", RICH_ONLY, "value-grad", *SEED], env)
+    assert b"\x1b[1m31.0\x1b[0m" in with_rich and "\u2547".encode() in with_rich
+    assert fast == with_rich
