@@ -136,18 +136,11 @@ class Ids:
         return None
 
     def get(self, node, default=None):
-        """``node``'s id, or ``default`` (the one call per input and entry: ``number``
-        written out, as a call costs more than its work)."""
-        numbers = self.numbers
-        if numbers is None:
-            if node is None or not self.first <= node.seq < self.end:
-                return default
-            return f"n{node.seq - self.first + 1}"
-        number = numbers.get(node)
+        number = self.number(node)
         return default if number is None else f"n{number}"
 
     def __contains__(self, node) -> bool:
-        return self.get(node) is not None
+        return self.number(node) is not None
 
     def __getitem__(self, node) -> str:
         name = self.get(node)
@@ -302,14 +295,15 @@ def _backward_entry(taken, row, ids: Ids, where: Where) -> dict:
 
 
 def _inputs(inputs, ids: Ids, node_where, where: Where) -> list:
-    out = []
-    for i, x in enumerate(inputs):
-        name = ids.get(getattr(x, "_node", None))
-        if name is None:  # (not a recorded node: the text it was read from)
-            sub = operand_of(node_where, i) if node_where is not None else None
-            name = where.of(sub)[0] if sub is not None else short(x)
-        out.append(name)
-    return out
+    return [ids.get(getattr(x, "_node", None)) or operand_text(x, i, node_where, where)
+            for i, x in enumerate(inputs)]
+
+
+def operand_text(x, index: int, node_where, where: Where) -> str:
+    """The text input ``index`` (``x``) of an operation run for the tree node
+    ``node_where`` was read from: its sub-expression, else ``x`` in a few characters."""
+    sub = operand_of(node_where, index) if node_where is not None else None
+    return where.of(sub)[0] if sub is not None else short(x)
 
 
 def short(x) -> str:

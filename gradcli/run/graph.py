@@ -16,8 +16,7 @@ others are ``class="off"``; Graphviz copies ``class`` into the SVG).
 from __future__ import annotations
 
 from ..errors import InputError
-from .explain import Where, recorded, short, value_text
-from .nonfinite import operand_of
+from .explain import Where, operand_text, recorded, value_text
 
 FORMATS = ("dot", "svg", "png", "pdf")
 STYLE = {  # kind -> Graphviz attributes (declared names told apart by shape and colour)
@@ -54,11 +53,9 @@ def build(recorder, model, outcome) -> Graph:
                              True)
         for i, x in enumerate(inputs):
             parent = getattr(x, "_node", None)
-            if parent in ids:  # (None is no key)
-                source = ids[parent]
-            else:
-                sub = operand_of(node_where, i) if node_where is not None else None
-                label = where.of(sub)[0] if sub is not None else short(x)
+            source = ids.get(parent)
+            if source is None:
+                label = operand_text(x, i, node_where, where)
                 if parent is None:  # not traced: a constant, off the tape
                     source = f"c{len(graph.nodes)}"
                     graph.nodes[source] = ("constant", label, False)
